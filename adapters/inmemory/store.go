@@ -1,0 +1,183 @@
+package inmemory
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+)
+
+// AdapterID is the stable implementation id this package publishes in its manifest.
+const AdapterID = "inmemory"
+
+// DefaultSupportedFilters are lionagi's provenance metadata keys, accepted by default.
+var DefaultSupportedFilters = []string{"branch_id", "source"}
+
+// Options configure a Store.
+type Options struct {
+	// SupportedFilters is the exact filter key set to publish; nil means
+	// DefaultSupportedFilters.
+	SupportedFilters []string
+}
+
+// Store is the in-process reference ExternalStore. The zero value is not usable; call New.
+type Store struct {
+	manifest memory.Manifest
+
+	mu    sync.RWMutex
+	order []uuid.UUID
+	items map[uuid.UUID]memory.Item
+}
+
+var _ memory.ExternalStore = (*Store)(nil)
+
+// Manifest returns the full-fidelity, immediate manifest for the given filter keys.
+func Manifest(supportedFilters []string) memory.Manifest {
+	return memory.Manifest{
+		Adapter:           AdapterID,
+		NativeItemFields:  slices.Clone(memory.AllItemFields),
+		DroppedItemFields: []memory.ItemField{},
+		SupportedFilters:  slices.Clone(supportedFilters),
+		SearchConsistency: memory.ConsistencyImmediate,
+		RetrieveFidelity:  memory.FidelityFull,
+		SearchFidelity:    memory.FidelityFull,
+		SearchReturnsTags: true,
+		PreservesMetadata: true,
+	}.Normalize()
+}
+
+// New returns an empty store.
+func New(opts Options) *Store {
+	filters := opts.SupportedFilters
+	if filters == nil {
+		filters = DefaultSupportedFilters
+	}
+	return &Store{manifest: Manifest(filters), items: map[uuid.UUID]memory.Item{}}
+}
+
+// Manifest implements memory.ExternalStore.
+func (s *Store) Manifest() memory.Manifest { return s.manifest }
+
+// Store keeps a deep copy of item and returns its id.
+func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) {
+	if err := ctx.Err(); err != nil {
+		return uuid.Nil, memory.NewUnavailable("store", err)
+	}
+	if err := validateItem(item); err != nil {
+		return uuid.Nil, err
+	}
+	c := item.Clone()
+	if c.Metadata == nil {
+		c.Metadata = map[string]json.RawMessage{}
+	}
+	if c.Tags == nil {
+		c.Tags = []string{}
+	}
+	c.Content = c.ContentJSON()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, exists := s.items[c.ID]; !exists {
+		s.order = append(s.order, c.ID)
+	}
+	s.items[c.ID] = c
+	return c.ID, nil
+}
+
+func validateItem(item memory.Item) error {
+	if item.ID == uuid.Nil {
+		return memory.NewAdapterError("store: item id must not be the nil UUID", nil)
+	}
+	if !json.Valid(item.ContentJSON()) {
+		return memory.NewAdapterError("store: content is not valid JSON", nil)
+	}
+	for k, v := range item.Metadata {
+		if !json.Valid(v) {
+			return memory.NewAdapterError("store: metadata "+k+" is not valid JSON", nil)
+		}
+	}
+	return nil
+}
+
+// Retrieve returns a copy of the item, or (nil, nil) when the id is unknown.
+func (s *Store) Retrieve(ctx context.Context, id uuid.UUID) (*memory.Item, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, memory.NewUnavailable("retrieve", err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	it, ok := s.items[id]
+	if !ok {
+		return nil, nil
+	}
+	c := it.Clone()
+	return &c, nil
+}
+
+// Search applies lionagi's InMemoryStore predicates in insertion order.
+func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, error) {
+	if err := memory.CheckQuery(s.manifest, q); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, memory.NewUnavailable("search", err)
+	}
+	out := []memory.Item{}
+	if q.Limit == 0 {
+		return out, nil
+	}
+	var needle string
+	if q.Text != nil {
+		needle = strings.ToLower(*q.Text)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, id := range s.order {
+		it := s.items[id]
+		if Matches(it, q, needle) {
+			out = append(out, it.Clone())
+			if len(out) == q.Limit {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// Matches reports whether it satisfies q's predicates; lowerText is the lower-cased q.Text.
+// It is exported so that other in-process adapters (the fake) share one definition.
+func Matches(it memory.Item, q memory.Query, lowerText string) bool {
+	if q.Text != nil && !strings.Contains(strings.ToLower(ContentText(it.ContentJSON())), lowerText) {
+		return false
+	}
+	if len(q.Tags) > 0 && !slices.ContainsFunc(q.Tags, func(t string) bool { return slices.Contains(it.Tags, t) }) {
+		return false
+	}
+	for k, want := range q.Filters {
+		got, ok := it.Metadata[k]
+		if !ok || !memory.JSONEqual(got, want) {
+			return false
+		}
+	}
+	return true
+}
+
+// ContentText is the text a substring search looks at: a JSON string's own characters,
+// otherwise the value's compact JSON. (lionagi uses Python's str(); a Go store cannot
+// reproduce Python's repr, so JSON text is the documented equivalent.)
+func ContentText(content json.RawMessage) string {
+	var s string
+	if err := json.Unmarshal(content, &s); err == nil {
+		return s
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, content); err != nil {
+		return string(content)
+	}
+	return b.String()
+}

@@ -1,0 +1,390 @@
+package memory
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// DefaultLimit is lionagi's MemoryQuery default limit; a decoded query without "limit" gets it.
+const DefaultLimit = 20
+
+// Timestamps outside these bounds are rejected on decode: they cannot be represented by every
+// backend and a huge exponent would be an easy way to make a decoder burn CPU.
+var (
+	minCreatedAt = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxCreatedAt = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+)
+
+// Item is lionagi's MemoryItem. Content and metadata values are raw JSON so that they keep
+// exact numbers and nested structure; use JSONEqual or Item.Equal to compare them.
+type Item struct {
+	// ID is the item's identity, chosen by the client.
+	ID uuid.UUID
+	// CreatedAt has microsecond resolution on the wire and in every full-fidelity backend.
+	CreatedAt time.Time
+	// Metadata maps keys to JSON values; nil means empty.
+	Metadata map[string]json.RawMessage
+	// Content is any JSON value; nil means JSON null.
+	Content json.RawMessage
+	// Tags is ordered; order and duplicates are part of the value.
+	Tags []string
+}
+
+// NewItem returns an item with a fresh UUIDv4 and the current time at microsecond resolution,
+// as lionagi's defaults do.
+func NewItem(content json.RawMessage, tags ...string) Item {
+	return Item{
+		ID:        uuid.New(),
+		CreatedAt: time.Now().UTC().Truncate(time.Microsecond),
+		Metadata:  map[string]json.RawMessage{},
+		Content:   content,
+		Tags:      append([]string{}, tags...),
+	}
+}
+
+// Clone returns a deep copy, so stores never share mutable state with callers.
+func (it Item) Clone() Item {
+	out := it
+	if it.Metadata != nil {
+		out.Metadata = make(map[string]json.RawMessage, len(it.Metadata))
+		for k, v := range it.Metadata {
+			out.Metadata[k] = slices.Clone(v)
+		}
+	}
+	out.Content = slices.Clone(it.Content)
+	out.Tags = slices.Clone(it.Tags)
+	return out
+}
+
+// ContentJSON returns the content as JSON, with nil meaning null.
+func (it Item) ContentJSON() json.RawMessage {
+	if len(it.Content) == 0 {
+		return json.RawMessage("null")
+	}
+	return it.Content
+}
+
+// Equal reports whether two items are equal under the contract's exactness rules: same id,
+// same microsecond created_at, JSON-equal content and metadata, identical tag lists.
+func (it Item) Equal(o Item) bool {
+	return it.ID == o.ID &&
+		it.CreatedAt.Truncate(time.Microsecond).Equal(o.CreatedAt.Truncate(time.Microsecond)) &&
+		MetadataEqual(it.Metadata, o.Metadata) &&
+		JSONEqual(it.ContentJSON(), o.ContentJSON()) &&
+		slices.Equal(nonNil(it.Tags), nonNil(o.Tags))
+}
+
+// Diff names the fields where it and o differ, in the seed's field order.
+func (it Item) Diff(o Item) []ItemField {
+	var out []ItemField
+	if it.ID != o.ID {
+		out = append(out, FieldID)
+	}
+	if !it.CreatedAt.Truncate(time.Microsecond).Equal(o.CreatedAt.Truncate(time.Microsecond)) {
+		out = append(out, FieldCreatedAt)
+	}
+	if !MetadataEqual(it.Metadata, o.Metadata) {
+		out = append(out, FieldMetadata)
+	}
+	if !JSONEqual(it.ContentJSON(), o.ContentJSON()) {
+		out = append(out, FieldContent)
+	}
+	if !slices.Equal(nonNil(it.Tags), nonNil(o.Tags)) {
+		out = append(out, FieldTags)
+	}
+	return out
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// MetadataEqual compares two metadata maps by key set and JSON equality of values; nil and
+// empty are equal.
+func MetadataEqual(a, b map[string]json.RawMessage) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, av := range a {
+		bv, ok := b[k]
+		if !ok || !JSONEqual(av, bv) {
+			return false
+		}
+	}
+	return true
+}
+
+type itemWire struct {
+	ID        *string                    `json:"id"`
+	CreatedAt *json.Number               `json:"created_at"`
+	Metadata  map[string]json.RawMessage `json:"metadata"`
+	Content   json.RawMessage            `json:"content"`
+	Tags      []string                   `json:"tags"`
+}
+
+// MarshalJSON writes the wire form of contract.md §4: created_at as float seconds with
+// microsecond precision, metadata defaulting to {}, content to null and tags to [].
+func (it Item) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(`{"id":`)
+	idJSON, _ := json.Marshal(it.ID.String())
+	b.Write(idJSON)
+	b.WriteString(`,"created_at":`)
+	b.WriteString(FormatTimestamp(it.CreatedAt))
+	b.WriteString(`,"metadata":`)
+	meta := it.Metadata
+	if meta == nil {
+		meta = map[string]json.RawMessage{}
+	}
+	for k, v := range meta {
+		if !json.Valid(v) {
+			return nil, fmt.Errorf("metadata %q: invalid JSON value", k)
+		}
+	}
+	mb, err := json.Marshal(meta)
+	if err != nil {
+		return nil, fmt.Errorf("metadata: %w", err)
+	}
+	b.Write(mb)
+	b.WriteString(`,"content":`)
+	content := it.ContentJSON()
+	if !json.Valid(content) {
+		return nil, errors.New("content: invalid JSON value")
+	}
+	// Compact without reformatting numbers: json.Compact keeps number literals verbatim.
+	if err := json.Compact(&b, content); err != nil {
+		return nil, fmt.Errorf("content: %w", err)
+	}
+	b.WriteString(`,"tags":`)
+	tb, _ := json.Marshal(nonNil(it.Tags))
+	b.Write(tb)
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON decodes the wire form strictly: unknown fields, wrong types, an invalid UUID,
+// a missing id or created_at, or an out-of-range timestamp are errors. Missing metadata,
+// content and tags take lionagi's defaults ({}, null, []).
+func (it *Item) UnmarshalJSON(data []byte) error {
+	var w itemWire
+	if err := decodeStrict(data, &w); err != nil {
+		return fmt.Errorf("decode item: %w", err)
+	}
+	if w.ID == nil {
+		return errors.New("decode item: missing required field \"id\"")
+	}
+	id, err := ParseID(*w.ID)
+	if err != nil {
+		return fmt.Errorf("decode item: id: %w", err)
+	}
+	if w.CreatedAt == nil {
+		return errors.New("decode item: missing required field \"created_at\"")
+	}
+	ts, err := ParseTimestamp(string(*w.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("decode item: created_at: %w", err)
+	}
+	out := Item{ID: id, CreatedAt: ts, Metadata: w.Metadata, Tags: w.Tags}
+	if out.Metadata == nil {
+		out.Metadata = map[string]json.RawMessage{}
+	}
+	for k, v := range out.Metadata {
+		if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+			out.Metadata[k] = json.RawMessage("null")
+		}
+	}
+	if out.Tags == nil {
+		out.Tags = []string{}
+	}
+	if len(w.Content) > 0 {
+		out.Content = slices.Clone(w.Content)
+	} else {
+		out.Content = json.RawMessage("null")
+	}
+	*it = out
+	return nil
+}
+
+// ParseID parses a UUID in its canonical 36-character form only, so that one identity has
+// one spelling on the wire.
+func ParseID(s string) (uuid.UUID, error) {
+	if len(s) != 36 {
+		return uuid.Nil, fmt.Errorf("invalid UUID %q: want the 36-character form", truncate(s, 64))
+	}
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("invalid UUID %q: %w", truncate(s, 64), err)
+	}
+	return id, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// FormatTimestamp writes t as Unix seconds with up to six decimals (microseconds), the way a
+// Python float prints it: at least one decimal, trailing zeros trimmed.
+func FormatTimestamp(t time.Time) string {
+	us := t.Truncate(time.Microsecond).UnixMicro()
+	neg := us < 0
+	if neg {
+		us = -us
+	}
+	sec, frac := us/1_000_000, us%1_000_000
+	fs := strings.TrimRight(fmt.Sprintf("%06d", frac), "0")
+	if fs == "" {
+		fs = "0"
+	}
+	s := fmt.Sprintf("%d.%s", sec, fs)
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+// ParseTimestamp parses a JSON number of Unix seconds exactly (never through float64) and
+// rounds it to the nearest microsecond, the contract's resolution.
+func ParseTimestamp(num string) (time.Time, error) {
+	if len(num) > 64 {
+		return time.Time{}, errors.New("number literal too long")
+	}
+	if i := strings.IndexAny(num, "eE"); i >= 0 {
+		// Bound the exponent before big.Rat sees it: 1e999999999 would be costly.
+		exp := strings.TrimLeft(num[i+1:], "+-")
+		if len(exp) > 3 {
+			return time.Time{}, errors.New("exponent out of range")
+		}
+	}
+	r, ok := new(big.Rat).SetString(num)
+	if !ok {
+		return time.Time{}, fmt.Errorf("not a number: %q", truncate(num, 64))
+	}
+	r.Mul(r, big.NewRat(1_000_000, 1))
+	// Round half away from zero to whole microseconds.
+	q, m := new(big.Int).QuoRem(r.Num(), r.Denom(), new(big.Int))
+	m.Mul(m, big.NewInt(2))
+	if m.CmpAbs(r.Denom()) >= 0 {
+		if r.Sign() < 0 {
+			q.Sub(q, big.NewInt(1))
+		} else {
+			q.Add(q, big.NewInt(1))
+		}
+	}
+	if !q.IsInt64() {
+		return time.Time{}, errors.New("timestamp out of range")
+	}
+	t := time.UnixMicro(q.Int64()).UTC()
+	if t.Before(minCreatedAt) || t.After(maxCreatedAt) {
+		return time.Time{}, errors.New("timestamp out of range (years 1 to 9999)")
+	}
+	return t, nil
+}
+
+// Query is lionagi's MemoryQuery. Text nil means no text predicate; Tags empty means no tag
+// predicate; Filters keys are metadata keys compared by JSON equality. The zero Limit asks for
+// zero items; use DefaultLimit (or decode from JSON, which defaults it) for lionagi's default.
+type Query struct {
+	// Text is a case-insensitive substring predicate over the content, or nil.
+	Text *string
+	// Tags matches items carrying any of these tags; empty means no tag predicate.
+	Tags []string
+	// Filters requires metadata[key] to equal value, for every key.
+	Filters map[string]json.RawMessage
+	// Limit is the maximum number of items to return; negative is rejected.
+	Limit int
+}
+
+type queryWire struct {
+	Text    *string                    `json:"text"`
+	Tags    []string                   `json:"tags"`
+	Filters map[string]json.RawMessage `json:"filters"`
+	Limit   *json.Number               `json:"limit"`
+}
+
+// MarshalJSON writes {"text","tags","filters","limit"} with nulls for absent predicates.
+func (q Query) MarshalJSON() ([]byte, error) {
+	for k, v := range q.Filters {
+		if !json.Valid(v) {
+			return nil, fmt.Errorf("filters %q: invalid JSON value", k)
+		}
+	}
+	return json.Marshal(struct {
+		Text    *string                    `json:"text"`
+		Tags    []string                   `json:"tags"`
+		Filters map[string]json.RawMessage `json:"filters"`
+		Limit   int                        `json:"limit"`
+	}{q.Text, q.Tags, q.Filters, q.Limit})
+}
+
+// MaxWireLimit bounds the limit a decoded query may carry; larger values are rejected as
+// invalid rather than allocated for.
+const MaxWireLimit = 1_000_000
+
+// UnmarshalJSON decodes a query strictly; a missing limit is DefaultLimit. A negative limit is
+// decoded as-is so that the adapter can answer with UnsupportedMemoryQuery naming "limit";
+// a non-integer or a limit beyond MaxWireLimit is a decode error.
+func (q *Query) UnmarshalJSON(data []byte) error {
+	var w queryWire
+	if err := decodeStrict(data, &w); err != nil {
+		return fmt.Errorf("decode query: %w", err)
+	}
+	out := Query{Text: w.Text, Tags: w.Tags, Filters: w.Filters, Limit: DefaultLimit}
+	if w.Limit != nil {
+		n, err := w.Limit.Int64()
+		if err != nil {
+			return fmt.Errorf("decode query: limit: not an integer: %q", truncate(string(*w.Limit), 32))
+		}
+		if n > MaxWireLimit || n < -MaxWireLimit {
+			return fmt.Errorf("decode query: limit: out of range (at most %d)", MaxWireLimit)
+		}
+		out.Limit = int(n)
+	}
+	*q = out
+	return nil
+}
+
+// CheckQuery applies the seed's portable query rules against a manifest before any transport
+// is used: every filter key must be supported and the limit must not be negative. All
+// rejected keys are reported together, sorted and unique ("limit" for a negative limit).
+func CheckQuery(m Manifest, q Query) error {
+	var rejected []string
+	for k := range q.Filters {
+		if !m.SupportsFilter(k) {
+			rejected = append(rejected, k)
+		}
+	}
+	if q.Limit < 0 {
+		rejected = append(rejected, "limit")
+	}
+	if len(rejected) > 0 {
+		return NewUnsupportedQuery(rejected...)
+	}
+	return nil
+}
+
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the value")
+	}
+	return nil
+}
