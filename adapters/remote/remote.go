@@ -1,0 +1,294 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+)
+
+// Defaults for Options fields left zero.
+const (
+	// DefaultTimeout is the deadline of one call: the server's 10 s backend timeout plus
+	// network headroom.
+	DefaultTimeout = 15 * time.Second
+	// DefaultDialTimeout bounds establishing a TCP connection.
+	DefaultDialTimeout = 5 * time.Second
+	// DefaultMaxResponseBytes bounds a response body; a search of many large items fits.
+	DefaultMaxResponseBytes int64 = 64 << 20
+)
+
+// Options configure a Store.
+type Options struct {
+	// BaseURL is the server's root, for example http://adapter.ns.svc:8080.
+	BaseURL string
+	// Token is the bearer token; empty sends none. It is never logged or put in errors.
+	Token string
+	// Timeout is the deadline of one call; zero means DefaultTimeout.
+	Timeout time.Duration
+	// MaxResponseBytes bounds response bodies; zero means DefaultMaxResponseBytes.
+	MaxResponseBytes int64
+	// HTTPClient overrides the client (tests, custom TLS); nil builds one with
+	// DefaultDialTimeout.
+	HTTPClient *http.Client
+}
+
+// Store is a memory.ExternalStore over HTTP. Create it with New.
+type Store struct {
+	base     *url.URL
+	token    string
+	timeout  time.Duration
+	maxBody  int64
+	client   *http.Client
+	manifest memory.Manifest
+}
+
+var _ memory.ExternalStore = (*Store)(nil)
+
+// ProblemError carries the server's problem+json answer; it is chained as the cause of the
+// typed error a call returns.
+type ProblemError struct {
+	// Problem is the decoded body.
+	Problem memory.Problem
+}
+
+// Error implements error.
+func (e *ProblemError) Error() string {
+	s := fmt.Sprintf("server answered %d %s", e.Problem.Status, e.Problem.Type)
+	if e.Problem.Detail != "" {
+		s += ": " + e.Problem.Detail
+	}
+	return s
+}
+
+// New connects to the server and fetches its manifest once. The manifest must decode
+// strictly and validate; it is the Store's manifest for its whole lifetime.
+func New(ctx context.Context, opts Options) (*Store, error) {
+	base, err := url.Parse(strings.TrimRight(opts.BaseURL, "/"))
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return nil, memory.NewAdapterError("remote: base URL must be an absolute http(s) URL", nil)
+	}
+	s := &Store{base: base, token: opts.Token, timeout: opts.Timeout, maxBody: opts.MaxResponseBytes, client: opts.HTTPClient}
+	if s.timeout <= 0 {
+		s.timeout = DefaultTimeout
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxResponseBytes
+	}
+	if s.client == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.DialContext = (&net.Dialer{Timeout: DefaultDialTimeout, KeepAlive: 30 * time.Second}).DialContext
+		tr.MaxIdleConnsPerHost = 32
+		s.client = &http.Client{Transport: tr}
+	}
+	m, err := s.FetchManifest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.manifest = m
+	return s, nil
+}
+
+// Manifest returns the manifest fetched at construction.
+func (s *Store) Manifest() memory.Manifest { return s.manifest }
+
+// Close releases idle connections. It is idempotent.
+func (s *Store) Close() error {
+	s.client.CloseIdleConnections()
+	return nil
+}
+
+// FetchManifest reads GET /v1/manifest now, without changing the Store's own manifest; the
+// conformance job uses it to compare the published manifest with the expected one.
+func (s *Store) FetchManifest(ctx context.Context) (memory.Manifest, error) {
+	var m memory.Manifest
+	if err := s.do(ctx, http.MethodGet, "/v1/manifest", nil, http.StatusOK, &m); err != nil {
+		return memory.Manifest{}, err
+	}
+	if err := m.Validate(); err != nil {
+		return memory.Manifest{}, memory.NewAdapterError("remote: the server published an invalid manifest", err)
+	}
+	return m.Normalize(), nil
+}
+
+// Evidence reads GET /v1/evidence.
+func (s *Store) Evidence(ctx context.Context) (memory.EvidenceReport, error) {
+	var ev memory.EvidenceReport
+	if err := s.do(ctx, http.MethodGet, "/v1/evidence", nil, http.StatusOK, &ev); err != nil {
+		return memory.EvidenceReport{}, err
+	}
+	return ev, nil
+}
+
+// Store sends the item and returns its id, which must be the item's own.
+func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) {
+	body, err := json.Marshal(item)
+	if err != nil {
+		return uuid.Nil, memory.NewAdapterError("remote: store: the item cannot be encoded", err)
+	}
+	var res struct {
+		ID *string `json:"id"`
+	}
+	if err := s.do(ctx, http.MethodPost, "/v1/items", body, http.StatusCreated, &res); err != nil {
+		return uuid.Nil, err
+	}
+	if res.ID == nil {
+		return uuid.Nil, memory.NewAdapterError("remote: store: the response has no id", nil)
+	}
+	id, err := memory.ParseID(*res.ID)
+	if err != nil {
+		return uuid.Nil, memory.NewAdapterError("remote: store: the response id is not a UUID", err)
+	}
+	if id != item.ID {
+		return uuid.Nil, memory.NewAdapterError("remote: store: the server acknowledged a different id", nil)
+	}
+	return id, nil
+}
+
+// Retrieve reads one item; a 404 not_found is (nil, nil).
+func (s *Store) Retrieve(ctx context.Context, id uuid.UUID) (*memory.Item, error) {
+	var it memory.Item
+	err := s.do(ctx, http.MethodGet, "/v1/items/"+id.String(), nil, http.StatusOK, &it)
+	var pe *ProblemError
+	if errors.As(err, &pe) && pe.Problem.Type == memory.ProblemNotFound && pe.Problem.Status == http.StatusNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if it.ID != id {
+		return nil, memory.NewAdapterError("remote: retrieve: the server returned an item with a different id", nil)
+	}
+	return &it, nil
+}
+
+// Search checks the query against the manifest locally, then asks the server.
+func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, error) {
+	if err := memory.CheckQuery(s.manifest, q); err != nil {
+		return nil, err
+	}
+	if q.Limit == 0 {
+		return []memory.Item{}, nil
+	}
+	body, err := json.Marshal(q)
+	if err != nil {
+		return nil, memory.NewAdapterError("remote: search: the query cannot be encoded", err)
+	}
+	var res struct {
+		Items *[]memory.Item `json:"items"`
+	}
+	if err := s.do(ctx, http.MethodPost, "/v1/search", body, http.StatusOK, &res); err != nil {
+		return nil, err
+	}
+	if res.Items == nil {
+		return nil, memory.NewAdapterError("remote: search: the response has no items", nil)
+	}
+	if len(*res.Items) > q.Limit {
+		return nil, memory.NewAdapterError(fmt.Sprintf("remote: search: the server returned %d items for limit %d", len(*res.Items), q.Limit), nil)
+	}
+	return *res.Items, nil
+}
+
+// do performs one request without retries. want is the success status; out receives the
+// strictly decoded body.
+func (s *Store) do(ctx context.Context, method, path string, body []byte, want int, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	u := *s.base
+	u.Path = strings.TrimRight(s.base.Path, "/") + path
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	if err != nil {
+		return memory.NewAdapterError("remote: building the request", err)
+	}
+	req.Header.Set("Accept", "application/json, application/problem+json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return memory.NewUnavailable(fmt.Sprintf("remote: %s %s", method, path), stripURL(err))
+	}
+	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, s.maxBody+1))
+	if err != nil {
+		return memory.NewUnavailable(fmt.Sprintf("remote: %s %s: reading the response", method, path), stripURL(err))
+	}
+	if int64(len(data)) > s.maxBody {
+		return memory.NewAdapterError(fmt.Sprintf("remote: %s %s: response over %d bytes", method, path, s.maxBody), nil)
+	}
+	if resp.StatusCode != want {
+		return mapProblem(method, path, resp, data)
+	}
+	if err := decodeStrict(data, out); err != nil {
+		return memory.NewAdapterError(fmt.Sprintf("remote: %s %s: malformed response", method, path), err)
+	}
+	return nil
+}
+
+// stripURL drops the request URL from a transport error: it is noise in a typed error, and
+// a URL may carry user info.
+func stripURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+func mapProblem(method, path string, resp *http.Response, data []byte) error {
+	op := fmt.Sprintf("remote: %s %s", method, path)
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	var p memory.Problem
+	if ct == "application/problem+json" && json.Unmarshal(data, &p) == nil && p.Type != "" {
+		pe := &ProblemError{Problem: p}
+		switch p.Type {
+		case memory.ProblemUnsupportedQuery:
+			if len(p.RejectedKeys) == 0 {
+				return memory.NewAdapterError(op+": unsupported_query without rejected_keys", pe)
+			}
+			return memory.NewUnsupportedQuery(p.RejectedKeys...)
+		case memory.ProblemUnavailable:
+			return memory.NewUnavailable(op, pe)
+		default:
+			return memory.NewAdapterError(op, pe)
+		}
+	}
+	// No problem body: something between us and the server answered (a proxy, a load
+	// balancer). A gateway failure means the service is unreachable.
+	switch resp.StatusCode {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return memory.NewUnavailable(fmt.Sprintf("%s: HTTP %d without a problem body", op, resp.StatusCode), nil)
+	}
+	return memory.NewAdapterError(fmt.Sprintf("%s: unexpected HTTP %d", op, resp.StatusCode), nil)
+}
+
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the value")
+	}
+	return nil
+}

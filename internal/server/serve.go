@@ -1,0 +1,72 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Timeouts are the http.Server limits ListenAndServe applies.
+type Timeouts struct {
+	// ReadHeader bounds reading request headers (slowloris).
+	ReadHeader time.Duration
+	// Read bounds reading a whole request.
+	Read time.Duration
+	// Write bounds writing a response, counted from the end of the request headers; it must
+	// exceed the operation timeout.
+	Write time.Duration
+	// Idle bounds keep-alive connections between requests.
+	Idle time.Duration
+	// Shutdown bounds how long in-flight requests may take to finish after the context ends.
+	Shutdown time.Duration
+}
+
+// DefaultTimeouts are the documented defaults (docs/server.md).
+var DefaultTimeouts = Timeouts{
+	ReadHeader: 5 * time.Second,
+	Read:       15 * time.Second,
+	Write:      DefaultOperationTimeout + 5*time.Second,
+	Idle:       60 * time.Second,
+	Shutdown:   25 * time.Second,
+}
+
+// Serve probes the backend once, then serves on l until ctx ends, refreshing evidence every
+// probePeriod. When ctx ends it marks itself not ready and shuts down gracefully: the
+// listener closes and in-flight requests finish (up to t.Shutdown).
+func (s *Server) Serve(ctx context.Context, l net.Listener, t Timeouts, probePeriod time.Duration) error {
+	s.Refresh(ctx, true)
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: t.ReadHeader,
+		ReadTimeout:       t.Read,
+		WriteTimeout:      t.Write,
+		IdleTimeout:       t.Idle,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          nil,
+	}
+	mctx, stopMonitor := context.WithCancel(ctx)
+	defer stopMonitor()
+	if probePeriod > 0 {
+		go s.Monitor(mctx, probePeriod)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(l) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	s.BeginShutdown()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.Shutdown)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		return fmt.Errorf("graceful shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,575 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+)
+
+// Defaults for Config fields left zero. They are documented in docs/server.md.
+const (
+	// DefaultMaxBodyBytes bounds a request body: an item with generous content fits, a
+	// memory-exhaustion attempt does not.
+	DefaultMaxBodyBytes int64 = 1 << 20
+	// DefaultOperationTimeout bounds one backend call made on behalf of a request.
+	DefaultOperationTimeout = 10 * time.Second
+	// DefaultEvidenceTTL is the minimum interval between two backend probes, so that
+	// GET /v1/evidence cannot be used to hammer the backend.
+	DefaultEvidenceTTL = time.Second
+	// DefaultProbeTimeout bounds one evidence probe.
+	DefaultProbeTimeout = 5 * time.Second
+)
+
+// Config configures a Server. Store is required; everything else has a default.
+type Config struct {
+	// Store is the one adapter instance the server publishes.
+	Store memory.ExternalStore
+	// Prober probes the backend; nil means the server has only its own evidence.
+	Prober memory.Prober
+	// AdapterVersion is reported in the evidence.
+	AdapterVersion string
+	// Token, when non-empty, is the bearer token every /v1 route requires.
+	Token []byte
+	// MaxBodyBytes bounds request bodies; zero means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// OperationTimeout bounds one backend call; zero means DefaultOperationTimeout.
+	OperationTimeout time.Duration
+	// EvidenceTTL is the minimum interval between probes; zero means DefaultEvidenceTTL.
+	EvidenceTTL time.Duration
+	// MaxIndexLag is the number of not-yet-searchable writes an immediate-consistency
+	// manifest tolerates before the server declares it invalid; zero means any lag
+	// invalidates.
+	MaxIndexLag int64
+	// Logger receives one line per failed request; nil discards.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server serves one memory.ExternalStore over HTTP. Create it with New.
+type Server struct {
+	cfg      Config
+	store    memory.ExternalStore
+	manifest memory.Manifest
+	hash     string
+	log      *slog.Logger
+	now      func() time.Time
+	tokenSum [sha256.Size]byte
+
+	registry *prometheus.Registry
+	metrics  *metrics
+	handler  http.Handler
+
+	valid        atomic.Bool
+	shuttingDown atomic.Bool
+
+	evMu     sync.Mutex
+	evidence memory.EvidenceReport
+	probedAt time.Time
+	initial  string
+	sticky   string
+}
+
+// New validates the store's manifest, captures it for the server's life and builds the
+// handler. It does not probe the backend; call Refresh (ListenAndServe does) before serving.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("server: a store is required")
+	}
+	m := cfg.Store.Manifest().Normalize()
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("server: the store's manifest is invalid: %w", err)
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.OperationTimeout <= 0 {
+		cfg.OperationTimeout = DefaultOperationTimeout
+	}
+	if cfg.EvidenceTTL <= 0 {
+		cfg.EvidenceTTL = DefaultEvidenceTTL
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{
+		cfg:      cfg,
+		store:    cfg.Store,
+		manifest: m,
+		hash:     m.Hash(),
+		log:      cfg.Logger,
+		now:      cfg.Now,
+		registry: prometheus.NewRegistry(),
+	}
+	if len(cfg.Token) > 0 {
+		s.tokenSum = sha256.Sum256(cfg.Token)
+	}
+	s.metrics = newMetrics(s.registry)
+	s.evidence = s.baseEvidence()
+	s.evidence.Reason = "not probed yet"
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Manifest returns the manifest the server publishes for its whole life.
+func (s *Server) Manifest() memory.Manifest { return s.manifest }
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Registry returns the Prometheus registry behind /metrics.
+func (s *Server) Registry() *prometheus.Registry { return s.registry }
+
+// Valid reports whether the server currently considers its manifest valid.
+func (s *Server) Valid() bool { return s.valid.Load() }
+
+// BeginShutdown makes /healthz and /readyz answer 503 so that load balancers stop sending
+// new requests while in-flight ones finish.
+func (s *Server) BeginShutdown() { s.shuttingDown.Store(true) }
+
+func (s *Server) baseEvidence() memory.EvidenceReport {
+	return memory.EvidenceReport{
+		Adapter:        s.manifest.Adapter,
+		AdapterVersion: s.cfg.AdapterVersion,
+		ManifestHash:   s.hash,
+		Probes:         []memory.ProbeResult{},
+	}
+}
+
+// Refresh probes the backend (at most once per EvidenceTTL unless force) and recomputes
+// whether the manifest is still valid. It returns the evidence now in force.
+func (s *Server) Refresh(ctx context.Context, force bool) memory.EvidenceReport {
+	s.evMu.Lock()
+	defer s.evMu.Unlock()
+	now := s.now()
+	if !force && !s.probedAt.IsZero() && now.Sub(s.probedAt) < s.cfg.EvidenceTTL {
+		return cloneEvidence(s.evidence)
+	}
+	ev := s.baseEvidence()
+	var reasons []string
+	if s.cfg.Prober != nil {
+		pctx, cancel := context.WithTimeout(ctx, DefaultProbeTimeout)
+		obs, err := s.cfg.Prober.Probe(pctx)
+		cancel()
+		if err != nil {
+			ev.Probes = append(ev.Probes, memory.ProbeResult{Name: "reachable", OK: false, Detail: err.Error()})
+			reasons = append(reasons, "backend unreachable: "+err.Error())
+		} else {
+			ev.ServiceVersion = obs.ServiceVersion
+			ev.Probes = append(ev.Probes, obs.Probes...)
+			for _, p := range obs.Probes {
+				if !p.OK {
+					reasons = append(reasons, fmt.Sprintf("capability probe %q failed: %s", p.Name, p.Detail))
+				}
+			}
+			if obs.IndexLag != nil {
+				lag := *obs.IndexLag
+				ev.IndexLag = &lag
+				if s.manifest.SearchConsistency == memory.ConsistencyImmediate && lag > s.cfg.MaxIndexLag {
+					reasons = append(reasons, fmt.Sprintf("index lags %d writes but the manifest declares immediate search consistency", lag))
+				}
+			}
+			if s.initial == "" {
+				s.initial = obs.ServiceVersion
+			} else if obs.ServiceVersion != s.initial && s.sticky == "" {
+				s.sticky = fmt.Sprintf("service version changed from %q to %q since the manifest was published", s.initial, obs.ServiceVersion)
+			}
+		}
+	}
+	if cur := s.store.Manifest(); !cur.Equal(s.manifest) && s.sticky == "" {
+		s.sticky = fmt.Sprintf("the store now reports manifest %s, not the published %s", cur.Hash(), s.hash)
+	}
+	if s.sticky != "" {
+		reasons = append([]string{s.sticky}, reasons...)
+	}
+	ev.InitialServiceVersion = s.initial
+	ev.ManifestValid = len(reasons) == 0
+	ev.Reason = strings.Join(reasons, "; ")
+	ev.ObservedAt = now.UTC()
+	s.evidence = ev
+	s.probedAt = now
+	s.valid.Store(ev.ManifestValid)
+	if ev.ManifestValid {
+		s.metrics.manifestValid.Set(1)
+	} else {
+		s.metrics.manifestValid.Set(0)
+		s.log.Warn("manifest invalidated by evidence", "reason", ev.Reason)
+	}
+	return cloneEvidence(ev)
+}
+
+func cloneEvidence(ev memory.EvidenceReport) memory.EvidenceReport {
+	out := ev
+	out.Probes = append([]memory.ProbeResult{}, ev.Probes...)
+	if ev.IndexLag != nil {
+		v := *ev.IndexLag
+		out.IndexLag = &v
+	}
+	return out
+}
+
+// Monitor refreshes the evidence every period until ctx ends.
+func (s *Server) Monitor(ctx context.Context, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.Refresh(ctx, true)
+		}
+	}
+}
+
+// route names label metrics; they are the OpenAPI operation ids, never raw paths, so that
+// hostile paths cannot blow up label cardinality.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	handle := func(pattern, route string, auth bool, h http.HandlerFunc) {
+		var hh http.Handler = h
+		if auth {
+			hh = s.requireToken(hh)
+		}
+		mux.Handle(pattern, s.instrument(route, hh))
+	}
+	handle("GET /v1/manifest", "getManifest", true, s.getManifest)
+	handle("POST /v1/items", "storeItem", true, s.storeItem)
+	handle("GET /v1/items/{id}", "retrieveItem", true, s.retrieveItem)
+	handle("POST /v1/search", "search", true, s.search)
+	handle("GET /v1/evidence", "getEvidence", true, s.getEvidence)
+	handle("GET /healthz", "healthz", false, s.healthz)
+	handle("GET /readyz", "readyz", false, s.readyz)
+	metricsHandler := promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{})
+	handle("GET /metrics", "metrics", false, metricsHandler.ServeHTTP)
+	// Less specific patterns catch other methods on known paths (405) and unknown paths (404),
+	// so that every error is problem+json.
+	for _, p := range []string{"/v1/manifest", "/v1/items", "/v1/items/{id}", "/v1/search", "/v1/evidence", "/healthz", "/readyz", "/metrics"} {
+		handle(p, "methodNotAllowed", false, s.methodNotAllowed)
+	}
+	handle("/", "unknownRoute", false, func(w http.ResponseWriter, _ *http.Request) {
+		s.problem(w, http.StatusNotFound, memory.ProblemNotFound, "no such route", nil)
+	})
+	return mux
+}
+
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	allow := "GET"
+	if r.URL.Path == "/v1/items" || r.URL.Path == "/v1/search" {
+		allow = "POST"
+	}
+	w.Header().Set("Allow", allow)
+	s.problem(w, http.StatusMethodNotAllowed, memory.ProblemMethodNotAllowed, "method "+r.Method+" is not allowed here", nil)
+}
+
+func (s *Server) requireToken(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(s.cfg.Token) > 0 && !s.tokenOK(r.Header.Get("Authorization")) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="memory-adapter"`)
+			s.problem(w, http.StatusUnauthorized, memory.ProblemUnauthorized, "missing or wrong bearer token", nil)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// tokenOK compares digests in constant time, so neither the token's bytes nor its length
+// leak through timing.
+func (s *Server) tokenOK(header string) bool {
+	scheme, tok, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	return subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1
+}
+
+func (s *Server) getManifest(w http.ResponseWriter, _ *http.Request) {
+	s.writeJSON(w, http.StatusOK, s.manifest)
+}
+
+func (s *Server) getEvidence(w http.ResponseWriter, r *http.Request) {
+	s.writeJSON(w, http.StatusOK, s.Refresh(r.Context(), false))
+}
+
+type healthBody struct {
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	if s.shuttingDown.Load() {
+		s.writeJSON(w, http.StatusServiceUnavailable, healthBody{Status: "shutting_down"})
+		return
+	}
+	s.writeJSON(w, http.StatusOK, healthBody{Status: "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.shuttingDown.Load() {
+		s.writeJSON(w, http.StatusServiceUnavailable, healthBody{Status: "shutting_down"})
+		return
+	}
+	ev := s.Refresh(r.Context(), false)
+	if !ev.ManifestValid {
+		s.writeJSON(w, http.StatusServiceUnavailable, healthBody{Status: "unavailable", Reason: ev.Reason})
+		return
+	}
+	s.writeJSON(w, http.StatusOK, healthBody{Status: "ok"})
+}
+
+// checkValid answers 503 when evidence invalidated the manifest: the seed forbids serving a
+// different contract mid-life.
+func (s *Server) checkValid(w http.ResponseWriter) bool {
+	if s.valid.Load() {
+		return true
+	}
+	s.evMu.Lock()
+	reason := s.evidence.Reason
+	s.evMu.Unlock()
+	s.problem(w, http.StatusServiceUnavailable, memory.ProblemUnavailable, "the adapter's evidence invalidates its manifest: "+reason, nil)
+	return false
+}
+
+func (s *Server) storeItem(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	var item memory.Item
+	if err := decodeObject(body, &item); err != nil {
+		s.problem(w, http.StatusBadRequest, memory.ProblemInvalidRequest, err.Error(), nil)
+		return
+	}
+	if !s.checkValid(w) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.OperationTimeout)
+	defer cancel()
+	s.metrics.backendCalls.WithLabelValues("store").Inc()
+	id, err := s.store.Store(ctx, item)
+	if err != nil {
+		s.backendError(w, err)
+		return
+	}
+	if id != item.ID {
+		s.problem(w, http.StatusBadGateway, memory.ProblemAdapterError, "the backend acknowledged a different id than the item's own", nil)
+		return
+	}
+	s.writeJSON(w, http.StatusCreated, struct {
+		ID string `json:"id"`
+	}{id.String()})
+}
+
+func (s *Server) retrieveItem(w http.ResponseWriter, r *http.Request) {
+	id, err := memory.ParseID(r.PathValue("id"))
+	if err != nil {
+		s.problem(w, http.StatusBadRequest, memory.ProblemInvalidRequest, err.Error(), nil)
+		return
+	}
+	if !s.checkValid(w) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.OperationTimeout)
+	defer cancel()
+	s.metrics.backendCalls.WithLabelValues("retrieve").Inc()
+	it, err := s.store.Retrieve(ctx, id)
+	if err != nil {
+		s.backendError(w, err)
+		return
+	}
+	if it == nil {
+		s.problem(w, http.StatusNotFound, memory.ProblemNotFound, "no item has id "+id.String(), nil)
+		return
+	}
+	if it.ID != id {
+		s.problem(w, http.StatusBadGateway, memory.ProblemAdapterError, "the backend returned an item with a different id", nil)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, it)
+}
+
+type searchResult struct {
+	Items []memory.Item `json:"items"`
+}
+
+func (s *Server) search(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	var q memory.Query
+	if err := decodeObject(body, &q); err != nil {
+		s.problem(w, http.StatusBadRequest, memory.ProblemInvalidRequest, err.Error(), nil)
+		return
+	}
+	// The whole key set is checked against the published manifest before the backend sees
+	// anything, so partial filtering cannot occur.
+	if err := memory.CheckQuery(s.manifest, q); err != nil {
+		s.backendError(w, err)
+		return
+	}
+	if !s.checkValid(w) {
+		return
+	}
+	if q.Limit == 0 {
+		s.writeJSON(w, http.StatusOK, searchResult{Items: []memory.Item{}})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.OperationTimeout)
+	defer cancel()
+	s.metrics.backendCalls.WithLabelValues("search").Inc()
+	items, err := s.store.Search(ctx, q)
+	if err != nil {
+		s.backendError(w, err)
+		return
+	}
+	if len(items) > q.Limit {
+		s.problem(w, http.StatusBadGateway, memory.ProblemAdapterError, fmt.Sprintf("the backend returned %d items for limit %d", len(items), q.Limit), nil)
+		return
+	}
+	if items == nil {
+		items = []memory.Item{}
+	}
+	s.writeJSON(w, http.StatusOK, searchResult{Items: items})
+}
+
+// backendError maps the contract's stable errors to problem types. An untyped error is a
+// backend contract violation and is reported as adapter_error, never as a 500.
+func (s *Server) backendError(w http.ResponseWriter, err error) {
+	var uq *memory.UnsupportedMemoryQuery
+	var un *memory.MemoryAdapterUnavailable
+	switch {
+	case errors.As(err, &uq):
+		s.problem(w, http.StatusUnprocessableEntity, memory.ProblemUnsupportedQuery, uq.Error(), memory.NewUnsupportedQuery(uq.RejectedKeys...).RejectedKeys)
+	case errors.As(err, &un), errors.Is(err, memory.ErrUnavailable),
+		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		s.problem(w, http.StatusServiceUnavailable, memory.ProblemUnavailable, err.Error(), nil)
+	default:
+		s.problem(w, http.StatusBadGateway, memory.ProblemAdapterError, err.Error(), nil)
+	}
+}
+
+// readBody reads at most MaxBodyBytes; a longer body is 413 and is not decoded at all.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if r.ContentLength > s.cfg.MaxBodyBytes {
+		s.problem(w, http.StatusRequestEntityTooLarge, memory.ProblemPayloadTooLarge, fmt.Sprintf("body is over %d bytes", s.cfg.MaxBodyBytes), nil)
+		return nil, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			s.problem(w, http.StatusRequestEntityTooLarge, memory.ProblemPayloadTooLarge, fmt.Sprintf("body is over %d bytes", s.cfg.MaxBodyBytes), nil)
+			return nil, false
+		}
+		s.problem(w, http.StatusBadRequest, memory.ProblemInvalidRequest, "reading the body: "+err.Error(), nil)
+		return nil, false
+	}
+	return body, true
+}
+
+// DecodeItem decodes a store request body exactly as the server does: one JSON object,
+// strict fields. It is exported for the fuzz targets and for clients that want the same
+// rules.
+func DecodeItem(body []byte) (memory.Item, error) {
+	var it memory.Item
+	err := decodeObject(body, &it)
+	return it, err
+}
+
+// DecodeQuery decodes a search request body exactly as the server does.
+func DecodeQuery(body []byte) (memory.Query, error) {
+	var q memory.Query
+	err := decodeObject(body, &q)
+	return q, err
+}
+
+func decodeObject(body []byte, v any) error {
+	trimmed := strings.TrimLeft(string(body), " \t\r\n")
+	if !strings.HasPrefix(trimmed, "{") {
+		return errors.New("the body must be one JSON object")
+	}
+	// encoding/json lets a json.Number field accept a quoted number ("5"), which the wire
+	// format does not allow for limit and created_at; reject that before decoding.
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return err
+	}
+	for _, k := range []string{"limit", "created_at"} {
+		if raw, ok := top[k]; ok && strings.HasPrefix(strings.TrimSpace(string(raw)), `"`) {
+			return fmt.Errorf("%s: want a JSON number, not a string", k)
+		}
+	}
+	return json.Unmarshal(body, v)
+}
+
+// problem writes an application/problem+json error and counts it by type.
+func (s *Server) problem(w http.ResponseWriter, status int, typ memory.ProblemType, detail string, rejected []string) {
+	if status >= 500 {
+		s.log.Warn("request failed", "type", string(typ), "status", status, "detail", detail)
+	}
+	if rw, ok := w.(*recorder); ok {
+		rw.problemType = string(typ)
+	}
+	p := memory.Problem{Type: typ, Title: titles[typ], Status: status, Detail: truncateDetail(detail), RejectedKeys: rejected}
+	b, err := json.Marshal(p)
+	if err != nil {
+		b = []byte(`{"type":"adapter_error","title":"Adapter error","status":502}`)
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// Details echo parts of hostile input (a bad UUID, a decode error); bound them.
+func truncateDetail(s string) string {
+	const max = 512
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "…"
+}
+
+var titles = map[memory.ProblemType]string{
+	memory.ProblemInvalidRequest:   "Invalid request",
+	memory.ProblemUnauthorized:     "Unauthorized",
+	memory.ProblemNotFound:         "Not found",
+	memory.ProblemMethodNotAllowed: "Method not allowed",
+	memory.ProblemPayloadTooLarge:  "Payload too large",
+	memory.ProblemUnsupportedQuery: "Unsupported memory query",
+	memory.ProblemAdapterError:     "Memory adapter error",
+	memory.ProblemUnavailable:      "Memory adapter unavailable",
+}
+
+func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only a backend item with invalid raw JSON can get here.
+		s.problem(w, http.StatusBadGateway, memory.ProblemAdapterError, "encoding the response: "+err.Error(), nil)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
