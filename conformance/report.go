@@ -1,0 +1,347 @@
+package conformance
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+)
+
+// Outcome is the result of one case, or of a whole run.
+type Outcome string
+
+// Outcome values. A run is Passed only if no case Failed and every case executed.
+const (
+	// Passed: the case executed and every observation held.
+	Passed Outcome = "Passed"
+	// Failed: an observation did not hold, the case panicked, timed out or did not run.
+	Failed Outcome = "Failed"
+	// NotApplicable: the manifest or the harness makes the case inapplicable; the message
+	// says why. It never stands for "could not run".
+	NotApplicable Outcome = "NotApplicable"
+)
+
+// Valid reports whether o is one of the three outcomes.
+func (o Outcome) Valid() bool { return o == Passed || o == Failed || o == NotApplicable }
+
+// MaxTerminationMessage is the Kubernetes limit on a container termination message; the
+// compact report always fits in it.
+const MaxTerminationMessage = 4096
+
+// maxReportBytes bounds what ParseReport accepts: a full report with 17 cases and generous
+// messages is far smaller, so anything larger is hostile or corrupt.
+const maxReportBytes = 1 << 20
+
+// maxMessageBytes bounds one case message in a full report, so that a backend echoing huge
+// payloads into its errors cannot bloat the report.
+const maxMessageBytes = 4096
+
+// CaseResult is the result of one case.
+type CaseResult struct {
+	// ID is the case id.
+	ID CaseID `json:"id"`
+	// Outcome is Passed, Failed or NotApplicable.
+	Outcome Outcome `json:"outcome"`
+	// Message explains the outcome: what failed, why the case does not apply, or a short
+	// note on what a pass observed.
+	Message string `json:"message,omitempty"`
+	// Hint names the likely adapter bug; set only for Failed.
+	Hint string `json:"hint,omitempty"`
+	// DurationMillis is the case's wall time.
+	DurationMillis int64 `json:"duration_ms"`
+}
+
+// Counts tallies case outcomes.
+type Counts struct {
+	// Passed is the number of cases that passed.
+	Passed int `json:"passed"`
+	// Failed is the number of cases that failed.
+	Failed int `json:"failed"`
+	// NotApplicable is the number of cases that did not apply.
+	NotApplicable int `json:"not_applicable"`
+}
+
+// Report is the result of one conformance run. It round-trips through JSON.
+type Report struct {
+	// AdapterID is the manifest's adapter id ("" if the harness could not make a store).
+	AdapterID string `json:"adapter_id"`
+	// Manifest is the manifest the store published, if any.
+	Manifest *memory.Manifest `json:"manifest,omitempty"`
+	// ManifestHash is Manifest.Hash(), the key the operator records a run under.
+	ManifestHash string `json:"manifest_hash,omitempty"`
+	// SuiteVersion is the SuiteVersion of the suite that ran.
+	SuiteVersion string `json:"suite_version"`
+	// ServiceVersion is the backend service version reported by the harness, if it can.
+	ServiceVersion string `json:"service_version,omitempty"`
+	// AdapterVersion is the adapter build version supplied by the caller, if any.
+	AdapterVersion string `json:"adapter_version,omitempty"`
+	// StartTime is when the run started (UTC).
+	StartTime time.Time `json:"start_time"`
+	// DurationMillis is the run's wall time.
+	DurationMillis int64 `json:"duration_ms"`
+	// Result is Passed or Failed for the run as a whole.
+	Result Outcome `json:"result"`
+	// Error is a run-level failure (no store could be made, the context ended), if any.
+	Error string `json:"error,omitempty"`
+	// Counts tallies the case outcomes.
+	Counts Counts `json:"counts"`
+	// Cases holds one result per case, in matrix order.
+	Cases []CaseResult `json:"cases"`
+}
+
+// Case returns the result for id, if the report has one.
+func (r *Report) Case(id CaseID) (CaseResult, bool) {
+	for _, c := range r.Cases {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	return CaseResult{}, false
+}
+
+// FailedIDs returns the ids of failed cases in matrix order.
+func (r *Report) FailedIDs() []CaseID {
+	var out []CaseID
+	for _, c := range r.Cases {
+		if c.Outcome == Failed {
+			out = append(out, c.ID)
+		}
+	}
+	return out
+}
+
+// finish computes Counts and Result. Result is Passed only if there is no run error, every
+// case of the matrix has exactly one valid result and none Failed.
+func (r *Report) finish() {
+	r.Counts = Counts{}
+	seen := map[CaseID]bool{}
+	complete := true
+	for _, c := range r.Cases {
+		switch c.Outcome {
+		case Passed:
+			r.Counts.Passed++
+		case Failed:
+			r.Counts.Failed++
+		case NotApplicable:
+			r.Counts.NotApplicable++
+		default:
+			complete = false
+		}
+		if seen[c.ID] {
+			complete = false
+		}
+		seen[c.ID] = true
+	}
+	for _, c := range cases {
+		if !seen[c.ID] {
+			complete = false
+		}
+	}
+	r.Result = Passed
+	if r.Error != "" || r.Counts.Failed > 0 || !complete {
+		r.Result = Failed
+	}
+}
+
+// JSON returns the full report as indented JSON.
+func (r *Report) JSON() ([]byte, error) {
+	return json.MarshalIndent(r, "", "  ")
+}
+
+// ParseReport decodes a full report strictly (unknown fields are errors) and checks that its
+// outcomes are known values.
+func ParseReport(data []byte) (*Report, error) {
+	if len(data) > maxReportBytes {
+		return nil, fmt.Errorf("parse report: %d bytes exceeds the %d byte limit", len(data), maxReportBytes)
+	}
+	var r Report
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("parse report: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("parse report: trailing data after the object")
+	}
+	if !r.Result.Valid() {
+		return nil, fmt.Errorf("parse report: unknown result %q", truncateString(string(r.Result), 32))
+	}
+	for _, c := range r.Cases {
+		if !c.Outcome.Valid() {
+			return nil, fmt.Errorf("parse report: case %q: unknown outcome %q", truncateString(string(c.ID), 64), truncateString(string(c.Outcome), 32))
+		}
+	}
+	return &r, nil
+}
+
+// CompactCase is one case in the compact report.
+type CompactCase struct {
+	// ID is the case id.
+	ID CaseID `json:"id"`
+	// Outcome is Passed, Failed or NotApplicable.
+	Outcome Outcome `json:"outcome"`
+	// Message is the case message, truncated to fit the termination message limit.
+	Message string `json:"message,omitempty"`
+}
+
+// CompactReport is the report form a conformance Job writes as its termination message: ids,
+// outcomes, truncated messages and counts, always under MaxTerminationMessage bytes.
+type CompactReport struct {
+	// SuiteVersion is the suite version that ran.
+	SuiteVersion string `json:"suite_version"`
+	// AdapterID is the manifest's adapter id.
+	AdapterID string `json:"adapter_id"`
+	// ManifestHash is the hash of the manifest that was tested.
+	ManifestHash string `json:"manifest_hash,omitempty"`
+	// ServiceVersion is the backend service version the run exercised.
+	ServiceVersion string `json:"service_version,omitempty"`
+	// AdapterVersion is the adapter build version.
+	AdapterVersion string `json:"adapter_version,omitempty"`
+	// StartTime is when the run started.
+	StartTime time.Time `json:"start_time"`
+	// DurationMillis is the run's wall time.
+	DurationMillis int64 `json:"duration_ms"`
+	// Result is Passed or Failed.
+	Result Outcome `json:"result"`
+	// Error is the run-level failure, truncated.
+	Error string `json:"error,omitempty"`
+	// Counts tallies the case outcomes.
+	Counts Counts `json:"counts"`
+	// Cases holds one entry per case in matrix order.
+	Cases []CompactCase `json:"cases"`
+}
+
+// Compact returns the compact JSON form, guaranteed to be at most MaxTerminationMessage
+// bytes: identifying strings are bounded and case messages are truncated (on rune
+// boundaries, marked with "…") as much as needed, shortest budget last.
+func (r *Report) Compact() ([]byte, error) {
+	// Budgets tried in order; the last one drops messages entirely. 17 cases with ids,
+	// outcomes and counts fit in well under 2 KiB, so the last step always fits.
+	for _, limit := range []int{400, 200, 120, 80, 48, 24, 0} {
+		c := CompactReport{
+			SuiteVersion:   truncateString(r.SuiteVersion, 32),
+			AdapterID:      truncateString(r.AdapterID, 64),
+			ManifestHash:   truncateString(r.ManifestHash, 80),
+			ServiceVersion: truncateString(r.ServiceVersion, 64),
+			AdapterVersion: truncateString(r.AdapterVersion, 64),
+			StartTime:      r.StartTime,
+			DurationMillis: r.DurationMillis,
+			Result:         r.Result,
+			Error:          truncateString(r.Error, max(limit, 64)),
+			Counts:         r.Counts,
+		}
+		for _, cr := range r.Cases {
+			c.Cases = append(c.Cases, CompactCase{
+				ID:      CaseID(truncateString(string(cr.ID), 40)),
+				Outcome: cr.Outcome,
+				Message: truncateString(cr.Message, limit),
+			})
+		}
+		b, err := json.Marshal(c)
+		if err != nil {
+			return nil, fmt.Errorf("compact report: %w", err)
+		}
+		if len(b) <= MaxTerminationMessage {
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("compact report: does not fit in %d bytes even without messages (%d cases)", MaxTerminationMessage, len(r.Cases))
+}
+
+// ParseCompact decodes a compact report strictly, as the operator reads it from a
+// termination message.
+func ParseCompact(data []byte) (*CompactReport, error) {
+	if len(data) > MaxTerminationMessage {
+		return nil, fmt.Errorf("parse compact report: %d bytes exceeds the %d byte limit", len(data), MaxTerminationMessage)
+	}
+	var c CompactReport
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("parse compact report: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("parse compact report: trailing data after the object")
+	}
+	if !c.Result.Valid() {
+		return nil, fmt.Errorf("parse compact report: unknown result %q", truncateString(string(c.Result), 32))
+	}
+	for _, cc := range c.Cases {
+		if !cc.Outcome.Valid() {
+			return nil, fmt.Errorf("parse compact report: case %q: unknown outcome %q", truncateString(string(cc.ID), 64), truncateString(string(cc.Outcome), 32))
+		}
+	}
+	return &c, nil
+}
+
+// WriteTable writes a human-readable table of the report for terminals.
+func (r *Report) WriteTable(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "adapter %s  suite %s  service %s  result %s  (%d passed, %d failed, %d not applicable, %s)\n",
+		orDash(r.AdapterID), r.SuiteVersion, orDash(r.ServiceVersion), r.Result,
+		r.Counts.Passed, r.Counts.Failed, r.Counts.NotApplicable, time.Duration(r.DurationMillis)*time.Millisecond)
+	if r.ManifestHash != "" {
+		fmt.Fprintf(&b, "manifest %s\n", r.ManifestHash)
+	}
+	if r.Error != "" {
+		fmt.Fprintf(&b, "error: %s\n", oneLine(r.Error))
+	}
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CASE\tOUTCOME\tMESSAGE")
+	for _, c := range r.Cases {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.ID, c.Outcome, truncateString(oneLine(c.Message), 160))
+		if c.Outcome == Failed && c.Hint != "" {
+			fmt.Fprintf(tw, "\t\thint: %s\n", oneLine(c.Hint))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Table returns WriteTable's output as a string.
+func (r *Report) Table() string {
+	var b strings.Builder
+	_ = r.WriteTable(&b)
+	return b.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// truncateString cuts s to at most n bytes on a rune boundary, ending in "…" when cut.
+// Invalid UTF-8 is replaced first so that JSON escaping cannot grow the result unexpectedly.
+func truncateString(s string, n int) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if len(s) <= n {
+		return s
+	}
+	const ellipsis = "…"
+	if n <= len(ellipsis) {
+		return ""
+	}
+	cut := n - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
+}
