@@ -1,0 +1,172 @@
+package v1alpha1
+
+// BackendType names the storage service an adapter runs on.
+// +kubebuilder:validation:Enum=SQLite;Postgres;Redis
+type BackendType string
+
+// The backend types this API version supports.
+const (
+	// BackendSQLite is the embedded default: one database file inside the adapter's volume.
+	BackendSQLite BackendType = "SQLite"
+	// BackendPostgres is a PostgreSQL server reached through a connection Secret.
+	BackendPostgres BackendType = "Postgres"
+	// BackendRedis is a Redis server with an asynchronously maintained search index.
+	BackendRedis BackendType = "Redis"
+)
+
+// BackendSpec says where the adapter keeps its items.
+// +kubebuilder:validation:XValidation:rule="self.type == 'SQLite' || has(self.connectionSecretRef)",message="connectionSecretRef is required unless type is 'SQLite'"
+// +kubebuilder:validation:XValidation:rule="self.type != 'SQLite' || !has(self.connectionSecretRef)",message="connectionSecretRef must not be set when type is 'SQLite': the database file lives in the adapter's volume"
+// +kubebuilder:validation:XValidation:rule="!has(self.sqlite) || self.type == 'SQLite'",message="sqlite options may only be set when type is 'SQLite'"
+// +kubebuilder:validation:XValidation:rule="!has(self.postgres) || self.type == 'Postgres'",message="postgres options may only be set when type is 'Postgres'"
+// +kubebuilder:validation:XValidation:rule="!has(self.redis) || self.type == 'Redis'",message="redis options may only be set when type is 'Redis'"
+type BackendSpec struct {
+	// type selects the storage service: SQLite (embedded, no Secret needed), Postgres or
+	// Redis. It is fixed at creation: items written to one backend are not in another, so a
+	// different backend is a new MemoryAdapter.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="type is immutable: create a new MemoryAdapter to use a different backend"
+	Type BackendType `json:"type"`
+
+	// connectionSecretRef names a Secret in the MemoryAdapter's namespace whose key holds the
+	// connection string (a PostgreSQL DSN or a Redis URL). Credentials are never written
+	// inline. Required unless type is SQLite.
+	// +optional
+	ConnectionSecretRef *SecretKeyReference `json:"connectionSecretRef,omitempty"`
+
+	// scope is the namespace or collection inside the backend that holds this adapter's items
+	// (a table prefix for SQLite and Postgres, a key prefix for Redis). It is fixed at
+	// creation, as the seed requires: changing it would silently point the adapter at other data.
+	// Lower-case letters, digits and underscores, starting with a letter.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=48
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]*$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="scope is immutable: create a new MemoryAdapter to use a different scope"
+	Scope string `json:"scope"`
+
+	// sqlite holds options for the SQLite backend; only allowed when type is SQLite.
+	// +optional
+	SQLite *SQLiteOptions `json:"sqlite,omitempty"`
+
+	// postgres holds options for the Postgres backend; only allowed when type is Postgres.
+	// +optional
+	Postgres *PostgresOptions `json:"postgres,omitempty"`
+
+	// redis holds options for the Redis backend; only allowed when type is Redis.
+	// +optional
+	Redis *RedisOptions `json:"redis,omitempty"`
+}
+
+// SecretKeyReference names one key of a Secret in the MemoryAdapter's namespace.
+type SecretKeyReference struct {
+	// name is the Secret's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+
+	// key is the Secret data key holding the connection string. Defaults to "dsn".
+	// +optional
+	// +kubebuilder:default=dsn
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key,omitempty"`
+}
+
+// SQLiteJournalMode is the SQLite journal mode of the adapter's database file.
+// +kubebuilder:validation:Enum=WAL;Delete
+type SQLiteJournalMode string
+
+// The SQLite journal modes the adapter supports.
+const (
+	// SQLiteJournalWAL lets readers proceed while the single writer commits.
+	SQLiteJournalWAL SQLiteJournalMode = "WAL"
+	// SQLiteJournalDelete is SQLite's rollback journal, for filesystems without shared memory.
+	SQLiteJournalDelete SQLiteJournalMode = "Delete"
+)
+
+// SQLiteOptions tunes the embedded SQLite backend.
+type SQLiteOptions struct {
+	// storageSize is the size of the PersistentVolumeClaim holding the database file, as a
+	// Kubernetes quantity such as "1Gi". Omitted means an emptyDir: items do not survive the
+	// pod, which suits demos and tests only.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$`
+	StorageSize string `json:"storageSize,omitempty"`
+
+	// storageClassName is the StorageClass of that claim; omitted means the cluster default.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	StorageClassName *string `json:"storageClassName,omitempty"`
+
+	// journalMode is the database file's journal mode: WAL (the default) or Delete.
+	// +optional
+	JournalMode SQLiteJournalMode `json:"journalMode,omitempty"`
+}
+
+// PostgresSSLMode is libpq's sslmode for the adapter's connections.
+// +kubebuilder:validation:Enum=disable;require;verify-ca;verify-full
+type PostgresSSLMode string
+
+// PostgresOptions tunes the Postgres backend.
+type PostgresOptions struct {
+	// sslMode overrides the DSN's sslmode: disable, require, verify-ca or verify-full.
+	// Omitted means the DSN decides.
+	// +optional
+	SSLMode PostgresSSLMode `json:"sslMode,omitempty"`
+
+	// maxConnections caps the adapter's connection pool per replica.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=256
+	MaxConnections *int32 `json:"maxConnections,omitempty"`
+}
+
+// RedisTLSMode says whether the adapter talks TLS to Redis.
+// +kubebuilder:validation:Enum=Disabled;Required
+type RedisTLSMode string
+
+// RedisOptions tunes the Redis backend.
+type RedisOptions struct {
+	// database is the Redis logical database number.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=15
+	Database *int32 `json:"database,omitempty"`
+
+	// tls overrides the URL's scheme: Disabled or Required. Omitted means the URL decides
+	// (rediss:// is TLS).
+	// +optional
+	TLS RedisTLSMode `json:"tls,omitempty"`
+
+	// poolSize caps the adapter's connection pool per replica.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=256
+	PoolSize *int32 `json:"poolSize,omitempty"`
+}
+
+// The libpq sslmode values the Postgres backend accepts.
+const (
+	// PostgresSSLDisable sends everything in clear text.
+	PostgresSSLDisable PostgresSSLMode = "disable"
+	// PostgresSSLRequire encrypts without verifying the server certificate.
+	PostgresSSLRequire PostgresSSLMode = "require"
+	// PostgresSSLVerifyCA encrypts and verifies the certificate chain.
+	PostgresSSLVerifyCA PostgresSSLMode = "verify-ca"
+	// PostgresSSLVerifyFull encrypts and verifies the chain and the host name.
+	PostgresSSLVerifyFull PostgresSSLMode = "verify-full"
+)
+
+// The TLS modes the Redis backend accepts.
+const (
+	// RedisTLSDisabled talks plain TCP to Redis.
+	RedisTLSDisabled RedisTLSMode = "Disabled"
+	// RedisTLSRequired refuses to talk to Redis without TLS.
+	RedisTLSRequired RedisTLSMode = "Required"
+)

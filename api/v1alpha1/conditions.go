@@ -1,0 +1,133 @@
+package v1alpha1
+
+// MemoryAdapter's ManifestValid condition and its reasons.
+const (
+	// ConditionManifestValid is True when spec.manifest passes api/memory's Manifest.Validate.
+	// The CRD's CEL rules already reject incoherent manifests; this condition still reports
+	// the Go verdict, so a manifest admitted under an older CRD cannot go unnoticed.
+	ConditionManifestValid = "ManifestValid"
+	// ReasonManifestCoherent surfaces when the manifest is well formed and coherent.
+	ReasonManifestCoherent = "ManifestCoherent"
+	// ReasonManifestIncoherent surfaces when Manifest.Validate rejects the manifest; the
+	// message is the seed's message for the first failing rule.
+	ReasonManifestIncoherent = "ManifestIncoherent"
+)
+
+// MemoryAdapter's Deployed condition and its reasons.
+const (
+	// ConditionDeployed is True when the adapter's Deployment has its desired replicas ready
+	// with the current spec.
+	ConditionDeployed = "Deployed"
+	// ReasonDeploymentReady surfaces when every desired replica is updated and ready.
+	ReasonDeploymentReady = "DeploymentReady"
+	// ReasonDeploymentProgressing surfaces while a rollout is under way.
+	ReasonDeploymentProgressing = "DeploymentProgressing"
+	// ReasonDeploymentFailed surfaces when the rollout exceeded its progress deadline.
+	ReasonDeploymentFailed = "DeploymentFailed"
+	// ReasonBackendSecretMissing surfaces when spec.backend.connectionSecretRef names a Secret
+	// or key that does not exist.
+	ReasonBackendSecretMissing = "BackendSecretMissing"
+	// ReasonScaledToZero surfaces when spec.replicas is 0: nothing serves the manifest.
+	ReasonScaledToZero = "ScaledToZero"
+)
+
+// MemoryAdapter's Conformant condition and its reasons.
+const (
+	// ConditionConformant is True when the latest conformance run for the current manifest
+	// hash, service version and adapter version passed every applicable case.
+	ConditionConformant = "Conformant"
+	// ReasonConformancePassed surfaces when that run passed.
+	ReasonConformancePassed = "ConformancePassed"
+	// ReasonConformanceFailed surfaces when that run failed a case; the message names the cases.
+	ReasonConformanceFailed = "ConformanceFailed"
+	// ReasonConformanceRunning surfaces while the run's Job is active.
+	ReasonConformanceRunning = "ConformanceRunning"
+	// ReasonConformancePending surfaces while no run can start yet, for example before the
+	// adapter is deployed.
+	ReasonConformancePending = "ConformancePending"
+	// ReasonConformanceJobFailed surfaces when the Job ended without a readable report, or
+	// exceeded spec.conformance.timeout.
+	ReasonConformanceJobFailed = "ConformanceJobFailed"
+	// ReasonConformanceOutdated surfaces when the service or adapter version changed since the
+	// passing run, until a new run finishes.
+	ReasonConformanceOutdated = "ConformanceOutdated"
+)
+
+// MemoryAdapter's Healthy condition and its reasons.
+const (
+	// ConditionHealthy is True when the adapter's latest evidence upholds the verified manifest.
+	ConditionHealthy = "Healthy"
+	// ReasonEvidenceValid surfaces when the latest evidence upholds the manifest.
+	ReasonEvidenceValid = "EvidenceValid"
+	// ReasonEvidenceInvalidatesManifest surfaces when the adapter reports its own manifest
+	// unavailable; the message carries the adapter's explanation.
+	ReasonEvidenceInvalidatesManifest = "EvidenceInvalidatesManifest"
+	// ReasonServiceVersionChanged surfaces when the reported service version differs from the
+	// one the passing conformance run tested.
+	ReasonServiceVersionChanged = "ServiceVersionChanged"
+	// ReasonCapabilityProbeFailed surfaces when a capability probe failed; the message names it.
+	ReasonCapabilityProbeFailed = "CapabilityProbeFailed"
+	// ReasonIndexLagging surfaces when an adapter that claims immediate search reports index lag.
+	ReasonIndexLagging = "IndexLagging"
+	// ReasonEvidenceUnreachable surfaces when failureThreshold consecutive reads failed.
+	ReasonEvidenceUnreachable = "EvidenceUnreachable"
+	// ReasonEvidenceStale surfaces, with status Unknown, when no evidence arrived within
+	// spec.health.stalenessGrace.
+	ReasonEvidenceStale = "EvidenceStale"
+)
+
+// MemoryAdapter's Available condition (the summary) and its reasons.
+const (
+	// ConditionAvailable is True only when ManifestValid, Deployed, Conformant and Healthy are
+	// all True; otherwise it carries the reason and message of the first condition, in that
+	// order, that is not True. Workload gating and `kubectl wait` use this condition.
+	ConditionAvailable = "Available"
+	// ReasonAdapterAvailable surfaces when every other condition is True.
+	ReasonAdapterAvailable = "AdapterAvailable"
+)
+
+// The ids of the required conformance matrix (contract.md section 2), in the matrix's order.
+const (
+	// CaseStructuralSurface checks the store satisfies the interfaces and its manifest validates.
+	CaseStructuralSurface ConformanceCaseID = "structural-surface"
+	// CaseStoreIdentifier checks store returns the item's own id.
+	CaseStoreIdentifier ConformanceCaseID = "store-identifier"
+	// CaseDirectRetrieval checks retrieve honours the declared retrieve fidelity.
+	CaseDirectRetrieval ConformanceCaseID = "direct-retrieval"
+	// CaseUnknownID checks retrieve of an unknown id returns nothing.
+	CaseUnknownID ConformanceCaseID = "unknown-id"
+	// CaseWrongNativeKind checks a non-memory record with that identity is not coerced.
+	CaseWrongNativeKind ConformanceCaseID = "wrong-native-kind"
+	// CaseDroppedWriteField checks no unclassified field is dropped silently.
+	CaseDroppedWriteField ConformanceCaseID = "dropped-write-field"
+	// CaseTypedSearch checks every search result is a memory item.
+	CaseTypedSearch ConformanceCaseID = "typed-search"
+	// CaseLimit checks the positive, zero and negative limit rules.
+	CaseLimit ConformanceCaseID = "limit"
+	// CaseEmptyQuery checks an empty query returns the documented first page.
+	CaseEmptyQuery ConformanceCaseID = "empty-query"
+	// CaseUnsupportedFilter checks unsupported filter keys are rejected before transport.
+	CaseUnsupportedFilter ConformanceCaseID = "unsupported-filter"
+	// CaseSupportedFilter checks supported filter keys are mapped as documented.
+	CaseSupportedFilter ConformanceCaseID = "supported-filter"
+	// CaseTagProjection checks search-hit tags agree with searchReturnsTags.
+	CaseTagProjection ConformanceCaseID = "tag-projection"
+	// CaseMetadataProjection checks metadata agrees with preservesMetadata.
+	CaseMetadataProjection ConformanceCaseID = "metadata-projection"
+	// CaseConsistency checks the declared search consistency.
+	CaseConsistency ConformanceCaseID = "consistency"
+	// CaseTransportOutage checks an outage raises MemoryAdapterUnavailable, never a fallback.
+	CaseTransportOutage ConformanceCaseID = "transport-outage"
+	// CaseRejectedWrite checks a rejected write raises MemoryAdapterError without an id.
+	CaseRejectedWrite ConformanceCaseID = "rejected-write"
+	// CaseManifestAccuracy checks the suite fails when the manifest claims the opposite.
+	CaseManifestAccuracy ConformanceCaseID = "manifest-accuracy"
+)
+
+// AllConformanceCaseIDs lists the matrix's case ids in the matrix's order.
+var AllConformanceCaseIDs = []ConformanceCaseID{
+	CaseStructuralSurface, CaseStoreIdentifier, CaseDirectRetrieval, CaseUnknownID,
+	CaseWrongNativeKind, CaseDroppedWriteField, CaseTypedSearch, CaseLimit, CaseEmptyQuery,
+	CaseUnsupportedFilter, CaseSupportedFilter, CaseTagProjection, CaseMetadataProjection,
+	CaseConsistency, CaseTransportOutage, CaseRejectedWrite, CaseManifestAccuracy,
+}
