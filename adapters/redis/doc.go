@@ -1,0 +1,29 @@
+// Package redis is the Redis-backed memory adapter: items are stored so that retrieve is a
+// direct identity read, while search is served by an index that a background indexer
+// maintains from a Redis Stream through a consumer group. Search is therefore genuinely
+// eventually consistent, and the adapter's manifest says so.
+//
+// Layout (every key lives under one disposable scope prefix "mao:{<scope>}:", the braces
+// making it a Redis Cluster hash tag so that a store's transaction stays in one slot):
+//
+//	item:<uuid>    hash {kind: "mao.memory-item/v1", json: <exact wire JSON of the item>}
+//	stream         the index change log; one entry {id: <uuid>} per acknowledged store
+//	ix:all         sorted set of indexed ids, scored by first-index position (insertion order)
+//	ix:t:<hash>    sorted set per tag, same scores
+//	ix:f:<hash>    sorted set per (supported filter key, canonical JSON value), same scores
+//	ix:doc:<uuid>  the index memberships last applied for an item, so re-indexing can
+//	               remove stale ones
+//	ix:seq         counter handing out insertion positions
+//	config         the scope's fixed settings (layout version, indexed filter keys)
+//
+// Store writes the item and appends the stream entry in one MULTI/EXEC transaction, so an
+// acknowledged store is both retrievable at once and queued for indexing. The indexer reads
+// the stream with XREADGROUP, applies a batch under WATCH in one transaction that also XACKs
+// the entries, and claims entries left pending by a crashed consumer with XAUTOCLAIM. Search
+// reads the index only, fetches the hits by id and applies lionagi's predicates in Go
+// (adapters/inmemory.Matches), so query text is always literal.
+//
+// docs/adapters/redis.md is the companion documentation the seed's D4 asks for: connection
+// lifecycle, timeouts, retries, scope, duplicate ids, persistence and what a crash can lose,
+// and the health evidence that invalidates the manifest.
+package redis

@@ -1,0 +1,347 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+)
+
+// Indexer timing. The block time bounds how long Close waits for a blocked read to notice
+// the stop (Close also closes the pool, which interrupts it at once); the backoff keeps a
+// lost server from being hammered while the indexer waits for it to return.
+const (
+	indexBlock        = time.Second
+	indexMinBackoff   = 50 * time.Millisecond
+	indexMaxBackoff   = 2 * time.Second
+	indexTrimEvery    = 10 * time.Second
+	indexMaxWatchRuns = 16
+)
+
+// indexer is one adapter instance's consumer in the scope's consumer group. It applies
+// stream entries to the search index and acknowledges them in the same transaction, so an
+// entry is acknowledged exactly when its effect is visible to search.
+type indexer struct {
+	s      *Store
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu      sync.Mutex
+	lastErr error
+}
+
+func newIndexer(s *Store) *indexer {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &indexer{s: s, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+}
+
+func (ix *indexer) stop() {
+	ix.cancel()
+	<-ix.done
+}
+
+// status returns the last round's error (nil when the last round succeeded).
+func (ix *indexer) status() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.lastErr
+}
+
+func (ix *indexer) run() {
+	defer close(ix.done)
+	backoff := time.Duration(0)
+	ownPending := true // after a start or a failure, first re-read our own pending entries
+	var lastClaim, lastTrim time.Time
+	for ix.ctx.Err() == nil {
+		err := ix.round(&ownPending, &lastClaim, &lastTrim)
+		if ix.ctx.Err() != nil {
+			return
+		}
+		ix.mu.Lock()
+		ix.lastErr = err
+		ix.mu.Unlock()
+		if err == nil {
+			backoff = 0
+			continue
+		}
+		ownPending = true
+		if strings.HasPrefix(err.Error(), "NOGROUP") {
+			// The scope was dropped (a harness reset, or an operator): recreate it.
+			if e := ix.s.ensureScope(ix.ctx); e == nil {
+				continue
+			}
+		}
+		backoff = min(max(backoff*2, indexMinBackoff), indexMaxBackoff)
+		wait := backoff/2 + rand.N(backoff/2+1)
+		t := time.NewTimer(wait)
+		select {
+		case <-ix.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// round does one unit of work: claim entries a dead consumer left pending, re-read our own
+// pending entries, or block for new ones; then trim the stream now and then.
+func (ix *indexer) round(ownPending *bool, lastClaim, lastTrim *time.Time) error {
+	ctx, s := ix.ctx, ix.s
+	if time.Since(*lastClaim) >= s.cfg.claimIdle/2 {
+		if err := ix.claim(); err != nil {
+			return err
+		}
+		*lastClaim = time.Now()
+	}
+	if time.Since(*lastTrim) >= indexTrimEvery {
+		if err := ix.trim(); err != nil {
+			return err
+		}
+		*lastTrim = time.Now()
+	}
+	start, block := ">", indexBlock
+	if *ownPending {
+		start, block = "0", -1
+	}
+	res, err := s.client.XReadGroup(ctx, &goredis.XReadGroupArgs{
+		Group: groupName, Consumer: s.cfg.consumer, Streams: []string{s.k.stream(), start},
+		Count: int64(s.cfg.batch), Block: block,
+	}).Result()
+	if errors.Is(err, goredis.Nil) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var msgs []goredis.XMessage
+	for _, st := range res {
+		msgs = append(msgs, st.Messages...)
+	}
+	if *ownPending && len(msgs) == 0 {
+		*ownPending = false
+		return nil
+	}
+	return ix.apply(msgs)
+}
+
+// claim takes over entries that another consumer has held for longer than ClaimIdle: that
+// consumer is presumed dead (a crashed replica) and its entries would otherwise never be
+// indexed.
+func (ix *indexer) claim() error {
+	s := ix.s
+	start := "0-0"
+	for range 64 {
+		msgs, next, err := s.client.XAutoClaim(ix.ctx, &goredis.XAutoClaimArgs{
+			Stream: s.k.stream(), Group: groupName, Consumer: s.cfg.consumer,
+			MinIdle: s.cfg.claimIdle, Start: start, Count: int64(s.cfg.batch),
+		}).Result()
+		if err != nil {
+			return err
+		}
+		if err := ix.apply(msgs); err != nil {
+			return err
+		}
+		if next == "0-0" || next == "" {
+			return nil
+		}
+		start = next
+	}
+	return nil
+}
+
+// trim drops stream entries that every consumer has acknowledged: those below the oldest
+// pending entry, or below the group's last delivered entry when none is pending.
+func (ix *indexer) trim() error {
+	s := ix.s
+	groups, err := s.client.XInfoGroups(ix.ctx, s.k.stream()).Result()
+	if err != nil {
+		return err
+	}
+	for _, g := range groups {
+		if g.Name != groupName {
+			continue
+		}
+		minID := g.LastDeliveredID
+		if g.Pending > 0 {
+			p, err := s.client.XPending(ix.ctx, s.k.stream(), groupName).Result()
+			if err != nil {
+				return err
+			}
+			minID = p.Lower
+		}
+		if minID == "" || minID == "0-0" {
+			return nil
+		}
+		return s.client.XTrimMinIDApprox(ix.ctx, s.k.stream(), minID, 0).Err()
+	}
+	return nil
+}
+
+// indexDoc is what the index holds for one item after a batch is applied.
+type indexDoc struct {
+	id      uuid.UUID
+	valid   bool
+	members []string // relative keys of tag and filter sets
+	old     []string
+	score   float64
+	hasPos  bool
+}
+
+// apply indexes the items named by msgs and acknowledges the entries, in one transaction
+// guarded by WATCH on each item and its index record. It always indexes an item's current
+// value, so entries applied out of order (two consumers) still converge; a concurrent
+// change to a watched key aborts the transaction and the batch is recomputed.
+func (ix *indexer) apply(msgs []goredis.XMessage) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	s := ix.s
+	entryIDs := make([]string, 0, len(msgs))
+	var ids []uuid.UUID
+	seen := map[uuid.UUID]bool{}
+	for _, m := range msgs {
+		entryIDs = append(entryIDs, m.ID)
+		raw, _ := m.Values["id"].(string)
+		id, err := memory.ParseID(raw)
+		if err != nil || seen[id] {
+			continue // a malformed or repeated entry is acknowledged without effect
+		}
+		seen[id] = true
+		ids = append(ids, id)
+	}
+	watch := make([]string, 0, 2*len(ids))
+	for _, id := range ids {
+		watch = append(watch, s.k.item(id), s.k.doc(id))
+	}
+	for range indexMaxWatchRuns {
+		err := s.client.Watch(ix.ctx, func(tx *goredis.Tx) error {
+			return ix.applyWatched(tx, ids, entryIDs)
+		}, watch...)
+		if errors.Is(err, goredis.TxFailedErr) {
+			continue
+		}
+		return err
+	}
+	return errors.New("index: batch kept conflicting with concurrent writers")
+}
+
+func (ix *indexer) applyWatched(tx *goredis.Tx, ids []uuid.UUID, entryIDs []string) error {
+	ctx, s := ix.ctx, ix.s
+	records := make([]*goredis.SliceCmd, len(ids))
+	docs := make([]*goredis.StringCmd, len(ids))
+	scores := make([]*goredis.FloatCmd, len(ids))
+	if len(ids) > 0 {
+		_, err := tx.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for i, id := range ids {
+				records[i] = p.HMGet(ctx, s.k.item(id), "kind", "json")
+				docs[i] = p.Get(ctx, s.k.doc(id))
+				scores[i] = p.ZScore(ctx, s.k.all(), id.String())
+			}
+			return nil
+		})
+		if err != nil && !isServerReply(err) && !errors.Is(err, goredis.Nil) {
+			return err
+		}
+	}
+	plan := make([]indexDoc, len(ids))
+	needPos := 0
+	for i, id := range ids {
+		d := indexDoc{id: id}
+		if err := docs[i].Err(); err == nil {
+			_ = json.Unmarshal([]byte(docs[i].Val()), &d.old)
+		} else if !errors.Is(err, goredis.Nil) {
+			return err
+		}
+		if err := scores[i].Err(); err == nil {
+			d.score, d.hasPos = scores[i].Val(), true
+		} else if !errors.Is(err, goredis.Nil) {
+			return err
+		}
+		var it *memory.Item
+		if err := records[i].Err(); err == nil {
+			// A malformed record is left out of the index; retrieve reports it loudly.
+			it, _ = decodeRecord(id, records[i].Val())
+		} else if !isWrongType(err) {
+			return err
+		}
+		if it != nil {
+			d.valid = true
+			d.members = s.membersOf(*it)
+			if !d.hasPos {
+				needPos++
+			}
+		}
+		plan[i] = d
+	}
+	var next float64
+	if needPos > 0 {
+		end, err := tx.IncrBy(ctx, s.k.seq(), int64(needPos)).Result()
+		if err != nil {
+			return err
+		}
+		next = float64(end - int64(needPos) + 1)
+	}
+	_, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		for i := range plan {
+			d := &plan[i]
+			member := d.id.String()
+			for _, rel := range d.old {
+				if !slices.Contains(d.members, rel) {
+					p.ZRem(ctx, s.k.abs(rel), member)
+				}
+			}
+			if !d.valid {
+				p.ZRem(ctx, s.k.all(), member)
+				p.Del(ctx, s.k.doc(d.id))
+				continue
+			}
+			if !d.hasPos {
+				d.score = next
+				next++
+			}
+			z := goredis.Z{Score: d.score, Member: member}
+			for _, rel := range d.members {
+				p.ZAdd(ctx, s.k.abs(rel), z)
+			}
+			p.ZAddNX(ctx, s.k.all(), z)
+			b, _ := json.Marshal(d.members)
+			p.Set(ctx, s.k.doc(d.id), b, 0)
+		}
+		p.XAck(ctx, s.k.stream(), groupName, entryIDs...)
+		return nil
+	})
+	return err
+}
+
+// membersOf lists the index sets an item belongs to: one per distinct tag and one per
+// supported filter key present in its metadata.
+func (s *Store) membersOf(it memory.Item) []string {
+	var out []string
+	for _, t := range it.Tags {
+		out = append(out, tagRel(t))
+	}
+	for _, k := range s.cfg.filters {
+		v, ok := it.Metadata[k]
+		if !ok {
+			continue
+		}
+		c, err := canonicalJSON(v)
+		if err != nil {
+			// Deeper than memory.JSONEqual compares: no filter can equal it anyway.
+			continue
+		}
+		out = append(out, filterRel(k, c))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}

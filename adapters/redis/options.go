@@ -1,0 +1,251 @@
+package redis
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// AdapterID is the default stable implementation id published in the manifest.
+const AdapterID = "redis"
+
+// DefaultSupportedFilters are lionagi's provenance metadata keys, accepted by default.
+var DefaultSupportedFilters = []string{"branch_id", "source"}
+
+// Timeouts and retry values. docs/adapters/redis.md explains each choice.
+const (
+	// DefaultDialTimeout bounds connection setup. A loopback or in-cluster Redis answers a TCP
+	// handshake in well under a millisecond; two seconds absorbs a slow DNS lookup or a busy
+	// node without letting an explicit call hang.
+	DefaultDialTimeout = 2 * time.Second
+	// DefaultRequestTimeout bounds one command's read and write. Every command the adapter
+	// issues is O(items touched); two seconds is far above the measured latencies (see the
+	// benchmarks in the docs) yet short enough that an outage surfaces quickly.
+	DefaultRequestTimeout = 2 * time.Second
+	// DefaultReadRetries is how many times retrieve and search (read-only, safe to repeat)
+	// are retried after a transport failure. Store is never retried by the adapter.
+	DefaultReadRetries = 2
+	// DefaultMaxItemBytes bounds the encoded JSON of one item.
+	DefaultMaxItemBytes = 1 << 20
+	// DefaultIndexBatch is how many stream entries the indexer applies per transaction.
+	DefaultIndexBatch = 256
+	// DefaultClaimIdle is how long an entry may stay pending with a consumer before another
+	// consumer claims it (the owner is presumed crashed).
+	DefaultClaimIdle = 30 * time.Second
+	// DefaultMaxIndexLag is the index lag (entries not yet applied) beyond which the
+	// capability probe reports the index unhealthy.
+	DefaultMaxIndexLag = 100_000
+
+	maxScopeLength   = 64
+	maxQueryTags     = 1024
+	maxQueryText     = 64 << 10
+	maxTagBytes      = 4096
+	maxTagsPerItem   = 4096
+	maxMetadataKeys  = 1024
+	maxPasswordBytes = 4096
+)
+
+var scopePattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// Options configure Open. Exactly one of Addr and URL is required.
+type Options struct {
+	// Addr is host:port of the Redis server.
+	Addr string
+	// URL is a redis:// or rediss:// URL; it may carry the user, database and TLS choice.
+	// A password inside the URL is honoured but never logged.
+	URL string
+	// Username is the ACL user, if any.
+	Username string
+	// Password authenticates the connection. Prefer PasswordFile; the value is never logged.
+	Password string
+	// PasswordFile names a file whose content (trailing newline removed) is the password,
+	// the form a mounted Kubernetes Secret takes.
+	PasswordFile string
+	// Scope is the namespace every key lives under, fixed for the store's lifetime:
+	// 1 to 64 characters of [A-Za-z0-9._-].
+	Scope string
+	// SupportedFilters is the exact filter key set to publish and index; nil means
+	// DefaultSupportedFilters. A scope keeps the set it was first opened with.
+	SupportedFilters []string
+	// AdapterID is the manifest's adapter id; empty means AdapterID.
+	AdapterID string
+	// DialTimeout overrides DefaultDialTimeout when positive.
+	DialTimeout time.Duration
+	// RequestTimeout overrides DefaultRequestTimeout when positive.
+	RequestTimeout time.Duration
+	// ReadRetries overrides DefaultReadRetries when positive; negative disables retries.
+	ReadRetries int
+	// MaxItemBytes overrides DefaultMaxItemBytes when positive.
+	MaxItemBytes int
+	// IndexBatch overrides DefaultIndexBatch when positive.
+	IndexBatch int
+	// ClaimIdle overrides DefaultClaimIdle when positive.
+	ClaimIdle time.Duration
+	// MaxIndexLag overrides DefaultMaxIndexLag when positive.
+	MaxIndexLag int64
+	// ConsumerName names this instance's indexer in the consumer group; empty means the
+	// host name plus a random suffix.
+	ConsumerName string
+}
+
+// config is Options after validation and defaulting.
+type config struct {
+	client      *goredis.Options
+	scope       string
+	filters     []string
+	adapterID   string
+	readRetries int
+	maxItem     int
+	batch       int
+	claimIdle   time.Duration
+	maxLag      int64
+	consumer    string
+	requestTO   time.Duration
+}
+
+func (o Options) resolve() (config, error) {
+	var c config
+	var errs []error
+	if !validScope(o.Scope) {
+		errs = append(errs, fmt.Errorf("scope: want 1 to %d characters of [A-Za-z0-9._-]", maxScopeLength))
+	}
+	var ro *goredis.Options
+	switch {
+	case o.Addr != "" && o.URL != "":
+		errs = append(errs, errors.New("set exactly one of addr and url"))
+	case o.Addr != "":
+		ro = &goredis.Options{Addr: o.Addr}
+	case o.URL != "":
+		parsed, err := goredis.ParseURL(o.URL)
+		if err != nil {
+			// The URL may hold a password: never echo it.
+			errs = append(errs, errors.New("url: not a valid redis:// or rediss:// URL"))
+		} else {
+			ro = parsed
+		}
+	default:
+		errs = append(errs, errors.New("set exactly one of addr and url"))
+	}
+	password := o.Password
+	if o.PasswordFile != "" {
+		if o.Password != "" {
+			errs = append(errs, errors.New("set at most one of password and password file"))
+		}
+		b, err := readBounded(o.PasswordFile, maxPasswordBytes)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("password file: %w", err))
+		}
+		password = strings.TrimRight(string(b), "\r\n")
+	}
+	filters := o.SupportedFilters
+	if filters == nil {
+		filters = DefaultSupportedFilters
+	}
+	filters = slices.Clone(filters)
+	slices.Sort(filters)
+	filters = slices.Compact(filters)
+	for _, f := range filters {
+		if f == "" || len(f) > 256 || !utf8.ValidString(f) {
+			errs = append(errs, errors.New("supported filters: keys must be 1 to 256 bytes of UTF-8"))
+			break
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, err
+	}
+	if o.Username != "" {
+		ro.Username = o.Username
+	}
+	if password != "" {
+		ro.Password = password
+	}
+	dial := positive(o.DialTimeout, DefaultDialTimeout)
+	req := positive(o.RequestTimeout, DefaultRequestTimeout)
+	ro.DialTimeout = dial
+	ro.ReadTimeout = req
+	ro.WriteTimeout = req
+	// The adapter owns retries (reads only); go-redis must not silently repeat a write.
+	ro.MaxRetries = -1
+	// One dial attempt per command: a refused connection is an outage to report, not to
+	// hide behind go-redis's default five attempts.
+	ro.DialerRetries = 1
+	ro.DialerRetryTimeout = 10 * time.Millisecond
+	// RESP2 keeps push notifications (and their background machinery) out of the picture.
+	ro.Protocol = 2
+	ro.DisableIdentity = true
+	ro.ContextTimeoutEnabled = true
+	c = config{
+		client:      ro,
+		scope:       o.Scope,
+		filters:     filters,
+		adapterID:   o.AdapterID,
+		readRetries: o.ReadRetries,
+		maxItem:     o.MaxItemBytes,
+		batch:       o.IndexBatch,
+		claimIdle:   positive(o.ClaimIdle, DefaultClaimIdle),
+		maxLag:      o.MaxIndexLag,
+		consumer:    o.ConsumerName,
+		requestTO:   req,
+	}
+	if c.adapterID == "" {
+		c.adapterID = AdapterID
+	}
+	switch {
+	case c.readRetries == 0:
+		c.readRetries = DefaultReadRetries
+	case c.readRetries < 0:
+		c.readRetries = 0
+	}
+	if c.maxItem <= 0 {
+		c.maxItem = DefaultMaxItemBytes
+	}
+	if c.batch <= 0 {
+		c.batch = DefaultIndexBatch
+	}
+	if c.maxLag <= 0 {
+		c.maxLag = DefaultMaxIndexLag
+	}
+	if c.consumer == "" {
+		host, _ := os.Hostname()
+		if host == "" {
+			host = "adapter"
+		}
+		c.consumer = host + "-" + randomSuffix()
+	}
+	return c, nil
+}
+
+func validScope(s string) bool {
+	return len(s) > 0 && len(s) <= maxScopeLength && scopePattern.MatchString(s)
+}
+
+func positive(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("longer than %d bytes", limit)
+	}
+	return b, nil
+}

@@ -1,0 +1,504 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+)
+
+// fetchChunk is how many ids one search round trip fetches.
+const fetchChunk = 128
+
+// Store is the Redis ExternalStore. It is safe for concurrent use; Close releases it.
+type Store struct {
+	cfg      config
+	k        keys
+	client   *goredis.Client
+	manifest memory.Manifest
+
+	// openVersion and openPersistence are what the server reported at Open; a later probe
+	// that sees different values reports the manifest's evidence as invalidated.
+	openVersion     string
+	openPersistence Persistence
+
+	ix *indexer
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var (
+	_ memory.ExternalStore = (*Store)(nil)
+	_ memory.Prober        = (*Store)(nil)
+)
+
+// Manifest returns the manifest this adapter declares for the given filter keys and adapter
+// id: every field native and exact (the item's wire JSON is stored verbatim), search hits
+// carry tags and metadata, and search is eventual because an asynchronous indexer feeds it.
+func Manifest(adapterID string, supportedFilters []string) memory.Manifest {
+	if adapterID == "" {
+		adapterID = AdapterID
+	}
+	return memory.Manifest{
+		Adapter:           adapterID,
+		NativeItemFields:  slices.Clone(memory.AllItemFields),
+		DroppedItemFields: []memory.ItemField{},
+		SupportedFilters:  slices.Clone(supportedFilters),
+		SearchConsistency: memory.ConsistencyEventual,
+		RetrieveFidelity:  memory.FidelityFull,
+		SearchFidelity:    memory.FidelityFull,
+		SearchReturnsTags: true,
+		PreservesMetadata: true,
+	}.Normalize()
+}
+
+// Open validates opts, connects, checks that the server has what the adapter needs (Redis
+// 6.2 or later for ZUNION/ZINTER and XAUTOCLAIM), records its version and persistence
+// settings, prepares the scope (config and consumer group) and starts the indexer.
+// Invalid options or an incompatible scope are a MemoryAdapterError; an unreachable server
+// is a MemoryAdapterUnavailable.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	cfg, err := opts.resolve()
+	if err != nil {
+		return nil, memory.NewAdapterError("open: invalid options", err)
+	}
+	s := &Store{
+		cfg:      cfg,
+		k:        newKeys(cfg.scope),
+		client:   goredis.NewClient(cfg.client),
+		manifest: Manifest(cfg.adapterID, cfg.filters),
+	}
+	if err := s.setup(ctx); err != nil {
+		_ = s.client.Close()
+		return nil, err
+	}
+	s.ix = newIndexer(s)
+	go s.ix.run()
+	return s, nil
+}
+
+func (s *Store) setup(ctx context.Context) error {
+	version, err := s.serverVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if !atLeast(version, 6, 2) {
+		return memory.NewAdapterError(fmt.Sprintf("open: Redis %s is too old: 6.2 or later is required (ZUNION, ZINTER, XAUTOCLAIM)", version), nil)
+	}
+	s.openVersion = version
+	p, err := s.persistence(ctx)
+	if err != nil {
+		return err
+	}
+	s.openPersistence = p
+	return s.ensureScope(ctx)
+}
+
+// ensureScope records the scope's layout and filter set on first use and refuses a scope
+// whose recorded filter set differs (its filter index would not match this manifest), then
+// creates the consumer group. It is idempotent and also used after a scope was dropped.
+func (s *Store) ensureScope(ctx context.Context) error {
+	filtersJSON, _ := json.Marshal(s.cfg.filters)
+	pipe := s.client.Pipeline()
+	pipe.HSetNX(ctx, s.k.config(), "layout", layoutVersion)
+	pipe.HSetNX(ctx, s.k.config(), "filters", string(filtersJSON))
+	got := pipe.HMGet(ctx, s.k.config(), "layout", "filters")
+	if _, err := pipe.Exec(ctx); err != nil {
+		return classify("open: scope config", err)
+	}
+	vals := got.Val()
+	if len(vals) != 2 || vals[0] != layoutVersion || vals[1] != string(filtersJSON) {
+		return memory.NewAdapterError(fmt.Sprintf("open: scope %q was created with another layout or filter set (%v); a scope's filter set is fixed at creation", s.cfg.scope, vals[1]), nil)
+	}
+	err := s.client.XGroupCreateMkStream(ctx, s.k.stream(), groupName, "0").Err()
+	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+		return classify("open: create consumer group", err)
+	}
+	return nil
+}
+
+// Manifest implements memory.ExternalStore.
+func (s *Store) Manifest() memory.Manifest { return s.manifest }
+
+// Scope returns the namespace this store is bound to.
+func (s *Store) Scope() string { return s.cfg.scope }
+
+// Close stops the indexer (waiting for its goroutine), leaves the consumer group if this
+// instance holds no pending entries, and closes the connection pool. It is idempotent:
+// later calls return the first call's result. Explicit calls after Close are
+// MemoryAdapterUnavailable.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.ix.stop()
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTO)
+		defer cancel()
+		// Best effort: a consumer without pending entries only clutters XINFO; one with
+		// pending entries must stay so that XAUTOCLAIM can hand them to a live instance.
+		if n, err := s.consumerPending(ctx); err == nil && n == 0 {
+			_ = s.client.XGroupDelConsumer(ctx, s.k.stream(), groupName, s.cfg.consumer).Err()
+		}
+		if err := s.client.Close(); err != nil && !errors.Is(err, goredis.ErrClosed) {
+			s.closeErr = memory.NewAdapterError("close", err)
+		}
+	})
+	return s.closeErr
+}
+
+func (s *Store) consumerPending(ctx context.Context) (int64, error) {
+	res, err := s.client.XPendingExt(ctx, &goredis.XPendingExtArgs{
+		Stream: s.k.stream(), Group: groupName, Start: "-", End: "+", Count: 1, Consumer: s.cfg.consumer,
+	}).Result()
+	if err != nil {
+		return 0, err
+	}
+	return int64(len(res)), nil
+}
+
+func (s *Store) checkOpen(op string) error {
+	if s.closed.Load() {
+		return memory.NewUnavailable(op+": the adapter is closed", goredis.ErrClosed)
+	}
+	return nil
+}
+
+// Store writes the item's exact wire JSON at its identity and queues it for indexing, in one
+// MULTI/EXEC transaction. Storing an existing id replaces the item (last writer wins) and
+// keeps its search position. Store is not retried: the caller may retry, as a repeated
+// store of the same item is idempotent.
+func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) {
+	if err := s.checkOpen("store"); err != nil {
+		return uuid.Nil, err
+	}
+	data, err := s.encode(item)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	pipe := s.client.TxPipeline()
+	pipe.HSet(ctx, s.k.item(item.ID), "kind", itemKind, "json", data)
+	xadd := pipe.XAdd(ctx, &goredis.XAddArgs{Stream: s.k.stream(), Values: []string{"id", item.ID.String()}})
+	if _, err := pipe.Exec(ctx); err != nil {
+		return uuid.Nil, classify("store", err)
+	}
+	if xadd.Val() == "" {
+		return uuid.Nil, memory.NewAdapterError("store: the server acknowledged the transaction without a stream entry id", nil)
+	}
+	return item.ID, nil
+}
+
+// encode validates the item before any I/O and returns the exact bytes to store. It
+// decodes its own output and compares it with the input, so nothing is ever written that
+// would read back different (for example a timestamp outside years 1 to 9999).
+func (s *Store) encode(item memory.Item) ([]byte, error) {
+	if item.ID == uuid.Nil {
+		return nil, memory.NewAdapterError("store: item id must not be the nil UUID", nil)
+	}
+	if len(item.Tags) > maxTagsPerItem {
+		return nil, memory.NewAdapterError(fmt.Sprintf("store: more than %d tags", maxTagsPerItem), nil)
+	}
+	for _, t := range item.Tags {
+		if len(t) > maxTagBytes || !utf8.ValidString(t) {
+			return nil, memory.NewAdapterError(fmt.Sprintf("store: every tag must be valid UTF-8 of at most %d bytes", maxTagBytes), nil)
+		}
+	}
+	if len(item.Metadata) > maxMetadataKeys {
+		return nil, memory.NewAdapterError(fmt.Sprintf("store: more than %d metadata keys", maxMetadataKeys), nil)
+	}
+	for k := range item.Metadata {
+		if !utf8.ValidString(k) {
+			return nil, memory.NewAdapterError("store: metadata keys must be valid UTF-8", nil)
+		}
+	}
+	data, err := json.Marshal(item)
+	if err != nil {
+		return nil, memory.NewAdapterError("store: item is not representable as JSON", err)
+	}
+	if len(data) > s.cfg.maxItem {
+		return nil, memory.NewAdapterError(fmt.Sprintf("store: encoded item is %d bytes, more than the %d allowed", len(data), s.cfg.maxItem), nil)
+	}
+	var back memory.Item
+	if err := json.Unmarshal(data, &back); err != nil {
+		return nil, memory.NewAdapterError("store: item would not read back", err)
+	}
+	if d := back.Diff(item); len(d) > 0 {
+		return nil, memory.NewAdapterError(fmt.Sprintf("store: fields %v would not read back exactly", d), nil)
+	}
+	return data, nil
+}
+
+// Retrieve reads the item at its identity. An unknown id, or a key there that is not a
+// memory record of this adapter (another data type, or a hash without the kind marker), is
+// (nil, nil). A marked record that does not decode is a MemoryAdapterError.
+func (s *Store) Retrieve(ctx context.Context, id uuid.UUID) (*memory.Item, error) {
+	if err := s.checkOpen("retrieve"); err != nil {
+		return nil, err
+	}
+	var vals []any
+	err := s.withReadRetry(ctx, func() error {
+		var err error
+		vals, err = s.client.HMGet(ctx, s.k.item(id), "kind", "json").Result()
+		return err
+	})
+	if err != nil {
+		if isWrongType(err) {
+			return nil, nil
+		}
+		return nil, classify("retrieve", err)
+	}
+	return decodeRecord(id, vals)
+}
+
+// decodeRecord turns HMGET kind json into an item, nil for a missing or foreign record.
+func decodeRecord(id uuid.UUID, vals []any) (*memory.Item, error) {
+	if len(vals) != 2 {
+		return nil, memory.NewAdapterError("retrieve: malformed reply from the server", nil)
+	}
+	kind, _ := vals[0].(string)
+	if kind != itemKind {
+		return nil, nil
+	}
+	raw, ok := vals[1].(string)
+	if !ok {
+		return nil, memory.NewAdapterError("retrieve: memory record "+id.String()+" has no payload", nil)
+	}
+	var it memory.Item
+	if err := json.Unmarshal([]byte(raw), &it); err != nil {
+		return nil, memory.NewAdapterError("retrieve: memory record "+id.String()+" is malformed", err)
+	}
+	if it.ID != id {
+		return nil, memory.NewAdapterError("retrieve: memory record "+id.String()+" holds another id", nil)
+	}
+	return &it, nil
+}
+
+// withReadRetry runs a read-only call, repeating it after transport failures up to the
+// configured count with jittered exponential backoff (25 ms doubling, capped at 200 ms).
+func (s *Store) withReadRetry(ctx context.Context, call func() error) error {
+	var err error
+	for attempt := 0; ; attempt++ {
+		err = call()
+		if err == nil || !retryable(err) || attempt >= s.cfg.readRetries || ctx.Err() != nil || s.closed.Load() {
+			return err
+		}
+		backoff := min(25*time.Millisecond<<attempt, 200*time.Millisecond)
+		backoff = backoff/2 + rand.N(backoff/2+1)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// Search answers from the index only, so an item stored but not yet indexed is missing
+// (eventual consistency). Candidates come in insertion order: tags select the union of the
+// tag sets, filters the intersection of the filter sets, and an empty query walks every
+// indexed item from the oldest. Each candidate is fetched by identity and must pass
+// lionagi's predicates in Go, so query text is a literal, case-insensitive substring.
+func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, error) {
+	if err := memory.CheckQuery(s.manifest, q); err != nil {
+		return nil, err
+	}
+	if q.Text != nil && len(*q.Text) > maxQueryText {
+		return nil, memory.NewAdapterError(fmt.Sprintf("search: text longer than %d bytes", maxQueryText), nil)
+	}
+	if len(q.Tags) > maxQueryTags {
+		return nil, memory.NewAdapterError(fmt.Sprintf("search: more than %d tags", maxQueryTags), nil)
+	}
+	if err := s.checkOpen("search"); err != nil {
+		return nil, err
+	}
+	out := []memory.Item{}
+	if q.Limit == 0 {
+		return out, nil
+	}
+	var lower string
+	if q.Text != nil {
+		lower = strings.ToLower(*q.Text)
+	}
+	var err error
+	if len(q.Tags) == 0 && len(q.Filters) == 0 {
+		out, err = s.scanAll(ctx, q, lower)
+	} else {
+		out, err = s.scanCandidates(ctx, q, lower)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (s *Store) scanAll(ctx context.Context, q memory.Query, lower string) ([]memory.Item, error) {
+	out := []memory.Item{}
+	page := int64(max(fetchChunk, min(q.Limit, 1024)))
+	for start := int64(0); ; start += page {
+		var ids []string
+		err := s.withReadRetry(ctx, func() error {
+			var err error
+			ids, err = s.client.ZRange(ctx, s.k.all(), start, start+page-1).Result()
+			return err
+		})
+		if err != nil {
+			return nil, classify("search", err)
+		}
+		var done bool
+		out, done, err = s.collect(ctx, ids, q, lower, out)
+		if err != nil {
+			return nil, err
+		}
+		if done || int64(len(ids)) < page {
+			return out, nil
+		}
+	}
+}
+
+func (s *Store) scanCandidates(ctx context.Context, q memory.Query, lower string) ([]memory.Item, error) {
+	var tagKeys, filterKeys []string
+	for _, t := range q.Tags {
+		tagKeys = append(tagKeys, s.k.abs(tagRel(t)))
+	}
+	slices.Sort(tagKeys)
+	tagKeys = slices.Compact(tagKeys)
+	for k, v := range q.Filters {
+		c, err := canonicalJSON(v)
+		if err != nil {
+			return nil, memory.NewAdapterError("search: filter "+k+" is not valid JSON", err)
+		}
+		filterKeys = append(filterKeys, s.k.abs(filterRel(k, c)))
+	}
+	var tagSet, filterSet []goredis.Z
+	err := s.withReadRetry(ctx, func() error {
+		pipe := s.client.Pipeline()
+		var tagCmd, filterCmd *goredis.ZSliceCmd
+		if len(tagKeys) > 0 {
+			tagCmd = pipe.ZUnionWithScores(ctx, goredis.ZStore{Keys: tagKeys, Aggregate: "MIN"})
+		}
+		if len(filterKeys) > 0 {
+			filterCmd = pipe.ZInterWithScores(ctx, &goredis.ZStore{Keys: filterKeys, Aggregate: "MIN"})
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return err
+		}
+		if tagCmd != nil {
+			tagSet = tagCmd.Val()
+		}
+		if filterCmd != nil {
+			filterSet = filterCmd.Val()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, classify("search", err)
+	}
+	cands := tagSet
+	switch {
+	case len(q.Tags) == 0:
+		cands = filterSet
+	case len(q.Filters) > 0:
+		inFilter := make(map[any]struct{}, len(filterSet))
+		for _, z := range filterSet {
+			inFilter[z.Member] = struct{}{}
+		}
+		cands = slices.DeleteFunc(tagSet, func(z goredis.Z) bool {
+			_, ok := inFilter[z.Member]
+			return !ok
+		})
+	}
+	// ZUNION/ZINTER reply in score order already; sort anyway so the order never depends
+	// on a reply detail.
+	slices.SortStableFunc(cands, func(a, b goredis.Z) int {
+		switch {
+		case a.Score < b.Score:
+			return -1
+		case a.Score > b.Score:
+			return 1
+		}
+		return 0
+	})
+	out := []memory.Item{}
+	for i := 0; i < len(cands); i += fetchChunk {
+		chunk := cands[i:min(i+fetchChunk, len(cands))]
+		ids := make([]string, len(chunk))
+		for j, z := range chunk {
+			ids[j], _ = z.Member.(string)
+		}
+		var done bool
+		out, done, err = s.collect(ctx, ids, q, lower, out)
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			break
+		}
+	}
+	return out, nil
+}
+
+// collect fetches ids by identity in one pipeline and appends the matching items to out;
+// done reports that the limit was reached.
+func (s *Store) collect(ctx context.Context, ids []string, q memory.Query, lower string, out []memory.Item) ([]memory.Item, bool, error) {
+	if len(ids) == 0 {
+		return out, false, nil
+	}
+	parsed := make([]uuid.UUID, len(ids))
+	for i, raw := range ids {
+		id, err := uuid.Parse(raw)
+		if err != nil {
+			return nil, false, memory.NewAdapterError("search: the index holds a malformed id", err)
+		}
+		parsed[i] = id
+	}
+	var cmds []*goredis.SliceCmd
+	err := s.withReadRetry(ctx, func() error {
+		pipe := s.client.Pipeline()
+		cmds = make([]*goredis.SliceCmd, len(parsed))
+		for i, id := range parsed {
+			cmds[i] = pipe.HMGet(ctx, s.k.item(id), "kind", "json")
+		}
+		_, err := pipe.Exec(ctx)
+		if err != nil && !isServerReply(err) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, classify("search", err)
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Err(); err != nil {
+			if isWrongType(err) {
+				continue
+			}
+			return nil, false, classify("search", err)
+		}
+		it, err := decodeRecord(parsed[i], cmd.Val())
+		if err != nil {
+			return nil, false, err
+		}
+		if it == nil || !inmemory.Matches(*it, q, lower) {
+			continue
+		}
+		out = append(out, *it)
+		if len(out) >= q.Limit {
+			return out, true, nil
+		}
+	}
+	return out, false, nil
+}
