@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Fixed cluster addressing. The ranges are private and unlikely to collide with a host
+// network; the bridge name is ours alone so cleanup never touches someone else's bridge.
+const (
+	nodeName      = "mao-node"
+	bridgeName    = "mao0"
+	podCIDR       = "10.244.0.0/24"
+	serviceCIDR   = "10.96.0.0/24"
+	apiServiceIP  = "10.96.0.1"
+	clusterDomain = "cluster.local"
+	apiPort       = 6443
+	etcdPort      = 12379
+	etcdPeerPort  = 12380
+	kcmPort       = 10257
+	schedPort     = 10259
+	kubeletPort   = 10250
+	kubeletHealth = 10248
+	proxyHealth   = 10256
+	proxyMetrics  = 10249
+	// PauseImage is the sandbox image containerd runs for every pod; hack/images builds it.
+	pauseImage = "registry.k8s.io/pause:3.10"
+)
+
+// cluster is one single-node cluster rooted at a state directory.
+type cluster struct {
+	dir    string // state directory, outside the checkout
+	binDir string // kube-* and etcd binaries (hack/k8s-binaries.sh output)
+	nodeIP string
+	quiet  bool
+}
+
+func (c *cluster) logf(format string, args ...any) {
+	if !c.quiet {
+		fmt.Fprintf(os.Stderr, "[cluster] "+format+"\n", args...)
+	}
+}
+
+func (c *cluster) apiURL() string { return fmt.Sprintf("https://%s:%d", c.nodeIP, apiPort) }
+
+func (c *cluster) adminKubeconfig() string { return filepath.Join(c.dir, "admin.kubeconfig") }
+
+func (c *cluster) containerdSock() string {
+	return filepath.Join(c.dir, "containerd", "containerd.sock")
+}
+
+const usage = `usage: cluster [flags] <command>
+
+commands:
+  up            start (or reuse) the single-node cluster and wait until it is Ready
+  down          stop everything the cluster started and remove its host state
+  status        print each component's state; exit 0 only if all run
+  verify-clean  exit non-zero if any process, mount, iptables rule, bridge or netns remains
+  kubeconfig    print the admin kubeconfig path
+
+flags:
+`
+
+func main() {
+	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(os.Stderr, usage); fs.PrintDefaults() }
+	dir := fs.String("dir", envOr("MAO_CLUSTER_DIR", "/var/tmp/mao-cluster"), "state directory (env MAO_CLUSTER_DIR)")
+	binDir := fs.String("bin-dir", os.Getenv("MAO_K8S_BIN_DIR"), "directory with kube-* and etcd binaries (env MAO_K8S_BIN_DIR)")
+	images := fs.String("import", "", "colon-separated image tarballs to import into containerd before the kubelet starts")
+	timeout := fs.Duration("timeout", 5*time.Minute, "overall deadline for up/down")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		os.Exit(2)
+	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil || abs == "/" {
+		fmt.Fprintln(os.Stderr, "[cluster] invalid state directory:", *dir)
+		os.Exit(2)
+	}
+	c := &cluster{dir: abs, binDir: *binDir}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, *timeout)
+	defer cancelT()
+
+	switch fs.Arg(0) {
+	case "up":
+		err = c.withNodeIP(func() error { return c.up(ctx, splitList(*images)) })
+	case "down":
+		err = c.down(ctx)
+	case "status":
+		err = c.status()
+	case "verify-clean":
+		var leftovers []string
+		leftovers, err = c.leftovers()
+		if err == nil && len(leftovers) > 0 {
+			for _, l := range leftovers {
+				fmt.Println(l)
+			}
+			err = fmt.Errorf("%d leftovers of the cluster remain", len(leftovers))
+		}
+	case "kubeconfig":
+		fmt.Println(c.adminKubeconfig())
+	default:
+		fs.Usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "[cluster] error:", err)
+		os.Exit(1)
+	}
+}
+
+func (c *cluster) withNodeIP(f func() error) error {
+	ip, err := hostIP()
+	if err != nil {
+		return err
+	}
+	c.nodeIP = ip
+	return f()
+}
+
+// hostIP picks the source address of the default route: the kubelet registers it as the
+// node's InternalIP and the API server advertises it to pods, so it must be reachable from
+// the pod bridge (loopback is not).
+func hostIP() (string, error) {
+	if v := os.Getenv("MAO_NODE_IP"); v != "" {
+		if net.ParseIP(v) == nil {
+			return "", fmt.Errorf("MAO_NODE_IP %q is not an IP address", v)
+		}
+		return v, nil
+	}
+	conn, err := net.Dial("udp4", "192.0.2.254:9") // no packet is sent for UDP dial
+	if err != nil {
+		return "", fmt.Errorf("finding the host IP from the default route (set MAO_NODE_IP to override): %w", err)
+	}
+	defer conn.Close()
+	addr, ok := conn.LocalAddr().(*net.UDPAddr)
+	if !ok || addr.IP.IsLoopback() {
+		return "", errors.New("no non-loopback host IP found (set MAO_NODE_IP)")
+	}
+	return addr.IP.String(), nil
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range filepath.SplitList(s) {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

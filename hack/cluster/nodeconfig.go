@@ -1,0 +1,153 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+)
+
+// cniBinDir is where Debian's containernetworking-plugins installs the plugins.
+const cniBinDir = "/usr/lib/cni"
+
+// writeNodeConfigs renders containerd's, the CNI network's, the kubelet's and kube-proxy's
+// configuration into the state directory. Every path points inside it so the cluster never
+// touches /etc/containerd, /etc/cni, /var/lib/kubelet or /run/netns of the host.
+func (c *cluster) writeNodeConfigs() error {
+	cd := filepath.Join(c.dir, "containerd")
+	// restrict_oom_score_adj: machines without CAP_SYS_RESOURCE cannot lower a container's
+	// oom_score_adj below the parent's, and runc then fails to start any container.
+	// netns_mounts_under_state_dir keeps pod network namespaces inside the state directory.
+	containerd := fmt.Sprintf(`version = 2
+root = %[1]q
+state = %[2]q
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
+
+[grpc]
+  address = %[3]q
+
+[ttrpc]
+  address = %[4]q
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = %[5]q
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %[6]q
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  enable_selinux = false
+  stream_server_address = "127.0.0.1"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = %[7]q
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = %[8]q
+    conf_dir = %[9]q
+`, filepath.Join(cd, "root"), filepath.Join(cd, "state"), c.containerdSock(), c.containerdSock()+".ttrpc",
+		filepath.Join(cd, "opt"), pauseImage, filepath.Join(cd, "runc"), cniBinDir, filepath.Join(c.dir, "cni", "net.d"))
+	if err := writeFileAtomic(filepath.Join(cd, "config.toml"), []byte(containerd), 0o644); err != nil {
+		return err
+	}
+
+	// ipMasq stays off: pods only talk to the node and to each other; kube-proxy's
+	// masqueradeAll covers Service traffic. Fewer rules means less to clean up.
+	cni := fmt.Sprintf(`{
+  "cniVersion": "0.4.0",
+  "name": "mao",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": %q,
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "dataDir": %q,
+        "ranges": [[{"subnet": %q}]],
+        "routes": [{"dst": "0.0.0.0/0"}]
+      }
+    },
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+`, bridgeName, filepath.Join(c.dir, "cni", "ipam"), podCIDR)
+	if err := writeFileAtomic(filepath.Join(c.dir, "cni", "net.d", "10-mao.conflist"), []byte(cni), 0o644); err != nil {
+		return err
+	}
+
+	pki := c.pkiDir()
+	// failCgroupV1: false because these machines run cgroup v1. Image GC and disk eviction
+	// are off: there is no registry to pull an evicted image back from.
+	kubelet := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+cgroupDriver: cgroupfs
+failSwapOn: false
+containerRuntimeEndpoint: unix://%[1]s
+imageServiceEndpoint: unix://%[1]s
+address: 0.0.0.0
+port: %[2]d
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: %[3]d
+tlsCertFile: %[4]s
+tlsPrivateKeyFile: %[5]s
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: %[6]s
+authorization:
+  mode: Webhook
+clusterDomain: %[7]s
+podLogsDir: %[8]s
+localStorageCapacityIsolation: false
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard:
+  memory.available: "100Mi"
+  nodefs.available: "1%%"
+  imagefs.available: "1%%"
+  nodefs.inodesFree: "1%%"
+serializeImagePulls: false
+maxPods: 110
+staticPodPath: ""
+resolvConf: /etc/resolv.conf
+`, c.containerdSock(), kubeletPort, kubeletHealth,
+		filepath.Join(pki, "kubelet.crt"), filepath.Join(pki, "kubelet.key"), filepath.Join(pki, "ca.crt"),
+		clusterDomain, filepath.Join(c.dir, "pod-logs"))
+	if err := writeFileAtomic(filepath.Join(c.dir, "kubelet-config.yaml"), []byte(kubelet), 0o644); err != nil {
+		return err
+	}
+
+	// masqueradeAll: pod -> Service -> pod on the same bridge only works without
+	// br_netfilter if the reply is forced back through the host (SNAT).
+	// conntrack maxPerCore 0 leaves the host's conntrack sysctls alone.
+	proxy := fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+clusterCIDR: %s
+hostnameOverride: %s
+bindAddress: 127.0.0.1
+healthzBindAddress: 127.0.0.1:%d
+metricsBindAddress: 127.0.0.1:%d
+clientConnection:
+  kubeconfig: %s
+iptables:
+  masqueradeAll: true
+  localhostNodePorts: false
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+`, podCIDR, nodeName, proxyHealth, proxyMetrics, filepath.Join(c.dir, "kube-proxy.kubeconfig"))
+	return writeFileAtomic(filepath.Join(c.dir, "kube-proxy-config.yaml"), []byte(proxy), 0o644)
+}

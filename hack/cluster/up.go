@@ -1,0 +1,411 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func (c *cluster) bin(name string) (string, error) {
+	if c.binDir == "" {
+		return "", errors.New("no binary directory: pass -bin-dir or set MAO_K8S_BIN_DIR (hack/cluster-up.sh does)")
+	}
+	p := filepath.Join(c.binDir, name)
+	if st, err := os.Stat(p); err != nil || st.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("%s is missing or not executable (build it with hack/k8s-binaries.sh %s)", p, name)
+	}
+	return p, nil
+}
+
+// up brings every component up in dependency order, waiting for each to be healthy before
+// starting the next, so a failure names the component that failed and its log file.
+func (c *cluster) up(ctx context.Context, images []string) error {
+	start := time.Now()
+	if os.Geteuid() != 0 {
+		return errors.New("the cluster needs root (containerd, runc, iptables, mounts)")
+	}
+	bins := map[string]string{}
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"} {
+		p, err := c.bin(b)
+		if err != nil {
+			return err
+		}
+		bins[b] = p
+	}
+	for _, tool := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "ip"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s not found in PATH (hack/cluster-up.sh installs it with apt)", tool)
+		}
+	}
+	for _, p := range []string{"bridge", "host-local", "loopback", "portmap"} {
+		if _, err := os.Stat(filepath.Join(cniBinDir, p)); err != nil {
+			return fmt.Errorf("CNI plugin %s missing in %s (apt-get install containernetworking-plugins)", p, cniBinDir)
+		}
+	}
+	for _, d := range []string{"run", "logs", "etcd", "kubelet", "pod-logs", "cni/net.d", "cni/ipam", "containerd"} {
+		if err := os.MkdirAll(filepath.Join(c.dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	c.logf("state directory %s, node %s (%s)", c.dir, nodeName, c.nodeIP)
+	if err := c.ensurePKI(); err != nil {
+		return err
+	}
+	if err := c.checkPorts(); err != nil {
+		return err
+	}
+	if err := c.rememberIPForward(); err != nil {
+		return err
+	}
+
+	// etcd
+	if err := c.start("etcd", bins["etcd"],
+		"--name=mao", "--data-dir="+filepath.Join(c.dir, "etcd"),
+		fmt.Sprintf("--listen-client-urls=http://127.0.0.1:%d", etcdPort),
+		fmt.Sprintf("--advertise-client-urls=http://127.0.0.1:%d", etcdPort),
+		fmt.Sprintf("--listen-peer-urls=http://127.0.0.1:%d", etcdPeerPort),
+		fmt.Sprintf("--initial-advertise-peer-urls=http://127.0.0.1:%d", etcdPeerPort),
+		fmt.Sprintf("--initial-cluster=mao=http://127.0.0.1:%d", etcdPeerPort),
+		"--log-level=warn",
+	); err != nil {
+		return err
+	}
+	if err := c.waitHTTP(ctx, "etcd", fmt.Sprintf("http://127.0.0.1:%d/health", etcdPort), nil, time.Minute); err != nil {
+		return err
+	}
+
+	// kube-apiserver
+	pki := c.pkiDir()
+	if err := c.start("kube-apiserver", bins["kube-apiserver"],
+		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", etcdPort),
+		"--bind-address="+c.nodeIP, "--advertise-address="+c.nodeIP, fmt.Sprintf("--secure-port=%d", apiPort),
+		"--cert-dir="+filepath.Join(c.dir, "apiserver-certs"),
+		"--tls-cert-file="+filepath.Join(pki, "apiserver.crt"), "--tls-private-key-file="+filepath.Join(pki, "apiserver.key"),
+		"--client-ca-file="+filepath.Join(pki, "ca.crt"),
+		"--kubelet-client-certificate="+filepath.Join(pki, "apiserver-kubelet-client.crt"),
+		"--kubelet-client-key="+filepath.Join(pki, "apiserver-kubelet-client.key"),
+		"--kubelet-certificate-authority="+filepath.Join(pki, "ca.crt"),
+		"--kubelet-preferred-address-types=InternalIP",
+		"--service-account-key-file="+filepath.Join(pki, "sa.pub"),
+		"--service-account-signing-key-file="+filepath.Join(pki, "sa.key"),
+		"--service-account-issuer=https://kubernetes.default.svc."+clusterDomain,
+		"--service-cluster-ip-range="+serviceCIDR,
+		"--authorization-mode=Node,RBAC",
+		"--anonymous-auth=false",
+		"--allow-privileged=true",
+		"--profiling=false",
+	); err != nil {
+		return err
+	}
+	if err := c.waitHTTP(ctx, "kube-apiserver", c.apiURL()+"/readyz", c.adminTLS(), 2*time.Minute); err != nil {
+		return err
+	}
+
+	// controllers and scheduler
+	if err := c.start("kube-controller-manager", bins["kube-controller-manager"],
+		"--kubeconfig="+filepath.Join(c.dir, "controller-manager.kubeconfig"),
+		"--authentication-kubeconfig="+filepath.Join(c.dir, "controller-manager.kubeconfig"),
+		"--authorization-kubeconfig="+filepath.Join(c.dir, "controller-manager.kubeconfig"),
+		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", kcmPort),
+		"--cert-dir="+filepath.Join(c.dir, "controller-manager-certs"),
+		"--leader-elect=false",
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file="+filepath.Join(pki, "sa.key"),
+		"--root-ca-file="+filepath.Join(pki, "ca.crt"),
+		"--service-cluster-ip-range="+serviceCIDR,
+		"--allocate-node-cidrs=false",
+		// What the operator and its workloads use, plus the housekeeping a namespace needs
+		// (service accounts, root CA config map, garbage collection of owned children).
+		"--controllers=deployment,replicaset,statefulset,daemonset,job,cronjob,ttl-after-finished,"+
+			"endpoint,endpointslice,endpointslicemirroring,garbagecollector,namespace,nodelifecycle,"+
+			"podgc,serviceaccount,serviceaccount-token,root-ca-cert-publisher,"+
+			"resourcequota,disruption,persistentvolume-binder",
+		"--profiling=false",
+	); err != nil {
+		return err
+	}
+	if err := c.start("kube-scheduler", bins["kube-scheduler"],
+		"--kubeconfig="+filepath.Join(c.dir, "scheduler.kubeconfig"),
+		"--authentication-kubeconfig="+filepath.Join(c.dir, "scheduler.kubeconfig"),
+		"--authorization-kubeconfig="+filepath.Join(c.dir, "scheduler.kubeconfig"),
+		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", schedPort),
+		"--cert-dir="+filepath.Join(c.dir, "scheduler-certs"),
+		"--leader-elect=false",
+		"--profiling=false",
+	); err != nil {
+		return err
+	}
+	insecureLocal := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // self-signed local health endpoint, no data exchanged
+	if err := c.waitHTTP(ctx, "kube-controller-manager", fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort), insecureLocal, time.Minute); err != nil {
+		return err
+	}
+	if err := c.waitHTTP(ctx, "kube-scheduler", fmt.Sprintf("https://127.0.0.1:%d/healthz", schedPort), insecureLocal, time.Minute); err != nil {
+		return err
+	}
+
+	// containerd + images + kubelet
+	if err := c.writeNodeConfigs(); err != nil {
+		return err
+	}
+	if err := c.start("containerd", "containerd", "--config="+filepath.Join(c.dir, "containerd", "config.toml")); err != nil {
+		return err
+	}
+	if err := c.waitContainerd(ctx); err != nil {
+		return err
+	}
+	for _, img := range images {
+		if err := c.importImage(ctx, img); err != nil {
+			return err
+		}
+	}
+	if err := c.start("kubelet", bins["kubelet"],
+		"--config="+filepath.Join(c.dir, "kubelet-config.yaml"),
+		"--kubeconfig="+filepath.Join(c.dir, "kubelet.kubeconfig"),
+		"--root-dir="+filepath.Join(c.dir, "kubelet"),
+		"--hostname-override="+nodeName,
+		"--node-ip="+c.nodeIP,
+		"--v=1",
+	); err != nil {
+		return err
+	}
+	if err := c.waitNodeReady(ctx, 3*time.Minute); err != nil {
+		return err
+	}
+
+	// kube-proxy
+	if err := c.start("kube-proxy", bins["kube-proxy"], "--config="+filepath.Join(c.dir, "kube-proxy-config.yaml")); err != nil {
+		return err
+	}
+	if err := c.waitHTTP(ctx, "kube-proxy", fmt.Sprintf("http://127.0.0.1:%d/healthz", proxyHealth), nil, 2*time.Minute); err != nil {
+		return err
+	}
+	if err := c.waitAPIObject(ctx, "default service account (serviceaccount controller)", "/api/v1/namespaces/default/serviceaccounts/default", 2*time.Minute); err != nil {
+		return err
+	}
+	if err := c.waitAPIObject(ctx, "kube-root-ca.crt config map (root CA publisher)", "/api/v1/namespaces/default/configmaps/kube-root-ca.crt", 2*time.Minute); err != nil {
+		return err
+	}
+	c.logf("cluster is up in %s; node %s Ready", time.Since(start).Round(time.Second), nodeName)
+	fmt.Printf("export KUBECONFIG=%s\n", c.adminKubeconfig())
+	return nil
+}
+
+// checkPorts fails early with a clear message when a port the cluster needs is held by a
+// process that is not ours (a component already running under our PID file is fine).
+func (c *cluster) checkPorts() error {
+	for _, p := range []struct {
+		owner string
+		addr  string
+	}{
+		{"etcd", fmt.Sprintf("127.0.0.1:%d", etcdPort)},
+		{"etcd", fmt.Sprintf("127.0.0.1:%d", etcdPeerPort)},
+		{"kube-apiserver", fmt.Sprintf("%s:%d", c.nodeIP, apiPort)},
+		{"kube-controller-manager", fmt.Sprintf("127.0.0.1:%d", kcmPort)},
+		{"kube-scheduler", fmt.Sprintf("127.0.0.1:%d", schedPort)},
+		{"kubelet", fmt.Sprintf("0.0.0.0:%d", kubeletPort)},
+		{"kubelet", fmt.Sprintf("127.0.0.1:%d", kubeletHealth)},
+		{"kube-proxy", fmt.Sprintf("127.0.0.1:%d", proxyHealth)},
+		{"kube-proxy", fmt.Sprintf("127.0.0.1:%d", proxyMetrics)},
+	} {
+		if _, ok := c.running(p.owner); ok {
+			continue
+		}
+		l, err := net.Listen("tcp", p.addr)
+		if err != nil {
+			return fmt.Errorf("port %s needed by %s is in use by another process: %w", p.addr, p.owner, err)
+		}
+		_ = l.Close()
+	}
+	return nil
+}
+
+func (c *cluster) adminTLS() *tls.Config {
+	pool := x509.NewCertPool()
+	if b, err := os.ReadFile(filepath.Join(c.pkiDir(), "ca.crt")); err == nil {
+		pool.AppendCertsFromPEM(b)
+	}
+	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	if cert, err := tls.LoadX509KeyPair(filepath.Join(c.pkiDir(), "admin.crt"), filepath.Join(c.pkiDir(), "admin.key")); err == nil {
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg
+}
+
+func (c *cluster) get(ctx context.Context, url string, tlsCfg *tls.Config) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	tr := &http.Transport{TLSClientConfig: tlsCfg, Proxy: nil}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	return resp.StatusCode, body, err
+}
+
+// waitHTTP polls url until it answers 200, the component dies, or d passes.
+func (c *cluster) waitHTTP(ctx context.Context, name, url string, tlsCfg *tls.Config, d time.Duration) error {
+	c.logf("%s: waiting for %s", name, url)
+	var last string
+	ok := pollUntil(ctx, d, 500*time.Millisecond, func() bool {
+		if _, alive := c.running(name); !alive {
+			last = "process exited"
+			return true
+		}
+		code, body, err := c.get(ctx, url, tlsCfg)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		last = fmt.Sprintf("HTTP %d: %.200s", code, body)
+		return code == http.StatusOK
+	})
+	if _, alive := c.running(name); !alive {
+		return fmt.Errorf("%s exited; last lines of %s:\n%s", name, c.logFile(name), tail(c.logFile(name), 30))
+	}
+	if !ok {
+		return fmt.Errorf("%s not healthy after %s (%s); last lines of %s:\n%s", name, d, last, c.logFile(name), tail(c.logFile(name), 30))
+	}
+	c.logf("%s: healthy", name)
+	return nil
+}
+
+func (c *cluster) waitAPIObject(ctx context.Context, what, path string, d time.Duration) error {
+	c.logf("waiting for %s", what)
+	ok := pollUntil(ctx, d, 500*time.Millisecond, func() bool {
+		code, _, err := c.get(ctx, c.apiURL()+path, c.adminTLS())
+		return err == nil && code == http.StatusOK
+	})
+	if !ok {
+		return fmt.Errorf("%s did not appear within %s; kube-controller-manager log tail:\n%s", what, d, tail(c.logFile("kube-controller-manager"), 30))
+	}
+	return nil
+}
+
+func (c *cluster) waitNodeReady(ctx context.Context, d time.Duration) error {
+	c.logf("kubelet: waiting for node %s to register Ready", nodeName)
+	var last string
+	ok := pollUntil(ctx, d, time.Second, func() bool {
+		if _, alive := c.running("kubelet"); !alive {
+			last = "kubelet exited"
+			return true
+		}
+		code, body, err := c.get(ctx, c.apiURL()+"/api/v1/nodes/"+nodeName, c.adminTLS())
+		if err != nil || code != http.StatusOK {
+			last = fmt.Sprintf("node not registered yet (%v, HTTP %d)", err, code)
+			return false
+		}
+		var node struct {
+			Status struct {
+				Conditions []struct{ Type, Status, Reason, Message string }
+			}
+		}
+		if err := json.Unmarshal(body, &node); err != nil {
+			last = err.Error()
+			return false
+		}
+		for _, cond := range node.Status.Conditions {
+			if cond.Type == "Ready" {
+				last = fmt.Sprintf("Ready=%s %s: %s", cond.Status, cond.Reason, cond.Message)
+				return cond.Status == "True"
+			}
+		}
+		return false
+	})
+	if _, alive := c.running("kubelet"); !ok || !alive {
+		return fmt.Errorf("node %s not Ready within %s (%s); kubelet log tail:\n%s", nodeName, d, last, tail(c.logFile("kubelet"), 40))
+	}
+	c.logf("kubelet: node %s Ready", nodeName)
+	return nil
+}
+
+func (c *cluster) waitContainerd(ctx context.Context) error {
+	c.logf("containerd: waiting for %s", c.containerdSock())
+	ok := pollUntil(ctx, time.Minute, 300*time.Millisecond, func() bool {
+		if _, alive := c.running("containerd"); !alive {
+			return true
+		}
+		return exec.CommandContext(ctx, "ctr", "-a", c.containerdSock(), "version").Run() == nil
+	})
+	if _, alive := c.running("containerd"); !ok || !alive {
+		return fmt.Errorf("containerd not serving; log tail:\n%s", tail(c.logFile("containerd"), 30))
+	}
+	c.logf("containerd: serving")
+	return nil
+}
+
+// importImage loads an image tarball into the CRI namespace so pods can use it with
+// imagePullPolicy IfNotPresent (there is no registry to pull from).
+func (c *cluster) importImage(ctx context.Context, tarball string) error {
+	out, err := exec.CommandContext(ctx, "ctr", "-a", c.containerdSock(), "-n", "k8s.io", "images", "import", tarball).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("importing %s: %w: %s", tarball, err, out)
+	}
+	c.logf("containerd: imported %s", tarball)
+	return nil
+}
+
+// rememberIPForward records the host's net.ipv4.ip_forward before the bridge plugin turns
+// it on, so down can put it back.
+func (c *cluster) rememberIPForward() error {
+	f := filepath.Join(c.dir, "run", "ip_forward.orig")
+	if _, err := os.Stat(f); err == nil {
+		return nil
+	}
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(f, b, 0o644)
+}
+
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// status prints one line per component and fails unless all run.
+func (c *cluster) status() error {
+	down := 0
+	for _, name := range components {
+		if pid, ok := c.running(name); ok {
+			fmt.Printf("%-24s running (pid %d)\n", name, pid)
+		} else {
+			fmt.Printf("%-24s stopped\n", name)
+			down++
+		}
+	}
+	if down > 0 {
+		return errors.New(strconv.Itoa(down) + " components not running")
+	}
+	fmt.Printf("export KUBECONFIG=%s\n", c.adminKubeconfig())
+	return nil
+}
+
+// components in start order; down stops them in reverse, except as noted there.
+var components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet", "kube-proxy"}

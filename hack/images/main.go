@@ -1,0 +1,244 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// nonrootUID is distroless's "nonroot" user; the Dockerfile's final stages use it too.
+const nonrootUID = 65532
+
+// imageSpec is one image to build: NAME=PACKAGE[:ENTRYPOINT[:UID]].
+type imageSpec struct {
+	ref        name.Tag
+	pkg        string
+	entrypoint string
+	uid        int
+}
+
+func parseSpec(s string) (imageSpec, error) {
+	ref, rest, ok := strings.Cut(s, "=")
+	if !ok || rest == "" {
+		return imageSpec{}, fmt.Errorf("image %q: want NAME=PACKAGE[:ENTRYPOINT[:UID]]", s)
+	}
+	tag, err := name.NewTag(ref, name.StrictValidation)
+	if err != nil {
+		return imageSpec{}, fmt.Errorf("image %q: %w", s, err)
+	}
+	parts := strings.Split(rest, ":")
+	if len(parts) > 3 || !strings.HasPrefix(parts[0], "./") {
+		return imageSpec{}, fmt.Errorf("image %q: the package must be a ./relative path", s)
+	}
+	spec := imageSpec{ref: tag, pkg: parts[0], entrypoint: "/" + filepath.Base(parts[0]), uid: nonrootUID}
+	if len(parts) > 1 && parts[1] != "" {
+		if !strings.HasPrefix(parts[1], "/") || strings.Contains(parts[1], "..") {
+			return imageSpec{}, fmt.Errorf("image %q: entrypoint must be an absolute path", s)
+		}
+		spec.entrypoint = parts[1]
+	}
+	if len(parts) > 2 {
+		uid, err := strconv.Atoi(parts[2])
+		if err != nil || uid <= 0 || uid > 65535 {
+			return imageSpec{}, fmt.Errorf("image %q: uid must be 1..65535 (images never run as root)", s)
+		}
+		spec.uid = uid
+	}
+	return spec, nil
+}
+
+func main() {
+	out := flag.String("out", "", "directory for the image tarballs (required)")
+	load := flag.String("load", "", "containerd socket to import the images into (namespace k8s.io)")
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: images -out DIR [-load SOCKET] NAME=PACKAGE[:ENTRYPOINT[:UID]] ...")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if *out == "" || flag.NArg() == 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	if err := run(context.Background(), *out, *load, flag.Args()); err != nil {
+		fmt.Fprintln(os.Stderr, "[images] error:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, outDir, sock string, args []string) error {
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	for _, a := range args {
+		spec, err := parseSpec(a)
+		if err != nil {
+			return err
+		}
+		path, err := build(ctx, spec, outDir)
+		if err != nil {
+			return err
+		}
+		if sock != "" {
+			cmd := exec.CommandContext(ctx, "ctr", "-a", sock, "-n", "k8s.io", "images", "import", path)
+			if o, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("importing %s into %s: %w: %s", path, sock, err, o)
+			}
+			fmt.Fprintf(os.Stderr, "[images] loaded %s into containerd\n", spec.ref)
+		}
+	}
+	return nil
+}
+
+// build compiles the package as a static binary and writes the image tarball; it returns
+// the tarball path.
+func build(ctx context.Context, spec imageSpec, outDir string) (string, error) {
+	binPath := filepath.Join(outDir, "bin", strings.TrimPrefix(spec.entrypoint, "/"))
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", binPath, spec.pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	fmt.Fprintf(os.Stderr, "[images] building %s (CGO_ENABLED=0)\n", spec.pkg)
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building %s: %w", spec.pkg, err)
+	}
+	bin, err := os.ReadFile(binPath)
+	if err != nil {
+		return "", err
+	}
+	layerTar, err := rootfs(spec, bin)
+	if err != nil {
+		return "", err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(layerTar)), nil
+	})
+	if err != nil {
+		return "", err
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return "", err
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return "", err
+	}
+	cfg = cfg.DeepCopy()
+	cfg.OS, cfg.Architecture = "linux", runtime.GOARCH
+	cfg.Created = v1.Time{Time: epoch()}
+	cfg.Config.User = fmt.Sprintf("%d:%d", spec.uid, spec.uid)
+	cfg.Config.Entrypoint = []string{spec.entrypoint}
+	cfg.Config.WorkingDir = "/"
+	cfg.Config.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"}
+	cfg.Config.Labels = map[string]string{"org.opencontainers.image.source": "https://github.com/agentmem/memory-adapter-operator"}
+	img, err = mutate.ConfigFile(img, cfg)
+	if err != nil {
+		return "", err
+	}
+	file := filepath.Join(outDir, strings.NewReplacer("/", "_", ":", "_").Replace(spec.ref.String())+".tar")
+	tmp := file + ".tmp"
+	if err := tarball.WriteToFile(tmp, spec.ref, img); err != nil {
+		return "", fmt.Errorf("writing %s: %w", file, err)
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		return "", err
+	}
+	digest, _ := img.Digest()
+	fmt.Fprintf(os.Stderr, "[images] wrote %s (%s) -> %s\n", spec.ref, digest, file)
+	return file, nil
+}
+
+// epoch is the fixed timestamp for image metadata and files, so identical binaries give
+// identical image digests (SOURCE_DATE_EPOCH overrides it, as reproducible builds expect).
+func epoch() time.Time {
+	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 {
+			return time.Unix(n, 0).UTC()
+		}
+	}
+	return time.Unix(0, 0).UTC()
+}
+
+// rootfs builds the single layer: the binary, the users and groups distroless's static
+// nonroot image has, a sticky /tmp, and the host's CA bundle for TLS to backends.
+func rootfs(spec imageSpec, bin []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	mt := epoch()
+	dir := func(p string, mode int64, uid int) error {
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: p + "/", Mode: mode, Uid: uid, Gid: uid, ModTime: mt, Format: tar.FormatPAX})
+	}
+	file := func(p string, mode int64, data []byte) error {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: p, Mode: mode, Size: int64(len(data)), ModTime: mt, Format: tar.FormatPAX}); err != nil {
+			return err
+		}
+		_, err := tw.Write(data)
+		return err
+	}
+	passwd := fmt.Sprintf("root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:%d:%d:nonroot:/home/nonroot:/sbin/nologin\n", nonrootUID, nonrootUID)
+	group := fmt.Sprintf("root:x:0:\nnobody:x:65534:\nnonroot:x:%d:\n", nonrootUID)
+	steps := []func() error{
+		func() error { return dir("etc", 0o755, 0) },
+		func() error { return file("etc/passwd", 0o644, []byte(passwd)) },
+		func() error { return file("etc/group", 0o644, []byte(group)) },
+		func() error { return dir("home", 0o755, 0) },
+		func() error { return dir("home/nonroot", 0o700, nonrootUID) },
+		func() error { return dir("tmp", 0o1777, 0) },
+	}
+	if ca, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt"); err == nil {
+		steps = append(steps,
+			func() error { return dir("etc/ssl", 0o755, 0) },
+			func() error { return dir("etc/ssl/certs", 0o755, 0) },
+			func() error { return file("etc/ssl/certs/ca-certificates.crt", 0o644, ca) })
+	}
+	entry := strings.TrimPrefix(spec.entrypoint, "/")
+	if d := filepath.Dir(entry); d != "." {
+		for _, p := range parents(d) {
+			steps = append(steps, func() error { return dir(p, 0o755, 0) })
+		}
+	}
+	steps = append(steps, func() error { return file(entry, 0o755, bin) })
+	for _, s := range steps {
+		if err := s(); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	if buf.Len() == 0 {
+		return nil, errors.New("empty layer")
+	}
+	return buf.Bytes(), nil
+}
+
+// parents returns a/b/c as [a a/b a/b/c], skipping directories the layer already has.
+func parents(d string) []string {
+	var out []string
+	cur := ""
+	for _, p := range strings.Split(d, "/") {
+		cur = filepath.Join(cur, p)
+		switch cur {
+		case "etc", "home", "tmp", "etc/ssl", "etc/ssl/certs":
+			continue
+		}
+		out = append(out, cur)
+	}
+	return out
+}
