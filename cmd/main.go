@@ -1,0 +1,147 @@
+// Command main is the memory adapter operator's manager: it hosts the controllers and webhooks
+// of the memory.agentmem.io API group, serves metrics and health probes, and takes part in
+// leader election when more than one replica runs.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"os"
+
+	// Import every client auth plugin (exec, OIDC, ...) so the manager can run from any
+	// kubeconfig a user hands it.
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	// +kubebuilder:scaffold:imports
+)
+
+// leaderElectionID is the Lease name replicas compete for; it is fixed so that every replica
+// of every release agrees on it.
+const leaderElectionID = "memory-adapter-operator.memory.agentmem.io"
+
+var (
+	scheme   = runtime.NewScheme()
+	setupLog = ctrl.Log.WithName("setup")
+)
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	// +kubebuilder:scaffold:scheme
+}
+
+// managerFlags holds the command line; it is a struct so that parsing stays separate from
+// building the manager.
+type managerFlags struct {
+	metricsAddr      string
+	probeAddr        string
+	enableLeaderElec bool
+	secureMetrics    bool
+	enableHTTP2      bool
+	webhookCertPath  string
+	webhookCertName  string
+	webhookCertKey   string
+	metricsCertPath  string
+	metricsCertName  string
+	metricsCertKey   string
+}
+
+func main() {
+	var f managerFlags
+	flag.StringVar(&f.metricsAddr, "metrics-bind-address", "0",
+		"The address the metrics endpoint binds to. Use :8443 for HTTPS or :8080 for HTTP, or leave as 0 to disable the metrics service.")
+	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "The address the probe endpoint binds to.")
+	flag.BoolVar(&f.enableLeaderElec, "leader-elect", false,
+		"Enable leader election for the controller manager, ensuring only one active manager.")
+	flag.BoolVar(&f.secureMetrics, "metrics-secure", true,
+		"If set, the metrics endpoint is served securely via HTTPS. Use --metrics-secure=false to use HTTP instead.")
+	flag.StringVar(&f.webhookCertPath, "webhook-cert-path", "", "The directory that contains the webhook certificate.")
+	flag.StringVar(&f.webhookCertName, "webhook-cert-name", "tls.crt", "The name of the webhook certificate file.")
+	flag.StringVar(&f.webhookCertKey, "webhook-cert-key", "tls.key", "The name of the webhook key file.")
+	flag.StringVar(&f.metricsCertPath, "metrics-cert-path", "", "The directory that contains the metrics server certificate.")
+	flag.StringVar(&f.metricsCertName, "metrics-cert-name", "tls.crt", "The name of the metrics server certificate file.")
+	flag.StringVar(&f.metricsCertKey, "metrics-cert-key", "tls.key", "The name of the metrics server key file.")
+	flag.BoolVar(&f.enableHTTP2, "enable-http2", false,
+		"If set, HTTP/2 will be enabled for the metrics and webhook servers.")
+	opts := zap.Options{Development: false}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), managerOptions(f))
+	if err != nil {
+		setupLog.Error(err, "Failed to create manager")
+		os.Exit(1)
+	}
+
+	// +kubebuilder:scaffold:builder
+
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		setupLog.Error(err, "Failed to set up health check")
+		os.Exit(1)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		setupLog.Error(err, "Failed to set up ready check")
+		os.Exit(1)
+	}
+
+	setupLog.Info("Starting manager")
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		setupLog.Error(err, "Failed to run manager")
+		os.Exit(1)
+	}
+}
+
+// managerOptions turns the flags into manager options.
+func managerOptions(f managerFlags) ctrl.Options {
+	var tlsOpts []func(*tls.Config)
+	if !f.enableHTTP2 {
+		// HTTP/2 stays off by default: its stream handling was the vector of the 2023 rapid
+		// reset and stream cancellation CVEs (GHSA-qppj-fm5r-hxr3, GHSA-4374-p667-p6c8).
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+
+	webhookOpts := webhook.Options{TLSOpts: tlsOpts}
+	if f.webhookCertPath != "" {
+		webhookOpts.CertDir = f.webhookCertPath
+		webhookOpts.CertName = f.webhookCertName
+		webhookOpts.KeyName = f.webhookCertKey
+	}
+
+	metricsOpts := metricsserver.Options{
+		BindAddress:   f.metricsAddr,
+		SecureServing: f.secureMetrics,
+		TLSOpts:       tlsOpts,
+	}
+	if f.secureMetrics {
+		// Only callers allowed by a TokenReview and SubjectAccessReview may scrape; see
+		// config/rbac/metrics_auth_role.yaml and metrics_reader_role.yaml.
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	if f.metricsCertPath != "" {
+		metricsOpts.CertDir = f.metricsCertPath
+		metricsOpts.CertName = f.metricsCertName
+		metricsOpts.KeyName = f.metricsCertKey
+	}
+
+	return ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsOpts,
+		WebhookServer:          webhook.NewServer(webhookOpts),
+		HealthProbeBindAddress: f.probeAddr,
+		LeaderElection:         f.enableLeaderElec,
+		LeaderElectionID:       leaderElectionID,
+		// The manager exits right after it stops, so releasing the lease early is safe and
+		// lets a new leader take over without waiting for the lease to expire.
+		LeaderElectionReleaseOnCancel: true,
+	}
+}
