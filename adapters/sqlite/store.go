@@ -1,0 +1,495 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+	"github.com/agentmem/memory-adapter-operator/internal/relstore"
+)
+
+// AdapterID is the default implementation id published in the manifest.
+const AdapterID = "sqlite"
+
+// Defaults, chosen for a local file: a statement that has not finished in DefaultRequestTimeout
+// is waiting on a lock held by a stuck writer or on a failing disk, and the caller is better
+// served by MemoryAdapterUnavailable than by an unbounded wait. The busy timeout is shorter, so
+// lock contention surfaces as SQLITE_BUSY with its own message before the request deadline.
+const (
+	DefaultRequestTimeout = 5 * time.Second
+	busyTimeoutMillis     = 4000
+	DefaultMaxOpenConns   = 8
+	maxQueryTags          = 1000
+	kindMemoryItem        = "memory_item"
+)
+
+// DefaultSupportedFilters are lionagi's provenance metadata keys, accepted by default.
+var DefaultSupportedFilters = []string{"branch_id", "source"}
+
+// Options configure Open.
+type Options struct {
+	// Path is the database file; it and its directory are created if missing.
+	Path string
+	// Scope is the namespace every row of this store carries; required.
+	Scope string
+	// SupportedFilters is the exact filter key set; nil means DefaultSupportedFilters.
+	SupportedFilters []string
+	// AdapterID is the manifest's adapter id; empty means AdapterID.
+	AdapterID string
+	// RequestTimeout bounds each explicit call; 0 means DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// MaxItemBytes bounds one item's encoded size; 0 means relstore.DefaultMaxItemBytes.
+	MaxItemBytes int
+	// MaxOpenConns bounds the connection pool; 0 means DefaultMaxOpenConns.
+	MaxOpenConns int
+}
+
+// Store is a memory.ExternalStore over one SQLite file and scope. It is safe for concurrent
+// use. The zero value is not usable; call Open.
+type Store struct {
+	db       *sql.DB
+	scope    string
+	manifest memory.Manifest
+	timeout  time.Duration
+	rules    relstore.Rules
+	maxIdle  int
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var (
+	_ memory.ExternalStore = (*Store)(nil)
+	_ memory.Prober        = (*Store)(nil)
+)
+
+// Open creates or opens the database file, applies the schema migrations and returns a store
+// for opts.Scope. Errors never contain item data.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.Path == "" {
+		return nil, memory.NewAdapterError("sqlite: options: path is required", nil)
+	}
+	if err := relstore.CheckScope(opts.Scope); err != nil {
+		return nil, memory.NewAdapterError("sqlite: options: "+err.Error(), nil)
+	}
+	filters := opts.SupportedFilters
+	if filters == nil {
+		filters = DefaultSupportedFilters
+	}
+	id := opts.AdapterID
+	if id == "" {
+		id = AdapterID
+	}
+	m := relstore.Manifest(id, filters)
+	if err := m.Validate(); err != nil {
+		return nil, memory.NewAdapterError("sqlite: options: manifest", err)
+	}
+	abs, err := filepath.Abs(opts.Path)
+	if err != nil {
+		return nil, memory.NewAdapterError("sqlite: options: path", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o750); err != nil {
+		return nil, memory.NewUnavailable("sqlite: create database directory", err)
+	}
+	// The file is created once here; the pool below opens it read-write without create, so
+	// a database file that vanishes later is an error rather than a silently new empty file.
+	if err := migrate(ctx, dsn(abs, "rwc")); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", dsn(abs, "rw"))
+	if err != nil {
+		return nil, memory.NewUnavailable("sqlite: open", err)
+	}
+	maxOpen := opts.MaxOpenConns
+	if maxOpen <= 0 {
+		maxOpen = DefaultMaxOpenConns
+	}
+	db.SetMaxOpenConns(maxOpen)
+	db.SetMaxIdleConns(maxOpen)
+	timeout := opts.RequestTimeout
+	if timeout <= 0 {
+		timeout = DefaultRequestTimeout
+	}
+	s := &Store{
+		db: db, scope: opts.Scope, manifest: m, timeout: timeout, maxIdle: maxOpen,
+		rules: relstore.Rules{MaxItemBytes: opts.MaxItemBytes},
+	}
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		_ = db.Close()
+		return nil, classify("open", err)
+	}
+	return s, nil
+}
+
+// dsn builds a modernc.org/sqlite URI: WAL for concurrent readers beside one writer, a busy
+// timeout so writers queue instead of failing, and full sync so an acknowledged write
+// survives power loss.
+func dsn(abs, mode string) string {
+	u := url.URL{Scheme: "file", Path: abs}
+	q := url.Values{}
+	q.Set("mode", mode)
+	q.Set("_busy_timeout", fmt.Sprint(busyTimeoutMillis))
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", "FULL")
+	q.Set("_txlock", "immediate")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// migrations are applied in order, each once, recorded in mao_schema_migrations. Never edit a
+// released migration; append a new one.
+var migrations = []string{
+	1: `CREATE TABLE memory_items (
+		seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+		scope         TEXT NOT NULL,
+		id            TEXT NOT NULL,
+		kind          TEXT NOT NULL DEFAULT 'memory_item',
+		created_at_us INTEGER NOT NULL,
+		metadata      TEXT NOT NULL,
+		content       TEXT NOT NULL,
+		search_text   TEXT NOT NULL,
+		tags          TEXT NOT NULL,
+		UNIQUE (scope, id)
+	);
+	CREATE INDEX memory_items_scope_seq ON memory_items (scope, seq);`,
+}
+
+// SchemaVersion is the schema version this build writes and expects.
+var SchemaVersion = len(migrations) - 1
+
+func migrate(ctx context.Context, source string) error {
+	db, err := sql.Open("sqlite", source)
+	if err != nil {
+		return memory.NewUnavailable("sqlite: open for migration", err)
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	// _txlock=immediate makes BeginTx take the write lock at once, so two processes opening
+	// the same new file serialise here instead of both creating the table.
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return classify("migrate", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS mao_schema_migrations (
+		version INTEGER PRIMARY KEY, applied_at_us INTEGER NOT NULL)`); err != nil {
+		return classify("migrate", err)
+	}
+	var current int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM mao_schema_migrations`).Scan(&current); err != nil {
+		return classify("migrate", err)
+	}
+	if current > SchemaVersion {
+		return memory.NewAdapterError(fmt.Sprintf("sqlite: database schema version %d is newer than this adapter's %d", current, SchemaVersion), nil)
+	}
+	for v := current + 1; v <= SchemaVersion; v++ {
+		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+			return classify(fmt.Sprintf("migrate to version %d", v), err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO mao_schema_migrations (version, applied_at_us) VALUES (?, ?)`,
+			v, time.Now().UnixMicro()); err != nil {
+			return classify("migrate", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return classify("migrate", err)
+	}
+	return nil
+}
+
+// Manifest implements memory.ExternalStore; it never changes for the store's lifetime.
+func (s *Store) Manifest() memory.Manifest { return s.manifest }
+
+// Scope returns the namespace fixed at construction.
+func (s *Store) Scope() string { return s.scope }
+
+// Close closes the connection pool. It is idempotent; calls after Close fail with
+// MemoryAdapterUnavailable.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.db.Close() })
+	return s.closeErr
+}
+
+// Store writes item under its id. Storing an existing id replaces the item in place and keeps
+// its original search position, as the reference store does. An id held by a non-memory
+// record in this scope is refused, never overwritten.
+func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) {
+	p, err := relstore.Prepare(item, s.rules)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	tags, _ := json.Marshal(p.Tags)
+	res, err := s.db.ExecContext(ctx, `INSERT INTO memory_items
+		(scope, id, kind, created_at_us, metadata, content, search_text, tags)
+		VALUES (?, ?, 'memory_item', ?, ?, ?, ?, ?)
+		ON CONFLICT (scope, id) DO UPDATE SET
+			created_at_us = excluded.created_at_us, metadata = excluded.metadata,
+			content = excluded.content, search_text = excluded.search_text, tags = excluded.tags
+		WHERE memory_items.kind = 'memory_item'`,
+		s.scope, p.ID.String(), p.CreatedAtMicros, string(p.Metadata), string(p.Content), p.SearchText, string(tags))
+	if err != nil {
+		return uuid.Nil, classify("store", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return uuid.Nil, classify("store", err)
+	}
+	if n == 0 {
+		return uuid.Nil, memory.NewAdapterError("store: the id is held by a record that is not a memory item", nil)
+	}
+	return p.ID, nil
+}
+
+// Retrieve reads the item with id in this scope; an unknown id or a record of another kind is
+// (nil, nil).
+func (s *Store) Retrieve(ctx context.Context, id uuid.UUID) (*memory.Item, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	var (
+		kind                 string
+		us                   int64
+		meta, content, tagsJ string
+	)
+	err := s.db.QueryRowContext(ctx, `SELECT kind, created_at_us, metadata, content, tags
+		FROM memory_items WHERE scope = ? AND id = ?`, s.scope, id.String()).
+		Scan(&kind, &us, &meta, &content, &tagsJ)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, classify("retrieve", err)
+	}
+	if kind != kindMemoryItem {
+		return nil, nil
+	}
+	it, err := decodeRow(id, us, meta, content, tagsJ)
+	if err != nil {
+		return nil, err
+	}
+	return &it, nil
+}
+
+func decodeRow(id uuid.UUID, us int64, meta, content, tagsJ string) (memory.Item, error) {
+	it := memory.Item{ID: id, CreatedAt: time.UnixMicro(us).UTC(), Content: json.RawMessage(content)}
+	if err := json.Unmarshal([]byte(meta), &it.Metadata); err != nil || it.Metadata == nil {
+		return memory.Item{}, memory.NewAdapterError("decode stored metadata", err)
+	}
+	if err := json.Unmarshal([]byte(tagsJ), &it.Tags); err != nil || it.Tags == nil {
+		return memory.Item{}, memory.NewAdapterError("decode stored tags", err)
+	}
+	if !json.Valid(it.Content) {
+		return memory.Item{}, memory.NewAdapterError("decode stored content: not valid JSON", nil)
+	}
+	return it, nil
+}
+
+// Search returns items of this scope matching q in insertion order. Filters are checked
+// against the manifest before any I/O; a zero limit returns an empty list without I/O.
+func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, error) {
+	if err := memory.CheckQuery(s.manifest, q); err != nil {
+		return nil, err
+	}
+	out := []memory.Item{}
+	if q.Limit == 0 {
+		return out, nil
+	}
+	if len(q.Tags) > maxQueryTags {
+		return nil, memory.NewAdapterError(fmt.Sprintf("search: more than %d tags", maxQueryTags), nil)
+	}
+	sqlText, args, exact := buildSearch(s.scope, q)
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	rows, err := s.db.QueryContext(ctx, sqlText, args...)
+	if err != nil {
+		return nil, classify("search", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			idS                  string
+			us                   int64
+			meta, content, tagsJ string
+		)
+		if err := rows.Scan(&idS, &us, &meta, &content, &tagsJ); err != nil {
+			return nil, classify("search", err)
+		}
+		id, err := uuid.Parse(idS)
+		if err != nil {
+			return nil, memory.NewAdapterError("search: stored id is not a UUID", err)
+		}
+		it, err := decodeRow(id, us, meta, content, tagsJ)
+		if err != nil {
+			return nil, err
+		}
+		if !exact && !filtersMatch(it, q.Filters) {
+			continue
+		}
+		out = append(out, it)
+		if len(out) == q.Limit {
+			break
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("search", err)
+	}
+	return out, nil
+}
+
+func filtersMatch(it memory.Item, filters map[string]json.RawMessage) bool {
+	for k, want := range filters {
+		got, ok := it.Metadata[k]
+		if !ok || !memory.JSONEqual(got, want) {
+			return false
+		}
+	}
+	return true
+}
+
+// buildSearch returns the statement, its arguments, and whether SQL alone decides the
+// filters exactly. SQLite's json_each yields numbers as SQL values (a number above the int64
+// range becomes a REAL) and cannot compare objects by JSON equality, so for number, object
+// and array filter values SQL only pre-selects by JSON type and Go decides with
+// memory.JSONEqual; the limit is then applied in Go.
+func buildSearch(scope string, q memory.Query) (string, []any, bool) {
+	var b strings.Builder
+	args := []any{scope}
+	b.WriteString(`SELECT id, created_at_us, metadata, content, tags FROM memory_items
+		WHERE scope = ? AND kind = 'memory_item'`)
+	if q.Text != nil {
+		// instr is a literal byte search: no pattern characters exist for it.
+		b.WriteString(` AND instr(search_text, ?) > 0`)
+		args = append(args, relstore.Needle(*q.Text))
+	}
+	if len(q.Tags) > 0 {
+		b.WriteString(` AND EXISTS (SELECT 1 FROM json_each(memory_items.tags) AS t WHERE t.value IN (`)
+		for i, t := range q.Tags {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("?")
+			args = append(args, t)
+		}
+		b.WriteString(`))`)
+	}
+	exact := true
+	for k, v := range q.Filters {
+		b.WriteString(` AND EXISTS (SELECT 1 FROM json_each(memory_items.metadata) AS m WHERE m.key = ?`)
+		args = append(args, k)
+		cond, cargs, ok := filterCondition(v)
+		b.WriteString(cond)
+		args = append(args, cargs...)
+		exact = exact && ok
+		b.WriteString(`)`)
+	}
+	b.WriteString(` ORDER BY seq`)
+	if exact {
+		b.WriteString(` LIMIT ?`)
+		args = append(args, q.Limit)
+	}
+	return b.String(), args, exact
+}
+
+// filterCondition maps one filter value to a json_each condition and reports whether it is
+// exact.
+func filterCondition(v json.RawMessage) (string, []any, bool) {
+	trimmed := strings.TrimSpace(string(v))
+	switch {
+	case trimmed == "null":
+		return ` AND m.type = 'null'`, nil, true
+	case trimmed == "true":
+		return ` AND m.type = 'true'`, nil, true
+	case trimmed == "false":
+		return ` AND m.type = 'false'`, nil, true
+	case strings.HasPrefix(trimmed, `"`):
+		var s string
+		if err := json.Unmarshal(v, &s); err == nil {
+			return ` AND m.type = 'text' AND m.atom = ?`, []any{s}, true
+		}
+	case strings.HasPrefix(trimmed, "{"):
+		return ` AND m.type = 'object'`, nil, false
+	case strings.HasPrefix(trimmed, "["):
+		return ` AND m.type = 'array'`, nil, false
+	default:
+		return ` AND m.type IN ('integer', 'real')`, nil, false
+	}
+	// Invalid JSON matches nothing (JSONEqual is false for it).
+	return ` AND 0`, nil, true
+}
+
+// Probe reports the SQLite library version and checks WAL mode, the JSON functions and the
+// schema version.
+func (s *Store) Probe(ctx context.Context) (memory.Evidence, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	ev := memory.Evidence{ObservedAt: time.Now().UTC()}
+	var version string
+	if err := s.db.QueryRowContext(ctx, `SELECT sqlite_version()`).Scan(&version); err != nil {
+		return ev, classify("probe", err)
+	}
+	ev.ServiceVersion = "SQLite " + version
+	var mode string
+	if err := s.db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		return ev, classify("probe", err)
+	}
+	ev.Probes = append(ev.Probes, memory.ProbeResult{Name: "wal_mode", OK: strings.EqualFold(mode, "wal"), Detail: "journal_mode=" + mode})
+	var jsonOK int
+	err := s.db.QueryRowContext(ctx, `SELECT json_valid('{"a":[1]}') AND (SELECT count(*) FROM json_each('[1,2]')) = 2`).Scan(&jsonOK)
+	ev.Probes = append(ev.Probes, probeResult("json_functions", err == nil && jsonOK == 1, err))
+	var v int
+	err = s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM mao_schema_migrations`).Scan(&v)
+	ev.Probes = append(ev.Probes, memory.ProbeResult{Name: "schema_version", OK: err == nil && v == SchemaVersion,
+		Detail: fmt.Sprintf("have %d, want %d", v, SchemaVersion)})
+	return ev, nil
+}
+
+func probeResult(name string, ok bool, err error) memory.ProbeResult {
+	r := memory.ProbeResult{Name: name, OK: ok}
+	if err != nil {
+		r.Detail = err.Error()
+	}
+	return r
+}
+
+// classify maps a driver error to the contract's errors: anything that says the database
+// cannot be reached or used right now (cannot open, I/O error, locked past the busy timeout,
+// full disk, closed pool, deadline) is MemoryAdapterUnavailable; everything else, such as a
+// constraint or trigger refusing the write, is MemoryAdapterError.
+func classify(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) ||
+		strings.Contains(err.Error(), "sql: database is closed") {
+		return memory.NewUnavailable("sqlite: "+op, err)
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR,
+			sqlite3.SQLITE_FULL, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_READONLY,
+			sqlite3.SQLITE_PERM, sqlite3.SQLITE_INTERRUPT:
+			return memory.NewUnavailable("sqlite: "+op, err)
+		}
+	}
+	return memory.NewAdapterError("sqlite: "+op, err)
+}
