@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+	"github.com/agentmem/memory-adapter-operator/conformance"
+)
+
+// connectionEnv is the environment variable that may carry the backend connection string.
+const connectionEnv = "MEMORY_ADAPTER_CONNECTION"
+
+// maxSecretFileBytes bounds token and connection files: they are a few hundred bytes.
+const maxSecretFileBytes = 64 << 10
+
+// backendConfig is the backend part of the command line, shared by serve and conformance.
+type backendConfig struct {
+	Backend          string
+	AdapterID        string
+	SupportedFilters []string
+	filtersSet       bool
+	Scope            string
+	SQLitePath       string
+	ConnectionFile   string
+	// connection is the secret connection string (PostgreSQL DSN, Redis URL); never logged.
+	connection string
+}
+
+func (c *backendConfig) addFlags(fs *pflag.FlagSet, scopeHelp string) {
+	fs.StringVar(&c.Backend, "backend", "inmemory", "backend: "+backendNames())
+	fs.StringVar(&c.AdapterID, "adapter-id", "", "the manifest's adapter id (default: the backend's own id)")
+	fs.StringSliceVar(&c.SupportedFilters, "supported-filters", nil, "the exact filter key set the manifest publishes (default: the backend's default, branch_id,source)")
+	fs.StringVar(&c.Scope, "scope", "", scopeHelp)
+	fs.StringVar(&c.SQLitePath, "sqlite-path", "/var/lib/memory-adapter/memory.db", "sqlite: the database file")
+	fs.StringVar(&c.ConnectionFile, "connection-file", "", "file holding the backend connection string (postgres DSN, redis URL); else $"+connectionEnv)
+}
+
+// resolve validates the flags and loads the connection string from its file or the
+// environment.
+func (c *backendConfig) resolve(fs *pflag.FlagSet) error {
+	c.filtersSet = fs.Changed("supported-filters")
+	if _, ok := backends[c.Backend]; !ok {
+		return usageError("unknown --backend %q (have %s)", c.Backend, backendNames())
+	}
+	for _, k := range c.SupportedFilters {
+		if strings.TrimSpace(k) == "" {
+			return usageError("--supported-filters: empty key")
+		}
+	}
+	if c.ConnectionFile != "" {
+		s, err := readSecretFile(c.ConnectionFile)
+		if err != nil {
+			return usageError("--connection-file: %v", err)
+		}
+		c.connection = s
+	} else {
+		c.connection = strings.TrimSpace(os.Getenv(connectionEnv))
+	}
+	return nil
+}
+
+// filters returns the configured filter set, or nil for the backend's default.
+func (c *backendConfig) filters() []string {
+	if !c.filtersSet {
+		return nil
+	}
+	if c.SupportedFilters == nil {
+		return []string{}
+	}
+	return c.SupportedFilters
+}
+
+// backend opens stores and conformance harnesses of one kind.
+type backend struct {
+	// open returns the store serve publishes.
+	open func(ctx context.Context, c *backendConfig) (memory.ExternalStore, error)
+	// harness returns a live harness over a disposable scope with the same configuration.
+	harness func(ctx context.Context, c *backendConfig) (conformance.Harness, error)
+}
+
+// backends is filled by one file per backend package.
+var backends = map[string]backend{}
+
+func backendNames() string {
+	names := make([]string, 0, len(backends))
+	for n := range backends {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+func closeStore(s memory.ExternalStore) error {
+	if c, ok := s.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// readSecretFile reads a mounted secret: bounded, trailing whitespace trimmed, non-empty.
+// Its content never appears in errors.
+func readSecretFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = f.Close() }()
+	b, err := io.ReadAll(io.LimitReader(f, maxSecretFileBytes+1))
+	if err != nil {
+		return "", err
+	}
+	if len(b) > maxSecretFileBytes {
+		return "", fmt.Errorf("%s: larger than %d bytes", path, maxSecretFileBytes)
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", errors.New(path + ": empty")
+	}
+	return s, nil
+}
+
+func init() {
+	backends["inmemory"] = backend{
+		open: func(_ context.Context, c *backendConfig) (memory.ExternalStore, error) {
+			if c.AdapterID != "" && c.AdapterID != inmemory.AdapterID {
+				return nil, usageError("inmemory: --adapter-id cannot be changed")
+			}
+			return inmemory.New(inmemory.Options{SupportedFilters: c.filters()}), nil
+		},
+		harness: func(_ context.Context, c *backendConfig) (conformance.Harness, error) {
+			return newInMemoryHarness(c.filters()), nil
+		},
+	}
+}

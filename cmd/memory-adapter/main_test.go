@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
+	"github.com/agentmem/memory-adapter-operator/conformance"
+	"github.com/agentmem/memory-adapter-operator/internal/server"
+)
+
+func execute(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd := newRootCommand()
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), errb.String(), err
+}
+
+func TestVersion(t *testing.T) {
+	out, _, err := execute(t, "version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"adapter version: dev", "suite version:   " + conformance.SuiteVersion, "inmemory"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("version output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestUsageErrorsExitTwo(t *testing.T) {
+	for _, args := range [][]string{
+		{"conformance", "--backend", "nope"},
+		{"serve", "--backend", "inmemory", "--token-file", filepath.Join(t.TempDir(), "missing")},
+		{"conformance", "--expected-manifest-file", filepath.Join(t.TempDir(), "missing")},
+	} {
+		_, _, err := execute(t, args...)
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.code != 2 {
+			t.Errorf("%v: got %v, want exit code 2", args, err)
+		}
+	}
+}
+
+// TestConformanceWritesParseableReports runs the command against the inmemory backend and a
+// deployed server, then parses both report forms back.
+func TestConformanceWritesParseableReports(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := server.New(server.Config{Store: inmemory.New(inmemory.Options{}), Token: []byte("tk")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Refresh(context.Background(), true)
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte("tk\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	report, term := filepath.Join(dir, "report.json"), filepath.Join(dir, "termination-log")
+	out, _, runErr := execute(t, "conformance", "--backend", "inmemory", "--server-url", hs.URL,
+		"--server-token-file", tokenFile, "--report-file", report, "--termination-log", term)
+
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := conformance.ParseReport(b)
+	if err != nil {
+		t.Fatalf("report does not parse back: %v", err)
+	}
+	if len(r.Cases) != len(conformance.CaseIDs()) || r.AdapterID != inmemory.AdapterID {
+		t.Fatalf("report: adapter %q, %d cases", r.AdapterID, len(r.Cases))
+	}
+	cb, err := os.ReadFile(term)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cb) > conformance.MaxTerminationMessage {
+		t.Fatalf("termination message is %d bytes", len(cb))
+	}
+	c, err := conformance.ParseCompact(cb)
+	if err != nil || c.Result != r.Result || c.ManifestHash != r.ManifestHash {
+		t.Fatalf("compact report %s (%v) disagrees with the full one", cb, err)
+	}
+	// The table names every case and the deployed server's checks, all of which pass.
+	for _, id := range conformance.CaseIDs() {
+		if !strings.Contains(out, string(id)) {
+			t.Errorf("table lacks case %s", id)
+		}
+	}
+	for _, check := range []string{"manifest", "evidence", "unknown-id", "unsupported-filter"} {
+		if !strings.Contains(out, check+"  ") || strings.Contains(r.Error, check+":") {
+			t.Errorf("deployed-server check %s missing or failed: %s\n%s", check, r.Error, out)
+		}
+	}
+	// The exit status follows the verdict.
+	if (runErr == nil) != (r.Result == conformance.Passed) {
+		t.Fatalf("exit error %v with result %s", runErr, r.Result)
+	}
+}
+
+func TestDeployedServerCheckCatchesAManifestMismatch(t *testing.T) {
+	srv, err := server.New(server.Config{Store: inmemory.New(inmemory.Options{SupportedFilters: []string{"other"}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Refresh(context.Background(), true)
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	want := inmemory.Manifest(inmemory.DefaultSupportedFilters)
+	checks, _ := checkDeployed(context.Background(), hs.URL, "", &want, "")
+	if len(checks) == 0 || checks[0].Name != "manifest" || checks[0].OK {
+		t.Fatalf("checks %+v: the manifest mismatch was not caught", checks)
+	}
+	// A wrong token makes every authenticated check fail rather than pass vacuously.
+	srv2, _ := server.New(server.Config{Store: inmemory.New(inmemory.Options{}), Token: []byte("right")})
+	hs2 := httptest.NewServer(srv2.Handler())
+	t.Cleanup(hs2.Close)
+	checks, _ = checkDeployed(context.Background(), hs2.URL, "wrong", &want, "")
+	if len(checks) != 1 || checks[0].OK || !strings.Contains(checks[0].Detail, "unauthorized") {
+		t.Fatalf("wrong token: %+v", checks)
+	}
+}

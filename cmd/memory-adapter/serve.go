@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+	"github.com/agentmem/memory-adapter-operator/internal/server"
+)
+
+type serveFlags struct {
+	backend          backendConfig
+	listen           string
+	tokenFile        string
+	maxBodyBytes     int64
+	operationTimeout time.Duration
+	probePeriod      time.Duration
+	maxIndexLag      int64
+	openTimeout      time.Duration
+	shutdownTimeout  time.Duration
+	logLevel         string
+}
+
+func newServeCommand() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve one adapter instance over HTTP (contract.md §4)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.backend.resolve(cmd.Flags()); err != nil {
+				return err
+			}
+			return runServe(cmd.Context(), &f)
+		},
+	}
+	fs := cmd.Flags()
+	f.backend.addFlags(fs, "the namespace this instance's items live in, fixed for its life (default \"default\")")
+	fs.StringVar(&f.listen, "listen", ":8080", "address to listen on")
+	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token /v1 routes require (empty: no authentication)")
+	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "request body limit; larger bodies get 413")
+	fs.DurationVar(&f.operationTimeout, "operation-timeout", server.DefaultOperationTimeout, "bound on one backend call")
+	fs.DurationVar(&f.probePeriod, "probe-period", 10*time.Second, "how often the backend is probed for evidence")
+	fs.Int64Var(&f.maxIndexLag, "max-index-lag", 0, "unsearchable writes an immediate manifest tolerates before it is invalidated")
+	fs.DurationVar(&f.openTimeout, "open-timeout", 30*time.Second, "bound on connecting to the backend at start")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", server.DefaultTimeouts.Shutdown, "how long in-flight requests may take to finish on SIGTERM")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageError("--log-level: %v", err)
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+func runServe(parent context.Context, f *serveFlags) error {
+	log, err := newLogger(f.logLevel)
+	if err != nil {
+		return err
+	}
+	var token []byte
+	if f.tokenFile != "" {
+		s, err := readSecretFile(f.tokenFile)
+		if err != nil {
+			return usageError("--token-file: %v", err)
+		}
+		token = []byte(s)
+	} else {
+		log.Warn("no --token-file: /v1 routes are open to anyone who can reach the listener")
+	}
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(parent, syscall.SIGTERM, os.Interrupt)
+	defer stop()
+
+	octx, cancel := context.WithTimeout(ctx, f.openTimeout)
+	store, err := backends[f.backend.Backend].open(octx, &f.backend)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("open %s backend: %w", f.backend.Backend, err)
+	}
+	defer func() {
+		if err := closeStore(store); err != nil {
+			log.Error("closing the backend", "err", err)
+		}
+	}()
+	cfg := server.Config{
+		Store: store, AdapterVersion: adapterVersion(), Token: token,
+		MaxBodyBytes: f.maxBodyBytes, OperationTimeout: f.operationTimeout,
+		MaxIndexLag: f.maxIndexLag, Logger: log,
+	}
+	if p, ok := store.(memory.Prober); ok {
+		cfg.Prober = p
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	t := server.DefaultTimeouts
+	t.Write = f.operationTimeout + 5*time.Second
+	t.Shutdown = f.shutdownTimeout
+	m := srv.Manifest()
+	log.Info("serving", "addr", l.Addr().String(), "backend", f.backend.Backend, "adapter", m.Adapter,
+		"manifest_hash", m.Hash(), "adapter_version", adapterVersion(), "auth", len(token) > 0)
+	if err := srv.Serve(ctx, l, t, f.probePeriod); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
