@@ -131,7 +131,9 @@ var accuracyTable = []accuracyRow{
 		}, Expect: []CaseID{CaseSupportedFilter}},
 	}},
 	{Knob: "mid-call outage", Service: fake.ServiceKnobs{MidCallOutage: true}, Lies: []lie{
-		{Name: "adapter hides the lost response", Adapter: fake.AdapterKnobs{HideOutage: true},
+		{Name: "adapter hides the outage", Adapter: fake.AdapterKnobs{HideOutage: true},
+			Expect: []CaseID{CaseTransportOutage}},
+		{Name: "adapter treats a lost response as success", Adapter: fake.AdapterKnobs{HideLostResponses: true},
 			Expect: []CaseID{CaseTransportOutage}},
 	}},
 	{Knob: "refused connections", Lies: []lie{
@@ -191,6 +193,9 @@ var accuracyTable = []accuracyRow{
 		{Name: "adapter sends limit 0 to the transport", Adapter: fake.AdapterKnobs{SendLimitZero: true}, Expect: []CaseID{CaseLimit}},
 		{Name: "adapter passes a negative limit on", Adapter: fake.AdapterKnobs{NegativeLimitSlice: true},
 			Expect: []CaseID{CaseLimit, CaseUnsupportedFilter}},
+		{Name: "adapter rejects a negative limit with a generic error", Adapter: fake.AdapterKnobs{NegativeLimitGenericError: true},
+			Expect: []CaseID{CaseLimit, CaseUnsupportedFilter}},
+		{Name: "adapter rejects limit 0", Adapter: fake.AdapterKnobs{LimitZeroRejected: true}, Expect: []CaseID{CaseLimit}},
 	}},
 	{Knob: "query validation", Lies: []lie{
 		{Name: "adapter validates after the transport call", Adapter: fake.AdapterKnobs{ValidateAfterTransport: true},
@@ -248,49 +253,59 @@ func RunAccuracyTable(ctx context.Context) (AccuracySummary, error) {
 }
 
 // runAccuracyTable runs the table with one check disabled; stopAtFirstMiss ends it at the
-// first row that does not behave as expected (the mutation test only needs one).
+// first entry that does not behave as expected (the mutation test only needs one).
 func runAccuracyTable(ctx context.Context, disabledCheck string, stopAtFirstMiss bool) (AccuracySummary, error) {
 	var sum AccuracySummary
 	sum.Total, sum.Truthful = AccuracyPairs()
 	opts := nestedOptions(disabledCheck)
-	for _, row := range accuracyTable {
-		if err := ctx.Err(); err != nil {
-			return sum, err
-		}
-		h := fake.New(fake.Config{Service: row.Service, Adapter: row.Adapter})
-		r := Execute(ctx, h, opts)
-		if failed := r.FailedIDs(); len(failed) == 0 && r.Error == "" {
-			sum.TruthfulPassed++
-		} else {
-			sum.Problems = append(sum.Problems, fmt.Sprintf("%s (truthful): failed %v %s", row.Knob, failed, r.Error))
-			if stopAtFirstMiss {
-				return sum, nil
+	for ri, row := range accuracyTable {
+		for li := -1; li < len(row.Lies); li++ {
+			if err := ctx.Err(); err != nil {
+				return sum, err
 			}
-		}
-		for _, l := range row.Lies {
-			m := fake.TruthfulManifest(row.Service, row.Adapter)
-			if l.Manifest != nil {
-				l.Manifest(&m)
-				m = m.Normalize()
-			}
-			adapter := row.Adapter
-			if l.Adapter != (fake.AdapterKnobs{}) {
-				adapter = l.Adapter
-			}
-			h := fake.New(fake.Config{Service: row.Service, Adapter: adapter, Manifest: m})
-			r := Execute(ctx, h, opts)
-			failed := r.FailedIDs()
-			if slices.Equal(failed, inMatrixOrder(l.Expect)) {
+			ok, problem, _ := runAccuracyEntry(ctx, ri, li, opts)
+			switch {
+			case ok && li < 0:
+				sum.TruthfulPassed++
+			case ok:
 				sum.Caught++
-				continue
-			}
-			sum.Problems = append(sum.Problems, fmt.Sprintf("%s / %s: failed %v, want %v", row.Knob, l.Name, failed, l.Expect))
-			if stopAtFirstMiss {
-				return sum, nil
+			default:
+				sum.Problems = append(sum.Problems, problem)
+				if stopAtFirstMiss {
+					return sum, nil
+				}
 			}
 		}
 	}
 	return sum, nil
+}
+
+// runAccuracyEntry runs one entry of the table: the truthful configuration of row ri when
+// li is -1, otherwise its lie li. It reports whether the suite behaved as expected.
+func runAccuracyEntry(ctx context.Context, ri, li int, opts Options) (bool, string, *Report) {
+	row := accuracyTable[ri]
+	if li < 0 {
+		r := Execute(ctx, fake.New(fake.Config{Service: row.Service, Adapter: row.Adapter}), opts)
+		if failed := r.FailedIDs(); len(failed) == 0 && r.Error == "" {
+			return true, "", r
+		}
+		return false, fmt.Sprintf("%s (truthful): failed %v %s", row.Knob, r.FailedIDs(), r.Error), r
+	}
+	l := row.Lies[li]
+	m := fake.TruthfulManifest(row.Service, row.Adapter)
+	if l.Manifest != nil {
+		l.Manifest(&m)
+		m = m.Normalize()
+	}
+	adapter := row.Adapter
+	if l.Adapter != (fake.AdapterKnobs{}) {
+		adapter = l.Adapter
+	}
+	r := Execute(ctx, fake.New(fake.Config{Service: row.Service, Adapter: adapter, Manifest: m}), opts)
+	if failed := r.FailedIDs(); slices.Equal(failed, inMatrixOrder(l.Expect)) {
+		return true, "", r
+	}
+	return false, fmt.Sprintf("%s / %s: failed %v, want %v", row.Knob, l.Name, r.FailedIDs(), l.Expect), r
 }
 
 // inMatrixOrder sorts ids by their position in the matrix, the order reports use.

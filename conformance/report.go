@@ -56,6 +56,9 @@ type CaseResult struct {
 	Hint string `json:"hint,omitempty"`
 	// DurationMillis is the case's wall time.
 	DurationMillis int64 `json:"duration_ms"`
+
+	// failedChecks names the checks that found problems (not serialised).
+	failedChecks []string
 }
 
 // Counts tallies case outcomes.

@@ -70,6 +70,14 @@ type AdapterKnobs struct {
 	FilterValueAsText bool
 	// HideOutage turns transport failures into success-looking results.
 	HideOutage bool
+	// HideLostResponses treats a connection reset mid-call as success (a refused
+	// connection is still reported).
+	HideLostResponses bool
+	// NegativeLimitGenericError rejects a negative limit with a plain MemoryAdapterError,
+	// before looking at the filters, instead of UnsupportedMemoryQuery naming limit.
+	NegativeLimitGenericError bool
+	// LimitZeroRejected rejects limit 0 instead of answering [].
+	LimitZeroRejected bool
 	// FallbackOnCreationFailure silently uses an in-process store when the transport could
 	// not be created.
 	FallbackOnCreationFailure bool
@@ -164,7 +172,7 @@ func (a *Adapter) Store(ctx context.Context, item memory.Item) (uuid.UUID, error
 	}
 	resp, err := a.svc.put(ctx, a.dialErr, payload)
 	if err != nil {
-		if a.knobs.HideOutage && (errors.Is(err, errRefused) || errors.Is(err, errReset)) {
+		if a.hides(err) {
 			return item.ID, nil
 		}
 		if a.knobs.IgnoreRejection && errors.Is(err, errRejected) {
@@ -192,6 +200,12 @@ func (a *Adapter) Store(ctx context.Context, item memory.Item) (uuid.UUID, error
 		return uuid.New(), nil
 	}
 	return item.ID, nil
+}
+
+// hides reports whether an adapter defect swallows this transport error.
+func (a *Adapter) hides(err error) bool {
+	return (a.knobs.HideOutage && (errors.Is(err, errRefused) || errors.Is(err, errReset))) ||
+		(a.knobs.HideLostResponses && errors.Is(err, errReset))
 }
 
 func (a *Adapter) useFallback() bool {
@@ -252,7 +266,7 @@ func (a *Adapter) Retrieve(ctx context.Context, id uuid.UUID) (*memory.Item, err
 		}
 		return nil, nil
 	case err != nil:
-		if a.knobs.HideOutage {
+		if a.hides(err) {
 			return nil, nil
 		}
 		return nil, a.transportErr("retrieve", err)
@@ -283,6 +297,12 @@ func (a *Adapter) Search(ctx context.Context, q memory.Query) ([]memory.Item, er
 	var earlyErr error
 	if a.knobs.ValidateAfterTransport && q.Limit != 0 {
 		earlyResp, earlyErr = a.svc.search(ctx, a.dialErr, a.nativeQuery(q, q.Filters, max(q.Limit, 0)))
+	}
+	if a.knobs.NegativeLimitGenericError && q.Limit < 0 {
+		return nil, memory.NewAdapterError("search: limit must not be negative", nil)
+	}
+	if a.knobs.LimitZeroRejected && q.Limit == 0 {
+		return nil, memory.NewUnsupportedQuery("limit")
 	}
 	filters := maps.Clone(q.Filters)
 	var rejected []string
@@ -322,7 +342,7 @@ func (a *Adapter) Search(ctx context.Context, q memory.Query) ([]memory.Item, er
 		resp, err = a.svc.search(ctx, a.dialErr, a.nativeQuery(q, filters, limit))
 	}
 	if err != nil {
-		if a.knobs.HideOutage && (errors.Is(err, errRefused) || errors.Is(err, errReset)) {
+		if a.hides(err) {
 			return []memory.Item{}, nil
 		}
 		return nil, a.transportErr("search", err)
