@@ -1,0 +1,718 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+	"github.com/agentmem/memory-adapter-operator/conformance"
+)
+
+var (
+	_ conformance.Harness          = (*Harness)(nil)
+	_ conformance.ServiceVersioner = (*Harness)(nil)
+	_ conformance.WrongKindMaker   = (*Harness)(nil)
+	_ conformance.WriteRejecter    = (*Harness)(nil)
+)
+
+// TestConformanceLive runs the shared 17-case matrix against the real server.
+func TestConformanceLive(t *testing.T) {
+	h := newHarness(t)
+	r := conformance.Run(t, h, conformance.Options{AdapterVersion: "test"})
+	for _, c := range r.Cases {
+		if c.Outcome == conformance.NotApplicable && c.ID != "supported-filter" && c.ID != "manifest-accuracy" {
+			t.Errorf("case %s is NotApplicable (%s); the docs explain only supported-filter and manifest-accuracy as such", c.ID, c.Message)
+		}
+	}
+}
+
+func text(s string) *string { return &s }
+
+func mustStore(t *testing.T, s *Store, it memory.Item) {
+	t.Helper()
+	id, err := s.Store(testCtx(t), it)
+	if err != nil {
+		t.Fatalf("store %s: %v", it.ID, err)
+	}
+	if id != it.ID {
+		t.Fatalf("store returned %s, want the item's own id %s", id, it.ID)
+	}
+}
+
+func ids(items []memory.Item) []uuid.UUID {
+	out := make([]uuid.UUID, len(items))
+	for i, it := range items {
+		out[i] = it.ID
+	}
+	return out
+}
+
+// TestExactnessFixtures stores contract.md §3's fixtures and the U+0000 case and checks that
+// retrieve and (after the index caught up) search return them exactly. The declared
+// behaviour for U+0000 is: preserved exactly (Redis strings are binary-safe and the item's
+// JSON is stored verbatim), so it is a full-fidelity fixture, not a lossy one.
+func TestExactnessFixtures(t *testing.T) {
+	h := newHarness(t, "branch_id", "n")
+	ctx := testCtx(t)
+	s, err := h.OpenStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(content string, meta map[string]string, tags ...string) memory.Item {
+		it := memory.NewItem(json.RawMessage(content), tags...)
+		for k, v := range meta {
+			it.Metadata[k] = json.RawMessage(v)
+		}
+		return it
+	}
+	fixtures := map[string]memory.Item{
+		"integer above 2^53": mk(`{"n":9007199254740993,"big":123456789012345678901234567890}`, map[string]string{"n": `9007199254740993`}),
+		"reordered keys":     mk(`{"b":1,"a":{"d":[1,2],"c":null}}`, map[string]string{"branch_id": `{"z":1,"y":2}`}),
+		"tags with dups":     mk(`"tags"`, nil, "b", "a", "b", "a", "a"),
+		"microseconds":       mk(`"micro"`, nil),
+		"U+0000":             mk(`"nul\u0000inside"`, map[string]string{"branch_id": `"a\u0000b"`}, "t\x00g"),
+		"html and unicode":   mk(`"<é> & \u2028"`, map[string]string{"k<": `"v>"`}),
+	}
+	micro := fixtures["microseconds"]
+	micro.CreatedAt = time.Date(2026, 7, 9, 12, 34, 56, 123456000, time.UTC)
+	fixtures["microseconds"] = micro
+	for name, it := range fixtures {
+		mustStore(t, s, it)
+		got, err := s.Retrieve(ctx, it.ID)
+		if err != nil || got == nil {
+			t.Fatalf("%s: retrieve: %v, %v", name, got, err)
+		}
+		if d := got.Diff(it); len(d) > 0 {
+			t.Errorf("%s: retrieve differs in %v: got %s", name, d, mustJSON(*got))
+		}
+	}
+	if err := h.MakeSearchIndexVisible(ctx); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.Search(ctx, memory.Query{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != len(fixtures) {
+		t.Fatalf("search returned %d items, want %d", len(all), len(fixtures))
+	}
+	for _, hit := range all {
+		var want *memory.Item
+		for _, it := range fixtures {
+			if it.ID == hit.ID {
+				want = &it
+			}
+		}
+		if want == nil || !hit.Equal(*want) {
+			t.Errorf("search hit %s not exactly a stored fixture", mustJSON(hit))
+		}
+	}
+	// Filters compare by JSON value: 9007199254740993 must not match ...992 (float64 would).
+	for _, tc := range []struct {
+		key, val string
+		want     memory.Item
+		match    bool
+	}{
+		{"n", `9007199254740993`, fixtures["integer above 2^53"], true},
+		{"n", `9007199254740992`, fixtures["integer above 2^53"], false},
+		{"n", `9007199254740993.0`, fixtures["integer above 2^53"], true},
+		{"branch_id", `{"y":2,"z":1}`, fixtures["reordered keys"], true},
+		{"branch_id", `"a\u0000b"`, fixtures["U+0000"], true},
+		{"branch_id", `"a"`, fixtures["U+0000"], false},
+	} {
+		got, err := s.Search(ctx, memory.Query{Filters: map[string]json.RawMessage{tc.key: json.RawMessage(tc.val)}, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.match && !slices.Equal(ids(got), []uuid.UUID{tc.want.ID}) || !tc.match && len(got) != 0 {
+			t.Errorf("filter %s=%s: got %v, match=%v", tc.key, tc.val, ids(got), tc.match)
+		}
+	}
+	got, err := s.Search(ctx, memory.Query{Tags: []string{"t\x00g"}, Limit: 10})
+	if err != nil || !slices.Equal(ids(got), []uuid.UUID{fixtures["U+0000"].ID}) {
+		t.Errorf("tag with U+0000: %v, %v", ids(got), err)
+	}
+}
+
+func mustJSON(it memory.Item) string {
+	b, _ := json.Marshal(it)
+	return string(b)
+}
+
+// TestTextIsLiteral checks that %, _, * and regex metacharacters are literal, and that text
+// is case-insensitive as in lionagi's InMemoryStore.
+func TestTextIsLiteral(t *testing.T) {
+	h := newHarness(t)
+	ctx := testCtx(t)
+	s, err := h.OpenStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := map[string]memory.Item{}
+	for _, c := range []string{"100% sure", "snake_case", "glob*star", "plain TEXT", "a.c", "[x]"} {
+		b, _ := json.Marshal(c)
+		it := memory.NewItem(b)
+		items[c] = it
+		mustStore(t, s, it)
+	}
+	if err := h.MakeSearchIndexVisible(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for needle, want := range map[string][]string{
+		"%": {"100% sure"}, "_": {"snake_case"}, "*": {"glob*star"}, "text": {"plain TEXT"},
+		".": {"a.c"}, "[x]": {"[x]"}, "a%": {}, "s_a": {}, "g*": {},
+	} {
+		got, err := s.Search(ctx, memory.Query{Text: text(needle), Limit: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wantIDs []uuid.UUID
+		for _, w := range want {
+			wantIDs = append(wantIDs, items[w].ID)
+		}
+		if !slices.Equal(ids(got), wantIDs) && !(len(got) == 0 && len(wantIDs) == 0) {
+			t.Errorf("text %q: got %v, want %v", needle, ids(got), want)
+		}
+	}
+}
+
+// TestSearchIsEventual proves that search is served by the asynchronous index: with the
+// only indexer stopped, a stored item is retrievable but not searchable; once an indexer
+// runs and the group caught up, it is found.
+func TestSearchIsEventual(t *testing.T) {
+	h := newHarness(t)
+	ctx := testCtx(t)
+	s, err := h.OpenStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ix.stop()
+	it := memory.NewItem(json.RawMessage(`"eventual"`), "e")
+	mustStore(t, s, it)
+	if got, err := s.Retrieve(ctx, it.ID); err != nil || got == nil {
+		t.Fatalf("retrieve before indexing: %v, %v", got, err)
+	}
+	hits, err := s.Search(ctx, memory.Query{Tags: []string{"e"}, Limit: 5})
+	if err != nil || len(hits) != 0 {
+		t.Fatalf("search before indexing: %v, %v (want no hit: nothing indexes)", ids(hits), err)
+	}
+	st, err := s.IndexStatus(ctx)
+	if err != nil || st.CaughtUp || st.Lag != 1 {
+		t.Fatalf("index status before indexing: %+v, %v (want lag 1)", st, err)
+	}
+	if _, err := h.OpenStore(ctx); err != nil { // a second instance's indexer takes over
+		t.Fatal(err)
+	}
+	if err := h.MakeSearchIndexVisible(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hits, err = s.Search(ctx, memory.Query{Tags: []string{"e"}, Limit: 5})
+	if err != nil || !slices.Equal(ids(hits), []uuid.UUID{it.ID}) {
+		t.Fatalf("search after indexing: %v, %v", ids(hits), err)
+	}
+}
+
+// TestCrashedConsumerEntriesAreClaimed simulates an instance that read entries and died
+// before acknowledging them: a live instance must claim and index them.
+func TestCrashedConsumerEntriesAreClaimed(t *testing.T) {
+	h := newHarness(t)
+	ctx := testCtx(t)
+	writer, err := h.OpenStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writer.ix.stop()
+	it := memory.NewItem(json.RawMessage(`"orphaned"`), "orphan")
+	mustStore(t, writer, it)
+	// The "crashed" consumer takes the entry and never acknowledges it.
+	res, err := h.admin.XReadGroup(ctx, &goredis.XReadGroupArgs{
+		Group: groupName, Consumer: "crashed", Streams: []string{h.k.stream(), ">"}, Count: 10, Block: -1,
+	}).Result()
+	if err != nil || len(res) != 1 || len(res[0].Messages) != 1 {
+		t.Fatalf("crashed consumer read: %v, %v", res, err)
+	}
+	live, err := Open(ctx, Options{Addr: redisAddr, Scope: h.Scope(), ClaimIdle: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	if err := live.WaitIndexed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := live.Search(ctx, memory.Query{Tags: []string{"orphan"}, Limit: 5})
+	if err != nil || !slices.Equal(ids(hits), []uuid.UUID{it.ID}) {
+		t.Fatalf("claimed entry not indexed: %v, %v", ids(hits), err)
+	}
+}
+
+// TestOverwriteReindexes checks duplicate-id behaviour: last writer wins, the position in
+// insertion order is kept, and stale tag memberships are removed.
+func TestOverwriteReindexes(t *testing.T) {
+	h := newHarness(t)
+	ctx := testCtx(t)
+	s, err := h.OpenStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := memory.NewItem(json.RawMessage(`"one"`), "old")
+	second := memory.NewItem(json.RawMessage(`"two"`), "x")
+	mustStore(t, s, first)
+	mustStore(t, s, second)
+	if err := h.MakeSearchIndexVisible(ctx); err != nil {
+		t.Fatal(err)
+	}
+	replaced := first
+	replaced.Content = json.RawMessage(`"uno"`)
+	replaced.Tags = []string{"new", "x"}
+	mustStore(t, s, replaced)
+	if err := h.MakeSearchIndexVisible(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if hits, err := s.Search(ctx, memory.Query{Tags: []string{"old"}, Limit: 5}); err != nil || len(hits) != 0 {
+		t.Errorf("stale tag still matches: %v, %v", ids(hits), err)
+	}
+	hits, err := s.Search(ctx, memory.Query{Tags: []string{"x"}, Limit: 5})
+	if err != nil || !slices.Equal(ids(hits), []uuid.UUID{first.ID, second.ID}) || !hits[0].Equal(replaced) {
+		t.Errorf("overwrite: got %v, %v; want replaced item first", ids(hits), err)
+	}
+	n, err := h.admin.ZCard(ctx, h.k.abs(tagRel("old"))).Result()
+	if err != nil || n != 0 {
+		t.Errorf("stale tag set holds %d members (%v)", n, err)
+	}
+}
+
+// TestWrongKindAndMalformedRecords: foreign records at an identity read as not found; a
+// record with the adapter's marker but a broken payload is a MemoryAdapterError.
+func TestWrongKindAndMalformedRecords(t *testing.T) {
+	h := newHarness(t)
+	ctx := testCtx(t)
+	s, err := h.OpenStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted, err := h.MakeWrongKindRecord(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	str := uuid.New()
+	list := uuid.New()
+	bad := uuid.New()
+	if err := h.admin.Set(ctx, h.k.item(str), "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.admin.RPush(ctx, h.k.item(list), "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.admin.HSet(ctx, h.k.item(bad), "kind", itemKind, "json", "{not json").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []uuid.UUID{planted, str, list, uuid.New()} {
+		got, err := s.Retrieve(ctx, id)
+		if err != nil || got != nil {
+			t.Errorf("retrieve %s: %v, %v; want nil, nil", id, got, err)
+		}
+	}
+	got, err := s.Retrieve(ctx, bad)
+	var ae *memory.MemoryAdapterError
+	if got != nil || !errors.As(err, &ae) || errors.Is(err, memory.ErrUnavailable) {
+		t.Errorf("malformed record: %v, %v; want MemoryAdapterError", got, err)
+	}
+}
+
+// TestRejectedWrite: the server's WRONGTYPE becomes a MemoryAdapterError with the native
+// cause chained, no id, and the orphan stream entry is discarded by the indexer.
+func TestRejectedWrite(t *testing.T) {
+	h := newHarness(t)
+	ctx := testCtx(t)
+	s, err := h.OpenStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := h.MakeWriteRejected(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.Store(ctx, it)
+	var rerr goredis.Error
+	if id != uuid.Nil || !errors.Is(err, memory.ErrAdapter) || errors.Is(err, memory.ErrUnavailable) || !errors.As(err, &rerr) {
+		t.Fatalf("store over a foreign key: %v, %v; want MemoryAdapterError chaining the WRONGTYPE reply", id, err)
+	}
+	if err := h.MakeSearchIndexVisible(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if hits, err := s.Search(ctx, memory.Query{Limit: 10}); err != nil || len(hits) != 0 {
+		t.Errorf("rejected write became searchable: %v, %v", ids(hits), err)
+	}
+}
+
+// TestValidationBeforeTransport: bad input is refused with the cut proxy, proving that no
+// I/O was needed to refuse it.
+func TestValidationBeforeTransport(t *testing.T) {
+	h := newHarness(t)
+	ctx := testCtx(t)
+	s, err := h.OpenStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.MakeTransportUnavailable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Search(ctx, memory.Query{Filters: map[string]json.RawMessage{"zeta": json.RawMessage(`1`), "alpha": json.RawMessage(`1`), "branch_id": json.RawMessage(`1`)}, Limit: -1})
+	var uq *memory.UnsupportedMemoryQuery
+	if !errors.As(err, &uq) || !slices.Equal(uq.RejectedKeys, []string{"alpha", "limit", "zeta"}) {
+		t.Errorf("unsupported query: %v", err)
+	}
+	if hits, err := s.Search(ctx, memory.Query{Limit: 0}); err != nil || hits == nil || len(hits) != 0 {
+		t.Errorf("limit 0: %v, %v; want [] without transport", hits, err)
+	}
+	bad := []memory.Item{
+		{ID: uuid.Nil, CreatedAt: time.Now()},
+		{ID: uuid.New(), CreatedAt: time.Now(), Content: json.RawMessage(`{bad`)},
+		{ID: uuid.New(), CreatedAt: time.Now(), Tags: []string{"\xff"}},
+		{ID: uuid.New(), CreatedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{ID: uuid.New(), CreatedAt: time.Now(), Content: json.RawMessage(`"` + string(make([]byte, DefaultMaxItemBytes)) + `"`)},
+	}
+	for i, it := range bad {
+		id, err := s.Store(ctx, it)
+		if id != uuid.Nil || !errors.Is(err, memory.ErrAdapter) || errors.Is(err, memory.ErrUnavailable) {
+			t.Errorf("bad item %d: %v, %v; want MemoryAdapterError before transport", i, id, err)
+		}
+	}
+}
+
+// TestOutageThroughProxy: with the transport cut, every explicit call is Unavailable; after
+// the transport returns, the same store works again.
+func TestOutageThroughProxy(t *testing.T) {
+	h := newHarness(t)
+	ctx := testCtx(t)
+	s, err := h.OpenStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := memory.NewItem(json.RawMessage(`"before"`), "t")
+	mustStore(t, s, it)
+	if err := h.MakeTransportUnavailable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assertUnavailable(t, s, it.ID)
+	h.proxy.Restore()
+	eventually(t, 20*time.Second, "retrieve after restore", func() bool {
+		got, err := s.Retrieve(ctx, it.ID)
+		return err == nil && got != nil
+	})
+	if err := h.MakeSearchIndexVisible(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := s.Search(ctx, memory.Query{Tags: []string{"t"}, Limit: 5})
+	if err != nil || len(hits) != 1 {
+		t.Fatalf("search after restore: %v, %v", ids(hits), err)
+	}
+}
+
+func assertUnavailable(t *testing.T, s *Store, known uuid.UUID) {
+	t.Helper()
+	ctx := testCtx(t)
+	id, err := s.Store(ctx, memory.NewItem(json.RawMessage(`1`)))
+	if id != uuid.Nil || !errors.Is(err, memory.ErrUnavailable) {
+		t.Errorf("store during outage: %v, %v; want MemoryAdapterUnavailable", id, err)
+	}
+	got, err := s.Retrieve(ctx, known)
+	if got != nil || !errors.Is(err, memory.ErrUnavailable) {
+		t.Errorf("retrieve during outage: %v, %v; want MemoryAdapterUnavailable", got, err)
+	}
+	for _, q := range []memory.Query{{Limit: 5}, {Tags: []string{"t"}, Limit: 5}, {Text: text("x"), Limit: 5}} {
+		hits, err := s.Search(ctx, q)
+		if hits != nil || !errors.Is(err, memory.ErrUnavailable) {
+			t.Errorf("search %+v during outage: %v, %v; want MemoryAdapterUnavailable", q, hits, err)
+		}
+	}
+	if _, err := s.Probe(ctx); !errors.Is(err, memory.ErrUnavailable) {
+		t.Errorf("probe during outage: %v; want MemoryAdapterUnavailable", err)
+	}
+}
+
+// TestServerKillAndRestart kills a dedicated server with SIGKILL mid-run: explicit calls are
+// Unavailable, never empty; after a restart on the same port and data directory the same
+// store recovers without being reopened, and acknowledged writes survived (AOF).
+func TestServerKillAndRestart(t *testing.T) {
+	dir := t.TempDir()
+	addr, err := startServer(dir)
+	if err != nil {
+		t.Fatalf("start dedicated server: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := serverScript("stop", dir); err != nil {
+			t.Errorf("stop dedicated server: %v", err)
+		}
+	})
+	ctx := testCtx(t)
+	s, err := Open(ctx, Options{Addr: addr, Scope: "crash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var stored []memory.Item
+	for i := range 50 {
+		it := memory.NewItem(json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), "crash")
+		mustStore(t, s, it)
+		stored = append(stored, it)
+	}
+	if err := serverScript("kill", dir); err != nil {
+		t.Fatal(err)
+	}
+	assertUnavailable(t, s, stored[0].ID)
+	if _, err := startServer(dir); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	eventually(t, 30*time.Second, "the store to recover after restart", func() bool {
+		got, err := s.Retrieve(ctx, stored[0].ID)
+		return err == nil && got != nil
+	})
+	for _, it := range stored {
+		got, err := s.Retrieve(ctx, it.ID)
+		if err != nil || got == nil || !got.Equal(it) {
+			t.Fatalf("acknowledged write %s lost or altered across the crash: %v, %v", it.ID, got, err)
+		}
+	}
+	after := memory.NewItem(json.RawMessage(`"after"`), "crash")
+	mustStore(t, s, after)
+	if err := s.WaitIndexed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := s.Search(ctx, memory.Query{Tags: []string{"crash"}, Limit: 100})
+	if err != nil || len(hits) != len(stored)+1 {
+		t.Fatalf("search after restart: %d hits, %v; want %d", len(hits), err, len(stored)+1)
+	}
+}
+
+// TestConcurrentWritersAndSearchers: acknowledged writes from concurrent writers are all
+// retrievable and, once indexed, searchable; concurrent searches never fail.
+func TestConcurrentWritersAndSearchers(t *testing.T) {
+	h := newHarness(t)
+	ctx := testCtx(t)
+	writers, perWriter := 8, 60
+	stores := make([]*Store, 2)
+	for i := range stores {
+		s, err := h.OpenStore(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores[i] = s
+	}
+	var mu sync.Mutex
+	acked := map[uuid.UUID]memory.Item{}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	errs := make(chan error, writers+4)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := stores[w%len(stores)]
+			for i := range perWriter {
+				it := memory.NewItem(json.RawMessage(fmt.Sprintf(`{"w":%d,"i":%d}`, w, i)), "all", fmt.Sprintf("w%d", w))
+				if _, err := s.Store(ctx, it); err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				acked[it.ID] = it
+				mu.Unlock()
+			}
+		}()
+	}
+	var sg sync.WaitGroup
+	for r := range 3 {
+		sg.Add(1)
+		go func() {
+			defer sg.Done()
+			s := stores[r%len(stores)]
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := s.Search(ctx, memory.Query{Tags: []string{"all"}, Text: text("w"), Limit: 50}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	sg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("concurrent call failed: %v", err)
+	}
+	if err := h.MakeSearchIndexVisible(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := stores[0].Search(ctx, memory.Query{Tags: []string{"all"}, Limit: 10_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != len(acked) || len(acked) != writers*perWriter {
+		t.Fatalf("search found %d items, %d acknowledged, want %d", len(hits), len(acked), writers*perWriter)
+	}
+	for _, hit := range hits {
+		if want, ok := acked[hit.ID]; !ok || !hit.Equal(want) {
+			t.Fatalf("hit %s is not an acknowledged write", hit.ID)
+		}
+	}
+}
+
+// TestCloseStopsIndexerAndIsIdempotent: Close waits for the indexer goroutine, a second
+// Close is harmless, and calls after Close are Unavailable.
+func TestCloseStopsIndexerAndIsIdempotent(t *testing.T) {
+	h := newHarness(t)
+	ctx := testCtx(t)
+	// Warm up the harness's own connections so they are not counted as leaks.
+	if _, err := h.ServiceVersion(ctx); err != nil {
+		t.Fatal(err)
+	}
+	base := runtime.NumGoroutine()
+	for range 3 {
+		s, err := Open(ctx, Options{Addr: redisAddr, Scope: h.Scope()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustStore(t, s, memory.NewItem(json.RawMessage(`1`)))
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatalf("second close: %v", err)
+		}
+		if _, err := s.Retrieve(ctx, uuid.New()); !errors.Is(err, memory.ErrUnavailable) {
+			t.Fatalf("retrieve after close: %v", err)
+		}
+	}
+	eventually(t, 10*time.Second, fmt.Sprintf("goroutines to return to %d", base), func() bool {
+		return runtime.NumGoroutine() <= base
+	})
+}
+
+// TestScopeFilterSetIsFixed: a scope keeps the filter set it was created with.
+func TestScopeFilterSetIsFixed(t *testing.T) {
+	h := newHarness(t)
+	ctx := testCtx(t)
+	if _, err := h.OpenStore(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(ctx, Options{Addr: redisAddr, Scope: h.Scope(), SupportedFilters: []string{"other"}})
+	if !errors.Is(err, memory.ErrAdapter) || errors.Is(err, memory.ErrUnavailable) {
+		t.Fatalf("open with another filter set: %v; want MemoryAdapterError", err)
+	}
+}
+
+// TestOpenFailures: bad options are a MemoryAdapterError; an unreachable server is
+// Unavailable; a password file is read and wrong credentials never appear in the error.
+func TestOpenFailures(t *testing.T) {
+	ctx := testCtx(t)
+	for _, o := range []Options{
+		{Addr: redisAddr},
+		{Addr: redisAddr, Scope: "bad scope"},
+		{Addr: redisAddr, URL: "redis://" + redisAddr, Scope: "s"},
+		{URL: "http://x", Scope: "s"},
+	} {
+		if _, err := Open(ctx, o); !errors.Is(err, memory.ErrAdapter) || errors.Is(err, memory.ErrUnavailable) {
+			t.Errorf("options %+v: %v; want MemoryAdapterError", o, err)
+		}
+	}
+	if _, err := Open(ctx, Options{Addr: "127.0.0.1:1", Scope: "s"}); !errors.Is(err, memory.ErrUnavailable) {
+		t.Errorf("unreachable server: %v; want MemoryAdapterUnavailable", err)
+	}
+	// An ACL user with a known password: a wrong one must fail without echoing it, the
+	// right one (read from a file, as a mounted Secret) must work.
+	h := newHarness(t)
+	user := "mao-test-" + randomSuffix()
+	if err := h.admin.Do(ctx, "ACL", "SETUSER", user, "on", ">right-pass-value", "~*", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.admin.Do(context.Background(), "ACL", "DELUSER", user).Err() })
+	dir := t.TempDir()
+	wrong, right := filepath.Join(dir, "wrong"), filepath.Join(dir, "right")
+	if err := os.WriteFile(wrong, []byte("s3cr3t-value\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(right, []byte("right-pass-value\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(ctx, Options{Addr: redisAddr, Scope: h.Scope(), Username: user, PasswordFile: wrong})
+	if err == nil || !errors.Is(err, memory.ErrAdapter) || strings.Contains(err.Error(), "s3cr3t") {
+		t.Errorf("wrong password: %v; want a MemoryAdapterError that does not echo the password", err)
+	}
+	s, err := Open(ctx, Options{Addr: redisAddr, Scope: h.Scope(), Username: user, PasswordFile: right})
+	if err != nil {
+		t.Fatalf("right password from file: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestProbe: the live server reports its version, the required features and persistence.
+func TestProbe(t *testing.T) {
+	h := newHarness(t)
+	ctx := testCtx(t)
+	s, err := h.OpenStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := s.Probe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := h.ServiceVersion(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.ServiceVersion != want || !ev.AllOK() || ev.IndexLag == nil {
+		t.Fatalf("probe: %+v (failed %v), want version %q and every probe OK", ev, ev.Failed(), want)
+	}
+	var names []string
+	for _, p := range ev.Probes {
+		names = append(names, p.Name)
+	}
+	if !slices.Equal(names, []string{"redis_6_2", "version_unchanged", "stream_consumer_group", "persistence_unchanged", "index_lag", "indexer"}) {
+		t.Errorf("probe names %v", names)
+	}
+	if !s.Persistence().Known {
+		t.Errorf("persistence unknown on a server with CONFIG enabled: %+v", s.Persistence())
+	}
+	// A changed persistence setting invalidates the evidence.
+	old, err := h.admin.ConfigGet(ctx, "appendfsync").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := "always"
+	if old["appendfsync"] == "always" {
+		next = "everysec"
+	}
+	if err := h.admin.ConfigSet(ctx, "appendfsync", next).Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.admin.ConfigSet(context.Background(), "appendfsync", old["appendfsync"]).Err() })
+	ev, err = s.Probe(ctx)
+	if s.Persistence().AppendOnly {
+		if err != nil || !slices.Equal(ev.Failed(), []string{"persistence_unchanged"}) {
+			t.Errorf("probe after appendfsync change: failed %v, %v; want persistence_unchanged", ev.Failed(), err)
+		}
+	}
+}
