@@ -1,0 +1,301 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+	"github.com/agentmem/memory-adapter-operator/conformance/fake"
+)
+
+// cachedAccuracy runs the built-in table once per test binary; the per-configuration runs
+// below reuse its summary so that the table is not repeated for every configuration.
+var cachedAccuracy = sync.OnceValues(func() (AccuracySummary, error) {
+	return RunAccuracyTable(context.Background())
+})
+
+func fastOptions() Options {
+	return Options{
+		CaseTimeout:       10 * time.Second,
+		VisibilityTimeout: 50 * time.Millisecond,
+		PollInterval:      time.Millisecond,
+		Accuracy:          func(context.Context) (AccuracySummary, error) { return cachedAccuracy() },
+	}
+}
+
+// TestRunFakeDefault runs the suite from go test exactly as an adapter author would, with
+// the built-in accuracy table, against the faithful fake.
+func TestRunFakeDefault(t *testing.T) {
+	h := fake.New(fake.Config{})
+	r := Run(t, h)
+	if r.Result != Passed || r.Counts.Passed != len(cases) {
+		t.Fatalf("want all %d cases passed, got %+v", len(cases), r.Counts)
+	}
+	if r.ServiceVersion != fake.ServiceVersion || r.AdapterID != fake.AdapterID || r.ManifestHash != h.Manifest().Hash() {
+		t.Errorf("report identity: service %q adapter %q hash %q", r.ServiceVersion, r.AdapterID, r.ManifestHash)
+	}
+	acc, _ := r.Case(CaseManifestAccuracy)
+	pairs, _ := AccuracyPairs()
+	if want := fmt.Sprintf("caught %d of %d", pairs, pairs); !strings.Contains(acc.Message, want) {
+		t.Errorf("manifest-accuracy message %q does not report %q", acc.Message, want)
+	}
+}
+
+// TestFakeKnobCombinations runs the suite against the fake for every service knob on its
+// own and for combinations, each with its truthful manifest: every one must pass.
+func TestFakeKnobCombinations(t *testing.T) {
+	all := fake.ServiceKnobs{EventualIndex: true, DropSearchTags: true, AlterMetadata: true, SearchDropsMetadata: true,
+		NormalizeTimestamps: true, DropCreatedAt: true, FilterableKeys: []string{"branch_id"}, MidCallOutage: true}
+	tests := []struct {
+		name    string
+		svc     fake.ServiceKnobs
+		adapter fake.AdapterKnobs
+		wantNA  []CaseID
+	}{
+		{name: "faithful"},
+		{name: "eventual index", svc: fake.ServiceKnobs{EventualIndex: true}},
+		{name: "tags dropped from hits", svc: fake.ServiceKnobs{DropSearchTags: true}},
+		{name: "metadata dropped", svc: fake.ServiceKnobs{DropMetadata: true}, wantNA: []CaseID{CaseSupportedFilter}},
+		{name: "metadata altered", svc: fake.ServiceKnobs{AlterMetadata: true}},
+		{name: "metadata dropped from hits", svc: fake.ServiceKnobs{SearchDropsMetadata: true}},
+		{name: "timestamps normalised", svc: fake.ServiceKnobs{NormalizeTimestamps: true}},
+		{name: "created_at dropped", svc: fake.ServiceKnobs{DropCreatedAt: true}},
+		{name: "closed filter set", svc: fake.ServiceKnobs{FilterableKeys: []string{"source"}}},
+		{name: "no filterable keys", svc: fake.ServiceKnobs{FilterableKeys: []string{}}, wantNA: []CaseID{CaseSupportedFilter}},
+		{name: "mid-call outage", svc: fake.ServiceKnobs{MidCallOutage: true}},
+		{name: "adapter rejects metadata", adapter: fake.AdapterKnobs{RejectMetadata: true}, wantNA: []CaseID{CaseSupportedFilter}},
+		{name: "eventual, tags and metadata dropped", svc: fake.ServiceKnobs{EventualIndex: true, DropSearchTags: true, DropMetadata: true}, wantNA: []CaseID{CaseSupportedFilter}},
+		{name: "every service knob but metadata dropping", svc: all},
+		{name: "every service knob", svc: func() fake.ServiceKnobs { k := all; k.DropMetadata = true; return k }(), wantNA: []CaseID{CaseSupportedFilter}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := fake.New(fake.Config{Service: tc.svc, Adapter: tc.adapter})
+			r := Execute(t.Context(), h, fastOptions())
+			if r.Result != Passed {
+				t.Fatalf("manifest %s\n%s", mustJSON(t, h.Manifest()), r.Table())
+			}
+			var na []CaseID
+			for _, c := range r.Cases {
+				if c.Outcome == NotApplicable {
+					na = append(na, c.ID)
+				}
+			}
+			if !slices.Equal(na, tc.wantNA) {
+				t.Errorf("not applicable %v, want %v", na, tc.wantNA)
+			}
+		})
+	}
+}
+
+// TestTruthfulManifestAlwaysValidates checks the fake's manifest derivation over every
+// combination of its boolean service knobs.
+func TestTruthfulManifestAlwaysValidates(t *testing.T) {
+	for bits := range 1 << 7 {
+		k := fake.ServiceKnobs{
+			EventualIndex: bits&1 != 0, DropSearchTags: bits&2 != 0, DropMetadata: bits&4 != 0, AlterMetadata: bits&8 != 0,
+			SearchDropsMetadata: bits&16 != 0, NormalizeTimestamps: bits&32 != 0, DropCreatedAt: bits&64 != 0,
+		}
+		if err := fake.TruthfulManifest(k, fake.AdapterKnobs{}).Validate(); err != nil {
+			t.Errorf("knobs %+v: truthful manifest does not validate: %v", k, err)
+		}
+	}
+}
+
+func TestEventualConsistencyObservesMiss(t *testing.T) {
+	r := Execute(t.Context(), fake.New(fake.Config{Service: fake.ServiceKnobs{EventualIndex: true}}), fastOptions())
+	c, _ := r.Case(CaseConsistency)
+	if c.Outcome != Passed || !strings.Contains(c.Message, "missed before index visibility: true") {
+		t.Fatalf("consistency on an eventual index: %+v", c)
+	}
+}
+
+// minimalHarness hides every optional capability of the harness it wraps.
+type minimalHarness struct{ Harness }
+
+func TestWithoutOptionalCapabilities(t *testing.T) {
+	r := Execute(t.Context(), minimalHarness{fake.New(fake.Config{})}, fastOptions())
+	if r.Result != Passed {
+		t.Fatalf("\n%s", r.Table())
+	}
+	for id, want := range map[CaseID]string{
+		CaseWrongNativeKind:   "WrongKindMaker",
+		CaseRejectedWrite:     "WriteRejecter",
+		CaseLimit:             "TransportObserver",
+		CaseUnsupportedFilter: "TransportObserver",
+		CaseSupportedFilter:   "FilterRecorder",
+		CaseTypedSearch:       "MalformedResponder",
+		CaseStoreIdentifier:   "IdentitylessWriter",
+	} {
+		c, _ := r.Case(id)
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("%s: message %q does not say that %s is missing", id, c.Message, want)
+		}
+	}
+	for _, id := range []CaseID{CaseWrongNativeKind, CaseRejectedWrite} {
+		if c, _ := r.Case(id); c.Outcome != NotApplicable {
+			t.Errorf("%s: outcome %s, want NotApplicable", id, c.Outcome)
+		}
+	}
+	if r.ServiceVersion != "" {
+		t.Errorf("service version %q from a harness without ServiceVersioner", r.ServiceVersion)
+	}
+}
+
+// hookHarness wraps a harness so that its stores run hooks before each call.
+type hookHarness struct {
+	*fake.Harness
+	onRetrieve func()
+	onSearch   func(q memory.Query)
+}
+
+type hookStore struct {
+	memory.ExternalStore
+	h *hookHarness
+}
+
+func (h *hookHarness) MakeStore(ctx context.Context) (memory.ExternalStore, error) {
+	s, err := h.Harness.MakeStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return hookStore{s, h}, nil
+}
+
+func (s hookStore) Retrieve(ctx context.Context, id uuid.UUID) (*memory.Item, error) {
+	if s.h.onRetrieve != nil {
+		s.h.onRetrieve()
+	}
+	return s.ExternalStore.Retrieve(ctx, id)
+}
+
+func (s hookStore) Search(ctx context.Context, q memory.Query) ([]memory.Item, error) {
+	if s.h.onSearch != nil {
+		s.h.onSearch(q)
+	}
+	return s.ExternalStore.Search(ctx, q)
+}
+
+func TestPanickingAndHangingCasesFailAndRunContinues(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	h := &hookHarness{
+		Harness:    fake.New(fake.Config{}),
+		onRetrieve: func() { panic("adapter exploded") },
+		onSearch: func(q memory.Query) {
+			if q.Limit == 5 { // only the limit case asks for 5
+				<-release // hangs, ignoring its context
+			}
+		},
+	}
+	opts := fastOptions()
+	opts.CaseTimeout = 300 * time.Millisecond
+	r := Execute(t.Context(), h, opts)
+	dr, _ := r.Case(CaseDirectRetrieval)
+	if dr.Outcome != Failed || !strings.Contains(dr.Message, "panicked: adapter exploded") {
+		t.Errorf("direct-retrieval: %+v, want Failed with the panic", dr)
+	}
+	lim, _ := r.Case(CaseLimit)
+	if lim.Outcome != Failed || !strings.Contains(lim.Message, "timed out after 300ms") {
+		t.Errorf("limit: %+v, want Failed with the timeout", lim)
+	}
+	for _, id := range []CaseID{CaseEmptyQuery, CaseUnsupportedFilter, CaseConsistency, CaseRejectedWrite, CaseManifestAccuracy} {
+		if c, _ := r.Case(id); c.Outcome != Passed {
+			t.Errorf("%s after the panic and the hang: %s %s, want Passed", id, c.Outcome, c.Message)
+		}
+	}
+	if r.Result != Failed || len(r.Cases) != len(cases) {
+		t.Errorf("result %s with %d cases, want Failed with %d", r.Result, len(r.Cases), len(cases))
+	}
+}
+
+type failingHarness struct{ Harness }
+
+func (failingHarness) MakeStore(context.Context) (memory.ExternalStore, error) {
+	return nil, errors.New("no service")
+}
+
+func TestHarnessWithoutStoreFailsRun(t *testing.T) {
+	r := Execute(t.Context(), failingHarness{fake.New(fake.Config{})}, fastOptions())
+	if r.Result != Failed || !strings.Contains(r.Error, "no service") || r.Counts.Failed != len(cases) {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestCancelledContextFailsRun(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	r := Execute(ctx, fake.New(fake.Config{}), fastOptions())
+	if r.Result != Failed || r.Counts.Passed != 0 {
+		t.Fatalf("cancelled run: result %s, counts %+v", r.Result, r.Counts)
+	}
+}
+
+func TestIncompleteReportIsNotPassed(t *testing.T) {
+	r := Execute(t.Context(), fake.New(fake.Config{}), fastOptions())
+	if r.Result != Passed {
+		t.Fatalf("\n%s", r.Table())
+	}
+	r.Cases = r.Cases[:len(r.Cases)-1]
+	r.finish()
+	if r.Result != Failed {
+		t.Errorf("a report missing a case is %s, want Failed", r.Result)
+	}
+}
+
+func TestManifestAccuracyCaseFailsOnMissedLie(t *testing.T) {
+	for name, acc := range map[string]func(context.Context) (AccuracySummary, error){
+		"missed lie": func(context.Context) (AccuracySummary, error) {
+			return AccuracySummary{Caught: 3, Total: 4, TruthfulPassed: 1, Truthful: 1}, nil
+		},
+		"empty table":  func(context.Context) (AccuracySummary, error) { return AccuracySummary{}, nil },
+		"table failed": func(context.Context) (AccuracySummary, error) { return AccuracySummary{}, errors.New("boom") },
+		"truthful fail": func(context.Context) (AccuracySummary, error) {
+			return AccuracySummary{Caught: 4, Total: 4, TruthfulPassed: 0, Truthful: 1}, nil
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			opts := fastOptions()
+			opts.Accuracy = acc
+			r := Execute(t.Context(), fake.New(fake.Config{}), opts)
+			if c, _ := r.Case(CaseManifestAccuracy); c.Outcome != Failed {
+				t.Errorf("manifest-accuracy %s: %s", c.Outcome, c.Message)
+			}
+		})
+	}
+}
+
+func TestCasesList(t *testing.T) {
+	want := []CaseID{"structural-surface", "store-identifier", "direct-retrieval", "unknown-id", "wrong-native-kind",
+		"dropped-write-field", "typed-search", "limit", "empty-query", "unsupported-filter", "supported-filter",
+		"tag-projection", "metadata-projection", "consistency", "transport-outage", "rejected-write", "manifest-accuracy"}
+	if got := CaseIDs(); !slices.Equal(got, want) {
+		t.Fatalf("case ids %v, want %v", got, want)
+	}
+	for _, c := range Cases() {
+		if c.Title == "" || c.Description == "" || c.Hint == "" || caseFuncs[c.ID] == nil {
+			t.Errorf("case %s lacks a title, description, hint or implementation", c.ID)
+		}
+		if strings.Contains(c.Description, "\n") {
+			t.Errorf("case %s: description must be one line", c.ID)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
