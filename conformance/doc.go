@@ -1,4 +1,17 @@
 // Package conformance is the reusable ADR-0093 conformance suite: the 17-case matrix that
 // every memory adapter runs against a deterministic fake transport and against its live
 // service, through a Harness of the seed's five capabilities.
+//
+// Run executes the matrix from go test with one subtest per case id; Execute runs it from a
+// program and returns a Report, which has a full JSON form, a compact JSON form that fits a
+// Kubernetes termination message, and a table for terminals. Cases lists the stable case ids
+// with a description and a troubleshooting hint each.
+//
+// Every case reads the store's manifest and checks the behaviour it claims, so a truthful
+// lossy or eventually consistent adapter passes while one whose manifest overstates (or, for
+// tags and dropped fields, understates) its behaviour fails. The manifest-accuracy case runs
+// a built-in table over the fake in package conformance/fake that proves the suite catches
+// every manifest lie the fake can express. See README.md for harness authors.
+//
+// The package imports nothing from Kubernetes.
 package conformance

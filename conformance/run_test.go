@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -298,4 +299,16 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+func TestReadmeDocumentsEveryCase(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range Cases() {
+		if !strings.Contains(string(b), "| `"+string(c.ID)+"` |") {
+			t.Errorf("README.md has no row for case %s", c.ID)
+		}
+	}
 }
