@@ -1,0 +1,224 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+	"github.com/agentmem/memory-adapter-operator/internal/tcpproxy"
+)
+
+// Harness is the conformance harness for live PostgreSQL runs. Each harness owns a disposable
+// schema (mao_conf_<random>) and scope on the given server; Close drops the schema.
+//
+// The stores it makes connect through a loopback TCP proxy (internal/tcpproxy), so
+// MakeTransportUnavailable is a real cut: live connections are closed under the driver and new
+// ones are refused, and pgx's own error path must surface as MemoryAdapterUnavailable. The
+// harness's administrative pool connects directly and is not affected.
+type Harness struct {
+	proxy    *tcpproxy.Proxy
+	storeURL string
+	schema   string
+	scope    string
+	filters  []string
+	admin    *pgxpool.Pool
+
+	mu       sync.Mutex
+	stores   []*Store
+	triggers []string
+	closed   bool
+}
+
+// HarnessOptions configure NewHarness.
+type HarnessOptions struct {
+	// URL is a postgres:// URL of a server the harness may create and drop schemas on.
+	URL string
+	// SupportedFilters is passed to every store; nil means DefaultSupportedFilters.
+	SupportedFilters []string
+}
+
+// NewHarness connects to the server, starts the proxy and creates the disposable schema.
+func NewHarness(ctx context.Context, opts HarnessOptions) (*Harness, error) {
+	u, err := url.Parse(opts.URL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+		return nil, errors.New("postgres harness: URL must be a postgres:// URL with a host")
+	}
+	host := u.Hostname()
+	port := u.Port()
+	if port == "" {
+		port = "5432"
+	}
+	proxy, err := tcpproxy.New(net.JoinHostPort(host, port))
+	if err != nil {
+		return nil, fmt.Errorf("postgres harness: %w", err)
+	}
+	proxied := *u
+	proxied.Host = proxy.Addr()
+	h := &Harness{
+		proxy:    proxy,
+		storeURL: proxied.String(),
+		schema:   "mao_conf_" + randomHex(8),
+		scope:    "conformance-" + randomHex(8),
+		filters:  opts.SupportedFilters,
+	}
+	h.admin, err = pgxpool.New(ctx, opts.URL)
+	if err != nil {
+		_ = proxy.Close()
+		return nil, errors.New("postgres harness: cannot create the admin pool (check the URL)")
+	}
+	// Opening a store once creates the schema through the adapter's own migrations.
+	s, err := Open(ctx, h.storeOptions())
+	if err != nil {
+		h.admin.Close()
+		_ = proxy.Close()
+		return nil, fmt.Errorf("postgres harness: %w", err)
+	}
+	_ = s.Close()
+	return h, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (h *Harness) storeOptions() Options {
+	return Options{URL: h.storeURL, Scope: h.scope, Schema: h.schema, SupportedFilters: h.filters,
+		// Short timeouts keep the outage cases quick; they are still far above a healthy
+		// loopback round trip.
+		RequestTimeout: 3 * time.Second, ConnectTimeout: 2 * time.Second}
+}
+
+// Schema returns the disposable schema's name.
+func (h *Harness) Schema() string { return h.schema }
+
+// Scope returns the disposable scope.
+func (h *Harness) Scope() string { return h.scope }
+
+// StoreOptions returns the options MakeStore uses (the URL points at the proxy).
+func (h *Harness) StoreOptions() Options { return h.storeOptions() }
+
+// Proxy returns the proxy between the stores and the server.
+func (h *Harness) Proxy() *tcpproxy.Proxy { return h.proxy }
+
+// MakeStore opens a new adapter instance over the disposable schema and scope.
+func (h *Harness) MakeStore(ctx context.Context) (memory.ExternalStore, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, errors.New("postgres harness: closed")
+	}
+	s, err := Open(ctx, h.storeOptions())
+	if err != nil {
+		return nil, err
+	}
+	h.stores = append(h.stores, s)
+	return s, nil
+}
+
+// Reset restores the transport, drops the rejection triggers and deletes the scope's rows.
+func (h *Harness) Reset(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.proxy.Restore()
+	for _, t := range h.triggers {
+		if _, err := h.admin.Exec(ctx, `DROP TRIGGER IF EXISTS `+pgx.Identifier{t}.Sanitize()+` ON `+h.table()); err != nil {
+			return fmt.Errorf("postgres harness: drop trigger: %w", err)
+		}
+		if _, err := h.admin.Exec(ctx, `DROP FUNCTION IF EXISTS `+pgx.Identifier{h.schema, t}.Sanitize()+`()`); err != nil {
+			return fmt.Errorf("postgres harness: drop trigger function: %w", err)
+		}
+	}
+	h.triggers = nil
+	if _, err := h.admin.Exec(ctx, `DELETE FROM `+h.table()+` WHERE scope = $1`, h.scope); err != nil {
+		return fmt.Errorf("postgres harness: reset scope: %w", err)
+	}
+	return nil
+}
+
+func (h *Harness) table() string { return pgx.Identifier{h.schema, "memory_items"}.Sanitize() }
+
+// MakeSearchIndexVisible returns at once: search reads the table the write committed to.
+func (h *Harness) MakeSearchIndexVisible(context.Context) error { return nil }
+
+// MakeTransportUnavailable cuts the proxy until Reset.
+func (h *Harness) MakeTransportUnavailable(context.Context) error {
+	h.proxy.Cut()
+	return nil
+}
+
+// Close closes every store, drops the disposable schema and stops the proxy. Idempotent.
+func (h *Harness) Close(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil
+	}
+	h.closed = true
+	for _, s := range h.stores {
+		_ = s.Close()
+	}
+	var errs []error
+	if _, err := h.admin.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{h.schema}.Sanitize()+` CASCADE`); err != nil {
+		errs = append(errs, fmt.Errorf("postgres harness: drop schema: %w", err))
+	}
+	h.admin.Close()
+	errs = append(errs, h.proxy.Close())
+	return errors.Join(errs...)
+}
+
+// ServiceVersion returns "PostgreSQL <server_version>".
+func (h *Harness) ServiceVersion(ctx context.Context) (string, error) {
+	var v string
+	if err := h.admin.QueryRow(ctx, `SELECT current_setting('server_version')`).Scan(&v); err != nil {
+		return "", fmt.Errorf("postgres harness: version: %w", err)
+	}
+	return "PostgreSQL " + v, nil
+}
+
+// MakeWrongKindRecord plants a row of another kind in the scope, behind the adapter's back.
+func (h *Harness) MakeWrongKindRecord(ctx context.Context) (uuid.UUID, error) {
+	id := uuid.New()
+	_, err := h.admin.Exec(ctx, `INSERT INTO `+h.table()+`
+		(scope, id, kind, created_at, metadata, content, search_text, tags)
+		VALUES ($1, $2, 'session_checkpoint', now(), '{}', '"not a memory item"', 'not a memory item', '{}')`,
+		h.scope, id)
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("postgres harness: plant wrong-kind record: %w", err)
+	}
+	return id, nil
+}
+
+// MakeWriteRejected installs a trigger that makes PostgreSQL itself raise on the insert of
+// the returned item; Reset drops it.
+func (h *Harness) MakeWriteRejected(ctx context.Context) (memory.Item, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	item := memory.NewItem(json.RawMessage(`"rejected by the service"`), "rejected-write")
+	name := "mao_reject_" + randomHex(6)
+	fn := pgx.Identifier{h.schema, name}.Sanitize()
+	if _, err := h.admin.Exec(ctx, `CREATE FUNCTION `+fn+`() RETURNS trigger LANGUAGE plpgsql AS
+		$$ BEGIN RAISE EXCEPTION 'write rejected by conformance trigger'; END $$`); err != nil {
+		return memory.Item{}, fmt.Errorf("postgres harness: create trigger function: %w", err)
+	}
+	h.triggers = append(h.triggers, name)
+	// The id is a UUID we generated, so inlining it cannot inject SQL.
+	if _, err := h.admin.Exec(ctx, `CREATE TRIGGER `+pgx.Identifier{name}.Sanitize()+` BEFORE INSERT ON `+h.table()+
+		` FOR EACH ROW WHEN (NEW.id = '`+item.ID.String()+`') EXECUTE FUNCTION `+fn+`()`); err != nil {
+		return memory.Item{}, fmt.Errorf("postgres harness: create trigger: %w", err)
+	}
+	return item, nil
+}

@@ -1,0 +1,495 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+	"github.com/agentmem/memory-adapter-operator/internal/relstore"
+)
+
+// AdapterID is the default implementation id published in the manifest.
+const AdapterID = "postgres"
+
+// DefaultSchema is the schema holding the adapter's tables when Options.Schema is empty.
+const DefaultSchema = "memory_adapter"
+
+// Defaults. A memory call is a single indexed statement that finishes in milliseconds on a
+// healthy server, so five seconds means the server or the network is in trouble and the
+// caller should see MemoryAdapterUnavailable. Connecting gets the same bound: a TCP or TLS
+// handshake that takes longer is a network fault, not load.
+const (
+	DefaultRequestTimeout = 5 * time.Second
+	DefaultConnectTimeout = 5 * time.Second
+	DefaultMaxConns       = 8
+	// retryBackoff is the base pause before the single retry; jitter adds up to the same
+	// again so that many adapters reconnecting after a restart do not stampede.
+	retryBackoff   = 50 * time.Millisecond
+	maxQueryTags   = 1000
+	kindMemoryItem = "memory_item"
+)
+
+// DefaultSupportedFilters are lionagi's provenance metadata keys, accepted by default.
+var DefaultSupportedFilters = []string{"branch_id", "source"}
+
+var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// Options configure Open.
+type Options struct {
+	// URL is a PostgreSQL connection URL or keyword/value string; it is never logged.
+	URL string
+	// Scope is the namespace every row of this store carries; required.
+	Scope string
+	// Schema holds the tables; empty means DefaultSchema. Lower-case identifier only.
+	Schema string
+	// SupportedFilters is the exact filter key set; nil means DefaultSupportedFilters.
+	SupportedFilters []string
+	// AdapterID is the manifest's adapter id; empty means AdapterID.
+	AdapterID string
+	// RequestTimeout bounds each explicit call, including its one retry; 0 means
+	// DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// ConnectTimeout bounds establishing one connection; 0 means DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// MaxConns bounds the pool; 0 means DefaultMaxConns.
+	MaxConns int32
+	// MaxItemBytes bounds one item's encoded size; 0 means relstore.DefaultMaxItemBytes.
+	MaxItemBytes int
+}
+
+// Store is a memory.ExternalStore over one PostgreSQL database, schema and scope. It is safe
+// for concurrent use. The zero value is not usable; call Open.
+type Store struct {
+	pool     *pgxpool.Pool
+	scope    string
+	table    string // quoted schema.memory_items
+	schema   string
+	manifest memory.Manifest
+	timeout  time.Duration
+	rules    relstore.Rules
+
+	closeOnce sync.Once
+}
+
+var (
+	_ memory.ExternalStore = (*Store)(nil)
+	_ memory.Prober        = (*Store)(nil)
+)
+
+// Open connects, checks the server, applies the schema migrations and returns a store for
+// opts.Scope. Errors never contain the connection string.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if err := relstore.CheckScope(opts.Scope); err != nil {
+		return nil, memory.NewAdapterError("postgres: options: "+err.Error(), nil)
+	}
+	schema := opts.Schema
+	if schema == "" {
+		schema = DefaultSchema
+	}
+	if !schemaName.MatchString(schema) {
+		return nil, memory.NewAdapterError("postgres: options: schema must be a lower-case identifier", nil)
+	}
+	filters := opts.SupportedFilters
+	if filters == nil {
+		filters = DefaultSupportedFilters
+	}
+	id := opts.AdapterID
+	if id == "" {
+		id = AdapterID
+	}
+	m := relstore.Manifest(id, filters)
+	if err := m.Validate(); err != nil {
+		return nil, memory.NewAdapterError("postgres: options: manifest", err)
+	}
+	cfg, err := pgxpool.ParseConfig(opts.URL)
+	if err != nil {
+		// The parse error may quote the string, password included: do not wrap it.
+		return nil, memory.NewAdapterError("postgres: options: URL is not a valid PostgreSQL connection string", nil)
+	}
+	cfg.ConnConfig.ConnectTimeout = orDefault(opts.ConnectTimeout, DefaultConnectTimeout)
+	cfg.MaxConns = opts.MaxConns
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	cfg.MinConns = 0
+	cfg.HealthCheckPeriod = 10 * time.Second
+	cfg.MaxConnIdleTime = 5 * time.Minute
+	cfg.ConnConfig.RuntimeParams["application_name"] = "memory-adapter"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, memory.NewUnavailable("postgres: create pool", redacted(err))
+	}
+	s := &Store{
+		pool: pool, scope: opts.Scope, schema: schema, manifest: m,
+		table:   pgx.Identifier{schema, "memory_items"}.Sanitize(),
+		timeout: orDefault(opts.RequestTimeout, DefaultRequestTimeout),
+		rules:   relstore.Rules{MaxItemBytes: opts.MaxItemBytes, RejectNUL: true},
+	}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// migrations are applied in order, each once, recorded in <schema>.mao_schema_migrations.
+// Never edit a released migration; append a new one. %[1]s is the quoted schema.
+var migrations = []string{
+	1: `CREATE TABLE %[1]s.memory_items (
+		seq         bigint GENERATED ALWAYS AS IDENTITY,
+		scope       text NOT NULL,
+		id          uuid NOT NULL,
+		kind        text NOT NULL DEFAULT 'memory_item',
+		created_at  timestamptz NOT NULL,
+		metadata    jsonb NOT NULL,
+		content     jsonb NOT NULL,
+		search_text text NOT NULL,
+		tags        text[] NOT NULL,
+		PRIMARY KEY (scope, id)
+	);
+	CREATE INDEX memory_items_scope_seq ON %[1]s.memory_items (scope, seq);
+	CREATE INDEX memory_items_tags ON %[1]s.memory_items USING gin (tags);`,
+}
+
+// SchemaVersion is the schema version this build writes and expects.
+var SchemaVersion = len(migrations) - 1
+
+func (s *Store) migrate(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var enc string
+	if err := s.pool.QueryRow(ctx, `SHOW server_encoding`).Scan(&enc); err != nil {
+		return classify("connect", err)
+	}
+	if enc != "UTF8" {
+		return memory.NewAdapterError("postgres: server_encoding is "+enc+"; full fidelity needs UTF8", nil)
+	}
+	q := pgx.Identifier{s.schema}.Sanitize()
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Serialise concurrent first uses of one schema across processes.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('memory-adapter-migrate:' || $1))`, s.schema); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+q); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+q+`.mao_schema_migrations (
+			version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return err
+		}
+		var current int
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM `+q+`.mao_schema_migrations`).Scan(&current); err != nil {
+			return err
+		}
+		if current > SchemaVersion {
+			return memory.NewAdapterError(fmt.Sprintf("postgres: schema version %d is newer than this adapter's %d", current, SchemaVersion), nil)
+		}
+		for v := current + 1; v <= SchemaVersion; v++ {
+			if _, err := tx.Exec(ctx, fmt.Sprintf(migrations[v], q)); err != nil {
+				return fmt.Errorf("migration %d: %w", v, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO `+q+`.mao_schema_migrations (version) VALUES ($1)`, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return classify("migrate", err)
+	}
+	return nil
+}
+
+// Manifest implements memory.ExternalStore; it never changes for the store's lifetime.
+func (s *Store) Manifest() memory.Manifest { return s.manifest }
+
+// Scope returns the namespace fixed at construction.
+func (s *Store) Scope() string { return s.scope }
+
+// Close closes the pool, waiting for connections in use to be released. It is idempotent;
+// calls after Close fail with MemoryAdapterUnavailable.
+func (s *Store) Close() error {
+	s.closeOnce.Do(s.pool.Close)
+	return nil
+}
+
+// retry runs fn once more after a jittered pause when the first failure happened before
+// anything reached the server (pgconn.SafeToRetry), which is the only case where a retry
+// cannot apply a statement twice.
+func (s *Store) retry(ctx context.Context, fn func(context.Context) error) error {
+	err := fn(ctx)
+	if err == nil || !pgconn.SafeToRetry(err) || ctx.Err() != nil {
+		return err
+	}
+	pause := retryBackoff + rand.N(retryBackoff)
+	t := time.NewTimer(pause)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return err
+	case <-t.C:
+	}
+	return fn(ctx)
+}
+
+// Store writes item under its id. Storing an existing id replaces the item in place and keeps
+// its original search position, as the reference store does. An id held by a non-memory
+// record in this scope is refused, never overwritten.
+func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) {
+	p, err := relstore.Prepare(item, s.rules)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	var n int64
+	err = s.retry(ctx, func(ctx context.Context) error {
+		tag, err := s.pool.Exec(ctx, `INSERT INTO `+s.table+`
+			(scope, id, kind, created_at, metadata, content, search_text, tags)
+			VALUES ($1, $2, 'memory_item', $3, $4::jsonb, $5::jsonb, $6, $7)
+			ON CONFLICT (scope, id) DO UPDATE SET
+				created_at = excluded.created_at, metadata = excluded.metadata,
+				content = excluded.content, search_text = excluded.search_text, tags = excluded.tags
+			WHERE memory_items.kind = 'memory_item'`,
+			s.scope, p.ID, time.UnixMicro(p.CreatedAtMicros).UTC(), string(p.Metadata), string(p.Content), p.SearchText, p.Tags)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return uuid.Nil, classify("store", err)
+	}
+	if n == 0 {
+		return uuid.Nil, memory.NewAdapterError("store: the id is held by a record that is not a memory item", nil)
+	}
+	return p.ID, nil
+}
+
+// Retrieve reads the item with id in this scope; an unknown id or a record of another kind is
+// (nil, nil).
+func (s *Store) Retrieve(ctx context.Context, id uuid.UUID) (*memory.Item, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	var (
+		found bool
+		kind  string
+		r     row
+	)
+	err := s.retry(ctx, func(ctx context.Context) error {
+		err := s.pool.QueryRow(ctx, `SELECT kind, created_at, metadata::text, content::text, tags
+			FROM `+s.table+` WHERE scope = $1 AND id = $2`, s.scope, id).
+			Scan(&kind, &r.createdAt, &r.metadata, &r.content, &r.tags)
+		if errors.Is(err, pgx.ErrNoRows) {
+			found = false
+			return nil
+		}
+		found = err == nil
+		return err
+	})
+	if err != nil {
+		return nil, classify("retrieve", err)
+	}
+	if !found || kind != kindMemoryItem {
+		return nil, nil
+	}
+	r.id = id
+	it, err := r.item()
+	if err != nil {
+		return nil, err
+	}
+	return &it, nil
+}
+
+type row struct {
+	id        uuid.UUID
+	createdAt time.Time
+	metadata  string
+	content   string
+	tags      []string
+}
+
+func (r row) item() (memory.Item, error) {
+	it := memory.Item{ID: r.id, CreatedAt: r.createdAt.UTC(), Content: json.RawMessage(r.content), Tags: r.tags}
+	if err := json.Unmarshal([]byte(r.metadata), &it.Metadata); err != nil || it.Metadata == nil {
+		return memory.Item{}, memory.NewAdapterError("decode stored metadata", err)
+	}
+	if it.Tags == nil {
+		it.Tags = []string{}
+	}
+	return it, nil
+}
+
+// Search returns items of this scope matching q in insertion order. Filters are checked
+// against the manifest before any I/O; a zero limit, or a predicate no storable value can
+// satisfy (U+0000 or invalid UTF-8 in it), returns an empty list without I/O.
+func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, error) {
+	if err := memory.CheckQuery(s.manifest, q); err != nil {
+		return nil, err
+	}
+	out := []memory.Item{}
+	if q.Limit == 0 {
+		return out, nil
+	}
+	if len(q.Tags) > maxQueryTags {
+		return nil, memory.NewAdapterError(fmt.Sprintf("search: more than %d tags", maxQueryTags), nil)
+	}
+	sqlText, args, possible := s.buildSearch(q)
+	if !possible {
+		return out, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	err := s.retry(ctx, func(ctx context.Context) error {
+		out = out[:0]
+		rows, err := s.pool.Query(ctx, sqlText, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r row
+			if err := rows.Scan(&r.id, &r.createdAt, &r.metadata, &r.content, &r.tags); err != nil {
+				return err
+			}
+			it, err := r.item()
+			if err != nil {
+				return err
+			}
+			out = append(out, it)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, classify("search", err)
+	}
+	return out, nil
+}
+
+// buildSearch returns the statement and its arguments, or possible=false when a predicate
+// can match no stored item. jsonb equality (->) compares numbers as exact numerics and
+// objects regardless of key order, which is the contract's JSON equality, so the limit is
+// applied in SQL.
+func (s *Store) buildSearch(q memory.Query) (string, []any, bool) {
+	var b strings.Builder
+	args := []any{s.scope}
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	b.WriteString(`SELECT id, created_at, metadata::text, content::text, tags FROM ` + s.table +
+		` WHERE scope = $1 AND kind = 'memory_item'`)
+	if q.Text != nil {
+		needle := relstore.Needle(*q.Text)
+		if strings.IndexByte(needle, 0) >= 0 {
+			return "", nil, false
+		}
+		// strpos is a literal search: no pattern characters exist for it.
+		b.WriteString(` AND strpos(search_text, ` + arg(needle) + `) > 0`)
+	}
+	if len(q.Tags) > 0 {
+		tags := make([]string, 0, len(q.Tags))
+		for _, t := range q.Tags {
+			if utf8.ValidString(t) && strings.IndexByte(t, 0) < 0 {
+				tags = append(tags, t)
+			}
+		}
+		if len(tags) == 0 {
+			return "", nil, false
+		}
+		b.WriteString(` AND tags && ` + arg(tags) + `::text[]`)
+	}
+	for k, v := range q.Filters {
+		c, err := relstore.Prepare(memory.Item{ID: uuid.Max, Content: v}, relstore.Rules{RejectNUL: true})
+		if err != nil || !utf8.ValidString(k) || strings.IndexByte(k, 0) >= 0 {
+			return "", nil, false
+		}
+		b.WriteString(` AND metadata -> ` + arg(k) + ` = ` + arg(string(c.Content)) + `::jsonb`)
+	}
+	b.WriteString(` ORDER BY seq LIMIT ` + arg(q.Limit))
+	return b.String(), args, true
+}
+
+// Probe reports the server version and checks the encoding, exact jsonb numerics and the
+// schema version.
+func (s *Store) Probe(ctx context.Context) (memory.Evidence, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	ev := memory.Evidence{ObservedAt: time.Now().UTC()}
+	var version string
+	var num int
+	if err := s.pool.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('server_version_num')::int`).Scan(&version, &num); err != nil {
+		return ev, classify("probe", err)
+	}
+	ev.ServiceVersion = "PostgreSQL " + version
+	ev.Probes = append(ev.Probes, memory.ProbeResult{Name: "server_version_num", OK: num >= 120000,
+		Detail: fmt.Sprintf("%d (need >= 120000)", num)})
+	var enc string
+	err := s.pool.QueryRow(ctx, `SHOW server_encoding`).Scan(&enc)
+	ev.Probes = append(ev.Probes, memory.ProbeResult{Name: "server_encoding_utf8", OK: err == nil && enc == "UTF8", Detail: enc})
+	var exact bool
+	err = s.pool.QueryRow(ctx, `SELECT ('{"a":12345678901234567890123}'::jsonb -> 'a') = '12345678901234567890123.0'::jsonb
+		AND ('{"a":12345678901234567890123}'::jsonb -> 'a') <> '12345678901234567890124'::jsonb`).Scan(&exact)
+	ev.Probes = append(ev.Probes, memory.ProbeResult{Name: "jsonb_exact_numeric", OK: err == nil && exact})
+	var v int
+	err = s.pool.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM `+pgx.Identifier{s.schema}.Sanitize()+`.mao_schema_migrations`).Scan(&v)
+	ev.Probes = append(ev.Probes, memory.ProbeResult{Name: "schema_version", OK: err == nil && v == SchemaVersion,
+		Detail: fmt.Sprintf("have %d, want %d", v, SchemaVersion)})
+	return ev, nil
+}
+
+// classify maps a driver error to the contract's errors. An error the server itself reported
+// (a *pgconn.PgError) is MemoryAdapterError unless its SQLSTATE says the server is shutting
+// down, starting, out of resources or the connection broke; anything that is not the server's
+// answer (connect failure, broken connection, timeout, closed pool) is
+// MemoryAdapterUnavailable, because no verdict about the data was obtained.
+func classify(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, memory.ErrAdapter) {
+		return err // already classified (our own decode or validation error)
+	}
+	err = redacted(err)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case strings.HasPrefix(pe.Code, "08"), // connection exception
+			strings.HasPrefix(pe.Code, "53"),                           // insufficient resources
+			strings.HasPrefix(pe.Code, "58"),                           // system error
+			pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03", // shutdown / starting up
+			pe.Code == "57014": // query canceled (statement timeout)
+			return memory.NewUnavailable("postgres: "+op, err)
+		}
+		return memory.NewAdapterError("postgres: "+op, err)
+	}
+	return memory.NewUnavailable("postgres: "+op, err)
+}
+
+// redacted drops a *pgconn.ConnectError's config from the message path; pgx already omits the
+// password, but the wrapper keeps the text to host, port and cause.
+func redacted(err error) error {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("connect to server failed: %w", ce.Unwrap())
+	}
+	return err
+}
