@@ -125,12 +125,45 @@ func MetadataEqual(a, b map[string]json.RawMessage) bool {
 	return true
 }
 
+// itemWire keeps created_at raw: a json.Number field would also accept a quoted string
+// ("1.5"), silently coercing a wrong type.
 type itemWire struct {
 	ID        *string                    `json:"id"`
-	CreatedAt *json.Number               `json:"created_at"`
+	CreatedAt json.RawMessage            `json:"created_at"`
 	Metadata  map[string]json.RawMessage `json:"metadata"`
 	Content   json.RawMessage            `json:"content"`
-	Tags      []string                   `json:"tags"`
+	Tags      stringList                 `json:"tags"`
+}
+
+// stringList decodes a JSON array of strings strictly: encoding/json would turn a null
+// element into "" without complaint, which would store a tag the client never sent.
+type stringList []string
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (l *stringList) UnmarshalJSON(data []byte) error {
+	var raw []*string
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	if raw == nil {
+		*l = nil
+		return nil
+	}
+	out := make([]string, len(raw))
+	for i, s := range raw {
+		if s == nil {
+			return fmt.Errorf("element %d: null is not a string", i)
+		}
+		out[i] = *s
+	}
+	*l = out
+	return nil
+}
+
+// isNull reports whether a raw JSON value is absent or the literal null.
+func isNull(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || bytes.Equal(t, []byte("null"))
 }
 
 // MarshalJSON writes the wire form of contract.md §4: created_at as float seconds with
@@ -140,6 +173,10 @@ func (it Item) MarshalJSON() ([]byte, error) {
 	b.WriteString(`{"id":`)
 	idJSON, _ := json.Marshal(it.ID.String())
 	b.Write(idJSON)
+	if it.CreatedAt.Before(minCreatedAt) || it.CreatedAt.After(maxCreatedAt) {
+		// The decoder rejects these, so writing one would produce an item nobody can read.
+		return nil, errors.New("created_at: out of range (years 1 to 9999)")
+	}
 	b.WriteString(`,"created_at":`)
 	b.WriteString(FormatTimestamp(it.CreatedAt))
 	b.WriteString(`,"metadata":`)
@@ -188,10 +225,10 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return fmt.Errorf("decode item: id: %w", err)
 	}
-	if w.CreatedAt == nil {
+	if isNull(w.CreatedAt) {
 		return errors.New("decode item: missing required field \"created_at\"")
 	}
-	ts, err := ParseTimestamp(string(*w.CreatedAt))
+	ts, err := ParseTimestamp(string(bytes.TrimSpace(w.CreatedAt)))
 	if err != nil {
 		return fmt.Errorf("decode item: created_at: %w", err)
 	}
@@ -262,9 +299,14 @@ func ParseTimestamp(num string) (time.Time, error) {
 	if len(num) > 64 {
 		return time.Time{}, errors.New("number literal too long")
 	}
+	// big.Rat also accepts "1/2", "0x1p4" and "Inf"-like forms; the wire allows JSON numbers
+	// only, and a quoted number is a wrong type, not a timestamp.
+	if !validNumberLiteral(num) {
+		return time.Time{}, fmt.Errorf("not a JSON number: %q", truncate(num, 64))
+	}
 	if i := strings.IndexAny(num, "eE"); i >= 0 {
 		// Bound the exponent before big.Rat sees it: 1e999999999 would be costly.
-		exp := strings.TrimLeft(num[i+1:], "+-")
+		exp := strings.TrimLeft(strings.TrimLeft(num[i+1:], "+-"), "0")
 		if len(exp) > 3 {
 			return time.Time{}, errors.New("exponent out of range")
 		}
@@ -308,11 +350,12 @@ type Query struct {
 	Limit int
 }
 
+// queryWire keeps limit raw for the same reason itemWire keeps created_at raw.
 type queryWire struct {
 	Text    *string                    `json:"text"`
-	Tags    []string                   `json:"tags"`
+	Tags    stringList                 `json:"tags"`
 	Filters map[string]json.RawMessage `json:"filters"`
-	Limit   *json.Number               `json:"limit"`
+	Limit   json.RawMessage            `json:"limit"`
 }
 
 // MarshalJSON writes {"text","tags","filters","limit"} with nulls for absent predicates.
@@ -344,9 +387,13 @@ func (q *Query) UnmarshalJSON(data []byte) error {
 	}
 	out := Query{Text: w.Text, Tags: w.Tags, Filters: w.Filters, Limit: DefaultLimit}
 	if w.Limit != nil {
-		n, err := w.Limit.Int64()
+		lit := string(bytes.TrimSpace(w.Limit))
+		if !validNumberLiteral(lit) {
+			return fmt.Errorf("decode query: limit: not an integer: %s", truncate(lit, 32))
+		}
+		n, err := json.Number(lit).Int64()
 		if err != nil {
-			return fmt.Errorf("decode query: limit: not an integer: %q", truncate(string(*w.Limit), 32))
+			return fmt.Errorf("decode query: limit: not an integer: %s", truncate(lit, 32))
 		}
 		if n > MaxWireLimit || n < -MaxWireLimit {
 			return fmt.Errorf("decode query: limit: out of range (at most %d)", MaxWireLimit)
@@ -387,4 +434,45 @@ func decodeStrict(data []byte, v any) error {
 		return errors.New("trailing data after the value")
 	}
 	return nil
+}
+
+// validNumberLiteral reports whether s is exactly a JSON number literal (RFC 8259 §6).
+func validNumberLiteral(s string) bool {
+	digits := func(i int) int {
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		i = digits(i)
+	default:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return false
+		}
+		i = j
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return false
+		}
+		i = j
+	}
+	return i == len(s)
 }

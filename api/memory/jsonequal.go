@@ -13,7 +13,9 @@ const maxJSONDepth = 256
 // JSONEqual reports whether a and b are equal JSON values under the contract's rules: object
 // key order does not matter, numbers compare by exact decimal value (1 == 1.0 == 1e0, and
 // integers above 2^53 are exact), strings compare by code points. Invalid JSON is never equal
-// to anything.
+// to anything. Values nested deeper than 256 arrays or objects are never equal either, not
+// even to themselves: the bound keeps comparison of untrusted input cheap, and adapters that
+// index values for equality (the Redis filter index) rely on the same bound.
 func JSONEqual(a, b []byte) bool {
 	va, ok := decodeAny(a)
 	if !ok {
