@@ -25,7 +25,9 @@ import (
 // unreachable instead: it renames the directory holding the file away and drops every idle
 // pooled connection of the stores it made. The next explicit call must open the file again,
 // the real driver fails with SQLITE_CANTOPEN, and the adapter must report
-// MemoryAdapterUnavailable. (A connection busy at the moment of the cut would keep working on
+// MemoryAdapterUnavailable. A regular file takes the directory's place, so even a new store
+// (whose Open would otherwise create the directory and an empty database) cannot reach it.
+// (A connection busy at the moment of the cut would keep working on
 // the open file; the suite makes no concurrent calls during the cut.) Reset renames the
 // directory back.
 type Harness struct {
@@ -100,9 +102,8 @@ func (h *Harness) MakeStore(ctx context.Context) (memory.ExternalStore, error) {
 	if h.closed {
 		return nil, errors.New("sqlite harness: closed")
 	}
-	if h.cut {
-		return nil, errors.New("sqlite harness: transport is cut; call Reset first")
-	}
+	// During a cut this really tries to open the unreachable file, so the caller sees the
+	// adapter's own MemoryAdapterUnavailable.
 	s, err := Open(ctx, Options{Path: h.path, Scope: h.scope, SupportedFilters: h.filters})
 	if err != nil {
 		return nil, err
@@ -144,6 +145,11 @@ func (h *Harness) MakeTransportUnavailable(context.Context) error {
 	if err := os.Rename(h.dataDir, h.cutDir); err != nil {
 		return fmt.Errorf("sqlite harness: cut: %w", err)
 	}
+	// A regular file where the directory was makes the path unreachable even for root and
+	// stops Open from recreating the directory and an empty database in its place.
+	if err := os.WriteFile(h.dataDir, []byte("unreachable: cut by the conformance harness\n"), 0o600); err != nil {
+		return fmt.Errorf("sqlite harness: cut: %w", err)
+	}
 	h.cut = true
 	// Idle connections hold the file open; dropping them forces the next call to reopen the
 	// now missing file. database/sql closes idle connections above the new limit at once.
@@ -157,6 +163,9 @@ func (h *Harness) MakeTransportUnavailable(context.Context) error {
 func (h *Harness) restoreLocked() error {
 	if !h.cut {
 		return nil
+	}
+	if err := os.Remove(h.dataDir); err != nil {
+		return fmt.Errorf("sqlite harness: restore: %w", err)
 	}
 	if err := os.Rename(h.cutDir, h.dataDir); err != nil {
 		return fmt.Errorf("sqlite harness: restore: %w", err)

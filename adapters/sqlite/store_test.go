@@ -356,6 +356,9 @@ func TestOutageAndRecovery(t *testing.T) {
 	if _, err := s.Probe(ctx); !errors.Is(err, memory.ErrUnavailable) {
 		t.Errorf("probe during outage: got %v, want MemoryAdapterUnavailable", err)
 	}
+	if _, err := h.MakeStore(ctx); !errors.Is(err, memory.ErrUnavailable) {
+		t.Errorf("new store during outage: got %v, want MemoryAdapterUnavailable", err)
+	}
 	// Restoring the file restores the same adapter instance, with the data intact.
 	if err := h.restoreForTest(); err != nil {
 		t.Fatal(err)

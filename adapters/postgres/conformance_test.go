@@ -1,0 +1,34 @@
+package postgres
+
+import (
+	"context"
+	"testing"
+
+	"github.com/agentmem/memory-adapter-operator/conformance"
+)
+
+var (
+	_ conformance.Harness          = (*Harness)(nil)
+	_ conformance.ServiceVersioner = (*Harness)(nil)
+	_ conformance.WrongKindMaker   = (*Harness)(nil)
+	_ conformance.WriteRejecter    = (*Harness)(nil)
+)
+
+// TestConformance runs the full ADR-0093 matrix live against a real PostgreSQL server.
+func TestConformance(t *testing.T) {
+	h, err := NewHarness(context.Background(), HarnessOptions{URL: testURL})
+	if err != nil {
+		t.Fatalf("NewHarness: %v", err)
+	}
+	defer func() {
+		if err := h.Close(context.Background()); err != nil {
+			t.Errorf("harness Close: %v", err)
+		}
+	}()
+	r := conformance.Run(t, h)
+	for _, c := range r.Cases {
+		if c.Outcome == conformance.NotApplicable {
+			t.Errorf("case %s is NotApplicable (%s); the PostgreSQL adapter documents none", c.ID, c.Message)
+		}
+	}
+}
