@@ -34,7 +34,8 @@ type HarnessOptions struct {
 // adapter: stores talk to the server through a toggleable TCP proxy so that
 // MakeTransportUnavailable exercises go-redis's real error path, and every key lives under
 // one disposable scope that Reset and Close drop. It satisfies conformance.Harness and its
-// optional ServiceVersioner, WrongKindMaker and WriteRejecter capabilities.
+// optional ServiceVersioner, WrongKindMaker, WriteRejecter, TransportObserver,
+// FilterRecorder, MalformedResponder and IdentitylessWriter capabilities.
 type Harness struct {
 	opts  HarnessOptions
 	k     keys
@@ -42,6 +43,9 @@ type Harness struct {
 	// admin talks to the server directly, so that resets and planted records work while the
 	// proxy is cut.
 	admin *goredis.Client
+	// hook sits in every store's go-redis client: the suite's optional transport
+	// capabilities (harness_hook.go).
+	hook *transportHook
 
 	mu     sync.Mutex
 	stores []*Store
@@ -72,7 +76,8 @@ func NewHarness(ctx context.Context, opts HarnessOptions) (*Harness, error) {
 		_ = p.Close()
 		return nil, fmt.Errorf("harness: reach redis at %s: %w", opts.Addr, err)
 	}
-	return &Harness{opts: opts, k: newKeys(opts.Scope), proxy: p, admin: admin}, nil
+	k := newKeys(opts.Scope)
+	return &Harness{opts: opts, k: k, proxy: p, admin: admin, hook: &transportHook{filterPrefix: k.prefix}}, nil
 }
 
 // Scope returns the disposable namespace.
@@ -96,6 +101,7 @@ func (h *Harness) OpenStore(ctx context.Context) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.client.AddHook(h.hook)
 	h.mu.Lock()
 	h.stores = append(h.stores, s)
 	h.mu.Unlock()
@@ -106,6 +112,7 @@ func (h *Harness) OpenStore(ctx context.Context) (*Store, error) {
 // usable: their indexers recreate the consumer group when they notice it is gone.
 func (h *Harness) Reset(ctx context.Context) error {
 	h.proxy.Restore()
+	h.hook.reset()
 	return h.drop(ctx)
 }
 

@@ -41,7 +41,7 @@ type indexer struct {
 }
 
 func newIndexer(s *Store) *indexer {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), indexerCtxKey{}, true))
 	return &indexer{s: s, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 }
 

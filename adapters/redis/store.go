@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -335,7 +336,7 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 	}
 	var err error
 	if len(q.Tags) == 0 && len(q.Filters) == 0 {
-		out, err = s.scanAll(ctx, q, lower)
+		out, err = s.scanSet(ctx, s.k.all(), q, lower)
 	} else {
 		out, err = s.scanCandidates(ctx, q, lower)
 	}
@@ -345,27 +346,38 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 	return out, nil
 }
 
-func (s *Store) scanAll(ctx context.Context, q memory.Query, lower string) ([]memory.Item, error) {
+// scanSet walks one index set in insertion order, page by page, until the limit is met.
+func (s *Store) scanSet(ctx context.Context, key string, q memory.Query, lower string) ([]memory.Item, error) {
 	out := []memory.Item{}
 	page := int64(max(fetchChunk, min(q.Limit, 1024)))
-	for start := int64(0); ; start += page {
-		var ids []string
+	// Page by score, not by rank: the indexer may remove a stale member concurrently, which
+	// would shift ranks and make a rank cursor skip an item.
+	from := "-inf"
+	for {
+		var zs []goredis.Z
 		err := s.withReadRetry(ctx, func() error {
 			var err error
-			ids, err = s.client.ZRange(ctx, s.k.all(), start, start+page-1).Result()
+			zs, err = s.client.ZRangeArgsWithScores(ctx, goredis.ZRangeArgs{
+				Key: key, Start: from, Stop: "+inf", ByScore: true, Count: page,
+			}).Result()
 			return err
 		})
 		if err != nil {
 			return nil, classify("search", err)
+		}
+		ids := make([]string, len(zs))
+		for i, z := range zs {
+			ids[i], _ = z.Member.(string)
 		}
 		var done bool
 		out, done, err = s.collect(ctx, ids, q, lower, out)
 		if err != nil {
 			return nil, err
 		}
-		if done || int64(len(ids)) < page {
+		if done || int64(len(zs)) < page {
 			return out, nil
 		}
+		from = "(" + strconv.FormatFloat(zs[len(zs)-1].Score, 'f', -1, 64)
 	}
 }
 
@@ -382,6 +394,10 @@ func (s *Store) scanCandidates(ctx context.Context, q memory.Query, lower string
 			return nil, memory.NewAdapterError("search: filter "+k+" is not valid JSON", err)
 		}
 		filterKeys = append(filterKeys, s.k.abs(filterRel(k, c)))
+	}
+	if len(tagKeys)+len(filterKeys) == 1 {
+		// One set decides the candidates: page through it instead of materialising it.
+		return s.scanSet(ctx, slices.Concat(tagKeys, filterKeys)[0], q, lower)
 	}
 	var tagSet, filterSet []goredis.Z
 	err := s.withReadRetry(ctx, func() error {

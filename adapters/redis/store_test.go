@@ -22,10 +22,14 @@ import (
 )
 
 var (
-	_ conformance.Harness          = (*Harness)(nil)
-	_ conformance.ServiceVersioner = (*Harness)(nil)
-	_ conformance.WrongKindMaker   = (*Harness)(nil)
-	_ conformance.WriteRejecter    = (*Harness)(nil)
+	_ conformance.Harness            = (*Harness)(nil)
+	_ conformance.ServiceVersioner   = (*Harness)(nil)
+	_ conformance.WrongKindMaker     = (*Harness)(nil)
+	_ conformance.WriteRejecter      = (*Harness)(nil)
+	_ conformance.TransportObserver  = (*Harness)(nil)
+	_ conformance.FilterRecorder     = (*Harness)(nil)
+	_ conformance.MalformedResponder = (*Harness)(nil)
+	_ conformance.IdentitylessWriter = (*Harness)(nil)
 )
 
 // TestConformanceLive runs the shared 17-case matrix against the real server.

@@ -1,0 +1,204 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+)
+
+// The benchmarks pair every adapter operation with a "driver" baseline that issues the
+// equivalent commands through go-redis directly in the same run, so the adapter's overhead
+// reads as the ratio of the two ns/op figures. docs/adapters/redis.md records the numbers.
+//
+//	go test -run '^$' -bench . -benchtime 2000x ./adapters/redis/
+
+var benchSizes = []int{1_000, 100_000}
+
+func benchItem(i int) memory.Item {
+	it := memory.NewItem(json.RawMessage(fmt.Sprintf(`{"text":"item %d kind-%d lorem ipsum dolor","n":%d}`, i, i%10, i)),
+		"all", "t"+strconv.Itoa(i%10))
+	it.Metadata["branch_id"] = json.RawMessage(strconv.Quote("b" + strconv.Itoa(i%100)))
+	it.Metadata["source"] = json.RawMessage(strconv.Quote("s" + strconv.Itoa(i%7)))
+	return it
+}
+
+// loadScope bulk-loads n items with pipelined HSET+XADD (the same writes Store makes) and
+// waits for the indexer to apply them all.
+func loadScope(b *testing.B, n int) (*Harness, *Store, []memory.Item) {
+	b.Helper()
+	ctx := context.Background()
+	h, err := NewHarness(ctx, HarnessOptions{Addr: redisAddr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := h.Close(context.Background()); err != nil {
+			b.Error(err)
+		}
+	})
+	s, err := h.OpenStore(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	items := make([]memory.Item, n)
+	const batch = 1000
+	for start := 0; start < n; start += batch {
+		pipe := h.admin.Pipeline()
+		for i := start; i < min(start+batch, n); i++ {
+			items[i] = benchItem(i)
+			data, err := json.Marshal(items[i])
+			if err != nil {
+				b.Fatal(err)
+			}
+			pipe.HSet(ctx, h.k.item(items[i].ID), "kind", itemKind, "json", data)
+			pipe.XAdd(ctx, &goredis.XAddArgs{Stream: h.k.stream(), Values: []string{"id", items[i].ID.String()}})
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	if err := h.MakeSearchIndexVisible(wctx); err != nil {
+		b.Fatal(err)
+	}
+	return h, s, items
+}
+
+func BenchmarkStore(b *testing.B) {
+	for _, n := range benchSizes {
+		h, s, _ := loadScope(b, n)
+		ctx := context.Background()
+		b.Run(fmt.Sprintf("n=%d/adapter", n), func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if _, err := s.Store(ctx, benchItem(n+i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("n=%d/driver", n), func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				it := benchItem(n + i)
+				data, _ := json.Marshal(it)
+				pipe := h.admin.TxPipeline()
+				pipe.HSet(ctx, h.k.item(it.ID), "kind", itemKind, "json", data)
+				pipe.XAdd(ctx, &goredis.XAddArgs{Stream: h.k.stream(), Values: []string{"id", it.ID.String()}})
+				if _, err := pipe.Exec(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkRetrieve(b *testing.B) {
+	for _, n := range benchSizes {
+		h, s, items := loadScope(b, n)
+		ctx := context.Background()
+		b.Run(fmt.Sprintf("n=%d/adapter", n), func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if it, err := s.Retrieve(ctx, items[i%n].ID); err != nil || it == nil {
+					b.Fatal(it, err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("n=%d/driver", n), func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if err := h.admin.HMGet(ctx, h.k.item(items[i%n].ID), "kind", "json").Err(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSearch: the driver baseline pages the same index set by score, fetches the
+// candidates with pipelined HMGET and applies the same predicate to the decoded items.
+func BenchmarkSearch(b *testing.B) {
+	queries := []struct {
+		name string
+		q    memory.Query
+		set  func(h *Harness) string
+	}{
+		{"text", memory.Query{Text: text("KIND-7"), Limit: 20}, func(h *Harness) string { return h.k.all() }},
+		{"tags", memory.Query{Tags: []string{"t3"}, Limit: 20}, func(h *Harness) string { return h.k.abs(tagRel("t3")) }},
+		{"filter", memory.Query{Filters: map[string]json.RawMessage{"branch_id": json.RawMessage(`"b42"`)}, Limit: 20},
+			func(h *Harness) string {
+				c, _ := canonicalJSON(json.RawMessage(`"b42"`))
+				return h.k.abs(filterRel("branch_id", c))
+			}},
+	}
+	for _, n := range benchSizes {
+		h, s, _ := loadScope(b, n)
+		ctx := context.Background()
+		for _, qc := range queries {
+			b.Run(fmt.Sprintf("%s/n=%d/adapter", qc.name, n), func(b *testing.B) {
+				for b.Loop() {
+					hits, err := s.Search(ctx, qc.q)
+					if err != nil || len(hits) != 20 {
+						b.Fatal(len(hits), err)
+					}
+				}
+			})
+			key := qc.set(h)
+			b.Run(fmt.Sprintf("%s/n=%d/driver", qc.name, n), func(b *testing.B) {
+				for b.Loop() {
+					if got := driverSearch(b, h.admin, h.k, key, qc.q); got != 20 {
+						b.Fatal(got)
+					}
+				}
+			})
+		}
+	}
+}
+
+func driverSearch(b *testing.B, c *goredis.Client, k keys, key string, q memory.Query) int {
+	ctx := context.Background()
+	var lower string
+	if q.Text != nil {
+		lower = strings.ToLower(*q.Text)
+	}
+	found, from := 0, "-inf"
+	for {
+		zs, err := c.ZRangeArgsWithScores(ctx, goredis.ZRangeArgs{Key: key, Start: from, Stop: "+inf", ByScore: true, Count: fetchChunk}).Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		pipe := c.Pipeline()
+		cmds := make([]*goredis.SliceCmd, len(zs))
+		for i, z := range zs {
+			id, _ := uuid.Parse(z.Member.(string))
+			cmds[i] = pipe.HMGet(ctx, k.item(id), "kind", "json")
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+		for _, cmd := range cmds {
+			raw, _ := cmd.Val()[1].(string)
+			var it memory.Item
+			if err := json.Unmarshal([]byte(raw), &it); err != nil {
+				b.Fatal(err)
+			}
+			if inmemory.Matches(it, q, lower) {
+				found++
+				if found == q.Limit {
+					return found
+				}
+			}
+		}
+		if len(zs) < fetchChunk {
+			return found
+		}
+		from = "(" + strconv.FormatFloat(zs[len(zs)-1].Score, 'f', -1, 64)
+	}
+}
