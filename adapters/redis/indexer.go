@@ -165,6 +165,9 @@ func (ix *indexer) trim() error {
 	s := ix.s
 	groups, err := s.client.XInfoGroups(ix.ctx, s.k.stream()).Result()
 	if err != nil {
+		if isServerReply(err) && strings.Contains(err.Error(), "no such key") {
+			return nil // the scope was dropped; the next read recreates it
+		}
 		return err
 	}
 	for _, g := range groups {
