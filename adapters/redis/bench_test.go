@@ -145,10 +145,10 @@ func BenchmarkSearch(b *testing.B) {
 	}{
 		{"text", memory.Query{Text: text("KIND-7"), Limit: 20}, func(h *Harness) string { return h.k.all() }},
 		{"tags", memory.Query{Tags: []string{"t3"}, Limit: 20}, func(h *Harness) string { return h.k.abs(tagRel("t3")) }},
-		{"filter", memory.Query{Filters: map[string]json.RawMessage{"branch_id": json.RawMessage(`"b42"`)}, Limit: 20},
+		{"filter", memory.Query{Filters: map[string]json.RawMessage{"source": json.RawMessage(`"s3"`)}, Limit: 20},
 			func(h *Harness) string {
-				c, _ := canonicalJSON(json.RawMessage(`"b42"`))
-				return h.k.abs(filterRel("branch_id", c))
+				c, _ := canonicalJSON(json.RawMessage(`"s3"`))
+				return h.k.abs(filterRel("source", c))
 			}},
 	}
 	for _, n := range benchSizes {

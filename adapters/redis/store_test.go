@@ -701,23 +701,31 @@ func TestProbe(t *testing.T) {
 	if !s.Persistence().Known {
 		t.Errorf("persistence unknown on a server with CONFIG enabled: %+v", s.Persistence())
 	}
-	// A changed persistence setting invalidates the evidence.
-	old, err := h.admin.ConfigGet(ctx, "appendfsync").Result()
+	// A changed persistence setting invalidates the evidence. CONFIG SET is server-wide, so
+	// this part uses a dedicated server, never one that other packages may share.
+	dir := t.TempDir()
+	addr, err := startServer(dir)
+	if err != nil {
+		t.Fatalf("start dedicated server: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := serverScript("stop", dir); err != nil {
+			t.Errorf("stop dedicated server: %v", err)
+		}
+	})
+	ds, err := Open(ctx, Options{Addr: addr, Scope: "probe"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := "always"
-	if old["appendfsync"] == "always" {
-		next = "everysec"
+	defer ds.Close()
+	if p := ds.Persistence(); !p.Known || !p.AppendOnly || p.AppendFsync != "everysec" || p.Save != "" {
+		t.Fatalf("dedicated server persistence %+v; want AOF everysec without RDB, as hack/redis-server.sh configures", p)
 	}
-	if err := h.admin.ConfigSet(ctx, "appendfsync", next).Err(); err != nil {
+	if err := ds.client.ConfigSet(ctx, "appendfsync", "always").Err(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = h.admin.ConfigSet(context.Background(), "appendfsync", old["appendfsync"]).Err() })
-	ev, err = s.Probe(ctx)
-	if s.Persistence().AppendOnly {
-		if err != nil || !slices.Equal(ev.Failed(), []string{"persistence_unchanged"}) {
-			t.Errorf("probe after appendfsync change: failed %v, %v; want persistence_unchanged", ev.Failed(), err)
-		}
+	ev, err = ds.Probe(ctx)
+	if err != nil || !slices.Equal(ev.Failed(), []string{"persistence_unchanged"}) {
+		t.Errorf("probe after appendfsync change: failed %v, %v; want exactly persistence_unchanged", ev.Failed(), err)
 	}
 }
