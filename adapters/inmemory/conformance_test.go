@@ -71,7 +71,9 @@ func (h *harness) current(op string) (*inmemory.Store, error) {
 // cutStore forwards to the harness's current reference store unless the transport is cut.
 type cutStore struct{ h *harness }
 
-func (s *cutStore) Manifest() memory.Manifest { return inmemory.Manifest(inmemory.DefaultSupportedFilters) }
+func (s *cutStore) Manifest() memory.Manifest {
+	return inmemory.Manifest(inmemory.DefaultSupportedFilters)
+}
 
 func (s *cutStore) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) {
 	st, err := s.h.current("store")
