@@ -128,10 +128,13 @@ func (c *cluster) up(ctx context.Context, images []string) error {
 		"--allocate-node-cidrs=false",
 		// What the operator and its workloads use, plus the housekeeping a namespace needs
 		// (service accounts, root CA config map, garbage collection of owned children).
-		"--controllers=deployment,replicaset,statefulset,daemonset,job,cronjob,ttl-after-finished,"+
-			"endpoint,endpointslice,endpointslicemirroring,garbagecollector,namespace,nodelifecycle,"+
-			"podgc,serviceaccount,serviceaccount-token,root-ca-cert-publisher,"+
-			"resourcequota,disruption,persistentvolume-binder",
+		"--controllers=deployment-controller,replicaset-controller,statefulset-controller,daemonset-controller,"+
+			"job-controller,cronjob-controller,ttl-after-finished-controller,endpoints-controller,"+
+			"endpointslice-controller,endpointslice-mirroring-controller,garbage-collector-controller,"+
+			"namespace-controller,node-lifecycle-controller,taint-eviction-controller,pod-garbage-collector-controller,"+
+			"serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,"+
+			"resourcequota-controller,disruption-controller,clusterrole-aggregation-controller,service-cidr-controller,"+
+			"persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller",
 		"--profiling=false",
 	); err != nil {
 		return err

@@ -1,0 +1,29 @@
+# Builds both static binaries once and packages each in a distroless, non-root, shell-less
+# image. The names match what `make images` (hack/images, for machines without Docker)
+# produces and what the Makefile's IMG / ADAPTER_IMG default to:
+#   docker build --target memory-adapter -t ghcr.io/agentmem/memory-adapter:dev .
+#   docker build --target manager -t ghcr.io/agentmem/memory-adapter-operator:dev .
+# The last stage (manager) is the default target, as in the kubebuilder layout.
+FROM golang:1.26 AS builder
+ARG TARGETOS=linux
+ARG TARGETARCH=amd64
+WORKDIR /workspace
+# Dependencies first so source edits do not invalidate the module download layer.
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+# CGO off: the SQLite driver is pure Go, and static binaries need no libc in the image.
+RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -ldflags="-s -w" -o /out/memory-adapter ./cmd/memory-adapter \
+ && CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -ldflags="-s -w" -o /out/manager ./cmd
+
+FROM gcr.io/distroless/static:nonroot AS memory-adapter
+WORKDIR /
+COPY --from=builder /out/memory-adapter /memory-adapter
+USER 65532:65532
+ENTRYPOINT ["/memory-adapter"]
+
+FROM gcr.io/distroless/static:nonroot AS manager
+WORKDIR /
+COPY --from=builder /out/manager /manager
+USER 65532:65532
+ENTRYPOINT ["/manager"]

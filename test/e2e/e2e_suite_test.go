@@ -1,0 +1,182 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Image names are the ones the Dockerfile and the Makefile produce.
+const (
+	adapterImage = "ghcr.io/agentmem/memory-adapter:dev"
+	pauseImage   = "registry.k8s.io/pause:3.10"
+	nodeName     = "mao-node"
+	bridgeName   = "mao0"
+	podCIDR      = "10.244.0.0/24"
+	serviceCIDR  = "10.96.0.0/24"
+)
+
+var (
+	repoRoot       string
+	clusterDir     string
+	restConfig     *rest.Config
+	clientset      *kubernetes.Clientset
+	namespace      string
+	startedCluster bool
+)
+
+func TestE2E(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "End-to-end suite (real single-node cluster)")
+}
+
+// run executes a command from the repository root, streaming its output into the Ginkgo
+// log so a failing cluster-up is diagnosable from the test output alone.
+func run(ctx context.Context, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = repoRoot
+	var out strings.Builder
+	cmd.Stdout = &out
+	cmd.Stderr = GinkgoWriter
+	err := cmd.Run()
+	return out.String(), err
+}
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	var err error
+	repoRoot, err = filepath.Abs(filepath.Join("..", ".."))
+	Expect(err).NotTo(HaveOccurred())
+	clusterDir = os.Getenv("MAO_CLUSTER_DIR")
+	if clusterDir == "" {
+		clusterDir = "/var/tmp/mao-cluster"
+	}
+	Expect(os.Geteuid()).To(BeZero(), "the e2e suite starts containerd, a kubelet and iptables rules: run it as root")
+
+	// Whether a cluster is already running decides whether we tear it down afterwards.
+	tool := filepath.Join(GinkgoT().TempDir(), "cluster")
+	_, err = run(ctx, "go", "build", "-o", tool, "./hack/cluster")
+	Expect(err).NotTo(HaveOccurred(), "building hack/cluster")
+	_, statusErr := run(ctx, tool, "status")
+	startedCluster = statusErr != nil
+	By(fmt.Sprintf("bringing the cluster up (already running: %v)", !startedCluster))
+	out, err := run(ctx, "bash", "hack/cluster-up.sh")
+	Expect(err).NotTo(HaveOccurred(), "hack/cluster-up.sh failed; its output is above")
+	Expect(out).To(ContainSubstring("export KUBECONFIG="))
+
+	By("building the adapter image and loading it into the cluster's containerd")
+	_, err = run(ctx, filepath.Join(clusterDir, "tools", "images"),
+		"-out", filepath.Join(clusterDir, "images"),
+		"-load", filepath.Join(clusterDir, "containerd", "containerd.sock"),
+		adapterImage+"=./cmd/memory-adapter:/memory-adapter")
+	Expect(err).NotTo(HaveOccurred(), "building/loading images")
+
+	restConfig, err = clientcmd.BuildConfigFromFlags("", filepath.Join(clusterDir, "admin.kubeconfig"))
+	Expect(err).NotTo(HaveOccurred())
+	restConfig.QPS, restConfig.Burst = 50, 100
+	clientset, err = kubernetes.NewForConfig(restConfig)
+	Expect(err).NotTo(HaveOccurred())
+
+	node, err := clientset.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(node.Status.NodeInfo.ContainerRuntimeVersion).To(HavePrefix("containerd://"))
+
+	ns, err := clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"},
+	}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	namespace = ns.Name
+	// The ServiceAccount admission plugin rejects pods until the namespace's default
+	// service account exists.
+	Eventually(func(g Gomega) {
+		_, err := clientset.CoreV1().ServiceAccounts(namespace).Get(ctx, "default", metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+}, NodeTimeout(60*time.Minute))
+
+var _ = AfterSuite(func(ctx SpecContext) {
+	if clientset != nil && namespace != "" {
+		_ = clientset.CoreV1().Namespaces().Delete(ctx, namespace, metav1.DeleteOptions{})
+	}
+	if !startedCluster {
+		By("leaving the cluster running: it was up before the suite started")
+		return
+	}
+	if os.Getenv("KEEP_CLUSTER") == "1" {
+		By("KEEP_CLUSTER=1: leaving the cluster running")
+		return
+	}
+	By("tearing the cluster down")
+	_, err := run(ctx, "bash", "hack/cluster-down.sh")
+	Expect(err).NotTo(HaveOccurred(), "hack/cluster-down.sh failed")
+
+	By("checking that no process, mount, iptables rule or bridge of the cluster remains")
+	Expect(leftovers()).To(BeEmpty())
+}, NodeTimeout(5*time.Minute))
+
+// leftovers inspects the host directly, independently of the cluster tool's own check.
+func leftovers() []string {
+	var left []string
+	binDir := ""
+	if b, err := os.ReadFile(filepath.Join(clusterDir, "bin-dir")); err == nil {
+		binDir = strings.TrimSpace(string(b))
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	self := fmt.Sprint(os.Getpid())
+	for _, p := range procs {
+		if filepath.Base(p) == self {
+			continue
+		}
+		cmdline, err := os.ReadFile(p + "/cmdline")
+		if err != nil || len(cmdline) == 0 {
+			continue
+		}
+		cl := strings.ReplaceAll(string(cmdline), "\x00", " ")
+		cg, _ := os.ReadFile(p + "/cgroup")
+		if strings.Contains(cl, clusterDir+"/") || (binDir != "" && strings.Contains(cl, binDir+"/")) ||
+			strings.Contains(string(cg), "/kubepods") {
+			left = append(left, fmt.Sprintf("process %s: %.150s", filepath.Base(p), cl))
+		}
+	}
+	if f, err := os.Open("/proc/self/mountinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			if len(fields) > 4 && (fields[4] == clusterDir || strings.HasPrefix(fields[4], clusterDir+"/")) {
+				left = append(left, "mount "+fields[4])
+			}
+		}
+		_ = f.Close()
+	}
+	for _, tool := range []string{"iptables-save", "ip6tables-save"} {
+		out, err := exec.Command(tool).Output()
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, "KUBE-") || strings.Contains(line, "CNI-") || strings.Contains(line, bridgeName) ||
+				strings.Contains(line, podCIDR) || strings.Contains(line, serviceCIDR) {
+				left = append(left, tool+": "+line)
+			}
+		}
+	}
+	if exec.Command("ip", "link", "show", bridgeName).Run() == nil {
+		left = append(left, "bridge "+bridgeName)
+	}
+	return left
+}
