@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 
@@ -83,8 +84,14 @@ func (s referenceStore) Search(ctx context.Context, q memory.Query) ([]memory.It
 }
 
 func TestReferenceStorePasses(t *testing.T) {
-	r := Execute(t.Context(), &referenceHarness{}, fastOptions())
+	var progress strings.Builder
+	opts := fastOptions()
+	opts.Progress = &progress
+	r := Execute(t.Context(), &referenceHarness{}, opts)
 	if r.Result != Passed || r.Counts.NotApplicable != 2 {
 		t.Fatalf("reference store: %+v\n%s", r.Counts, r.Table())
+	}
+	if lines := strings.Count(progress.String(), "\n"); lines != len(cases) {
+		t.Errorf("progress has %d lines, want one per case:\n%s", lines, progress.String())
 	}
 }
