@@ -10,7 +10,7 @@ import (
 	"github.com/agentmem/memory-adapter-operator/conformance/fake"
 )
 
-// A lie is one way of claiming the opposite of a knob's behaviour: either a manifest that
+// A lie is one way of claiming the opposite of a knob's behavior: either a manifest that
 // misstates it, or an adapter that hides it (a defect switched on behind an unchanged,
 // truthful manifest). Expect lists exactly the cases that must fail.
 type lie struct {
@@ -29,7 +29,7 @@ type accuracyRow struct {
 }
 
 // Manifest mutations used by the lies. Each keeps the manifest coherent unless its name
-// says otherwise, so that the lie is about behaviour, not about shape.
+// says otherwise, so that the lie is about behavior, not about shape.
 func setFields(native, dropped []memory.ItemField) func(*memory.Manifest) {
 	return func(m *memory.Manifest) {
 		m.NativeItemFields, m.DroppedItemFields = native, dropped

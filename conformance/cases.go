@@ -93,7 +93,7 @@ var cases = []Case{
 		"a write the service rejects raises MemoryAdapterError and returns no identifier",
 		"the adapter ignores the service's rejection status and returns item.ID"},
 	{CaseManifestAccuracy, "Manifest accuracy",
-		"toggling every fake behaviour makes the suite fail whenever the manifest claims the opposite",
+		"toggling every fake behavior makes the suite fail whenever the manifest claims the opposite",
 		"the conformance build in use cannot detect a manifest lie; upgrade or repair the suite before trusting any verdict"},
 }
 

@@ -7,9 +7,9 @@
 // Kubernetes termination message, and a table for terminals. Cases lists the stable case ids
 // with a description and a troubleshooting hint each.
 //
-// Every case reads the store's manifest and checks the behaviour it claims, so a truthful
+// Every case reads the store's manifest and checks the behavior it claims, so a truthful
 // lossy or eventually consistent adapter passes while one whose manifest overstates (or, for
-// tags and dropped fields, understates) its behaviour fails. The manifest-accuracy case runs
+// tags and dropped fields, understates) its behavior fails. The manifest-accuracy case runs
 // a built-in table over the fake in package conformance/fake that proves the suite catches
 // every manifest lie the fake can express. See README.md for harness authors.
 //

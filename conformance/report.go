@@ -57,7 +57,7 @@ type CaseResult struct {
 	// DurationMillis is the case's wall time.
 	DurationMillis int64 `json:"duration_ms"`
 
-	// failedChecks names the checks that found problems (not serialised).
+	// failedChecks names the checks that found problems (not serialized).
 	failedChecks []string
 }
 

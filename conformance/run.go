@@ -82,7 +82,7 @@ func (o Options) withDefaults() Options {
 }
 
 // Execute runs the whole matrix against h and returns the report. It never panics and
-// never outlives ctx by more than the time a harness call takes to honour cancellation:
+// never outlives ctx by more than the time a harness call takes to honor cancellation:
 // each case runs in its own goroutine under its own timeout, and a case that panics or
 // hangs is reported as Failed while the run continues with the next case. Execute does not
 // Close the harness; the caller owns it.
@@ -111,7 +111,7 @@ func Execute(ctx context.Context, h Harness, opts Options) *Report {
 	}
 
 	// A probe store gives the report its manifest and tells the cases whether the manifest
-	// is usable at all: every case judges behaviour against it.
+	// is usable at all: every case judges behavior against it.
 	pctx, cancel := context.WithTimeout(ctx, opts.CaseTimeout)
 	m, err := probeManifest(pctx, h)
 	cancel()
@@ -268,7 +268,7 @@ func runCase(parent context.Context, h Harness, c Case, opts Options) CaseResult
 	case res = <-ch:
 	case <-ctx.Done():
 		// The case goroutine may still be blocked in a harness or adapter call that ignores
-		// its context; it is abandoned (it will see a cancelled context) and the run moves on.
+		// its context; it is abandoned (it will see a canceled context) and the run moves on.
 		if parent.Err() != nil {
 			res = CaseResult{Outcome: Failed, Message: "the run's context ended during the case: " + parent.Err().Error()}
 		} else {

@@ -237,7 +237,7 @@ func TestCancelledContextFailsRun(t *testing.T) {
 	cancel()
 	r := Execute(ctx, fake.New(fake.Config{}), fastOptions())
 	if r.Result != Failed || r.Counts.Passed != 0 {
-		t.Fatalf("cancelled run: result %s, counts %+v", r.Result, r.Counts)
+		t.Fatalf("canceled run: result %s, counts %+v", r.Result, r.Counts)
 	}
 }
 

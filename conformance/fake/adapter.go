@@ -17,7 +17,7 @@ import (
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
-// AdapterKnobs inject adapter behaviours. RejectMetadata is a legitimate choice when the
+// AdapterKnobs inject adapter behaviors. RejectMetadata is a legitimate choice when the
 // manifest drops metadata; every other knob is a defect that no manifest makes conformant.
 type AdapterKnobs struct {
 	// RejectMetadata rejects, before transport, writes carrying metadata.
@@ -319,7 +319,7 @@ func (a *Adapter) Search(ctx context.Context, q memory.Query) ([]memory.Item, er
 	if a.knobs.FirstKeyOnly && len(rejected) > 1 {
 		rejected = rejected[:1]
 	}
-	if q.Limit < 0 && !a.knobs.NegativeLimitSlice && !(a.knobs.FirstKeyOnly && len(rejected) > 0) {
+	if q.Limit < 0 && !a.knobs.NegativeLimitSlice && (!a.knobs.FirstKeyOnly || len(rejected) == 0) {
 		rejected = append(rejected, "limit")
 	}
 	if len(rejected) > 0 {
@@ -406,7 +406,7 @@ func (a *Adapter) nativeQuery(q memory.Query, filters map[string]json.RawMessage
 }
 
 func compactJSON(v json.RawMessage) string {
-	// Marshalling a RawMessage compacts it without touching number literals.
+	// Marshaling a RawMessage compacts it without touching number literals.
 	b, err := json.Marshal(v)
 	if err != nil {
 		return string(v)

@@ -2,7 +2,7 @@
 // "service" with a native record format, a transport to it, an adapter that maps the memory
 // contract onto that transport, and a conformance harness over all three.
 //
-// Every behaviour is a knob. ServiceKnobs change what the service does (an eventually
+// Every behavior is a knob. ServiceKnobs change what the service does (an eventually
 // maintained index, tags missing from search hits, metadata dropped or altered, timestamps
 // normalised, a closed set of filterable keys, outages that lose responses mid-call); a
 // correct adapter over such a service stays conformant when its manifest tells the truth,

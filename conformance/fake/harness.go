@@ -26,15 +26,15 @@ type Config struct {
 	// Manifest is what the adapter publishes. The zero value means
 	// TruthfulManifest(Service, Adapter).
 	Manifest memory.Manifest
-	// Service selects the service behaviours.
+	// Service selects the service behaviors.
 	Service ServiceKnobs
-	// Adapter selects adapter behaviours and defects.
+	// Adapter selects adapter behaviors and defects.
 	Adapter AdapterKnobs
 }
 
 // TruthfulManifest is the manifest a correct adapter over a service with these knobs must
 // publish: the field classification, filter set, consistency, fidelities and flags that the
-// service's behaviour actually supports.
+// service's behavior actually supports.
 func TruthfulManifest(s ServiceKnobs, a AdapterKnobs) memory.Manifest {
 	metaDropped := s.DropMetadata || a.RejectMetadata
 	native := []memory.ItemField{memory.FieldID, memory.FieldContent, memory.FieldTags}
