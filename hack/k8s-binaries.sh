@@ -6,8 +6,10 @@
 # setup-envtest's download fails; the Go module proxy is the one source that answers. The same
 # cache serves envtest (kube-apiserver, etcd) and the local cluster (all of them).
 #
-# Usage: hack/k8s-binaries.sh [component ...]   (default: kube-apiserver etcd)
-# Components: kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy etcd
+# Usage: hack/k8s-binaries.sh [component ...]   (default: kube-apiserver etcd kubectl, what envtest suites use)
+# Components: kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl etcd
+# (kubectl is built here too, so tests that drive kubectl against envtest never depend on the
+# machine's own kubectl or its version.)
 # The directory is printed on stdout; progress goes to stderr.
 set -euo pipefail
 
@@ -18,14 +20,14 @@ BIN_DIR="$CACHE_ROOT/k8s/${K8S_VERSION}-etcd-${ETCD_VERSION}"
 STAGING_VERSION="v0.${K8S_VERSION#v1.}"
 
 components=("$@")
-[ ${#components[@]} -eq 0 ] && components=(kube-apiserver etcd)
+[ ${#components[@]} -eq 0 ] && components=(kube-apiserver etcd kubectl)
 
 log() { printf '[k8s-binaries] %s\n' "$*" >&2; }
 
 missing=()
 for c in "${components[@]}"; do
   case "$c" in
-    kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy|etcd) ;;
+    kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy|kubectl|etcd) ;;
     *) log "unknown component: $c"; exit 2 ;;
   esac
   [ -x "$BIN_DIR/$c" ] || missing+=("$c")
@@ -68,6 +70,7 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-proxy"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
 	_ "k8s.io/kubernetes/cmd/kubelet"
 )
 GO
