@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -78,7 +79,7 @@ func (s *Server) instrument(route string, next http.Handler) http.Handler {
 		rec := &recorder{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {
-				if p == http.ErrAbortHandler {
+				if err, ok := p.(error); ok && errors.Is(err, http.ErrAbortHandler) {
 					panic(p)
 				}
 				s.log.Error("handler panicked", "route", route, "panic", p)

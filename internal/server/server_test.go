@@ -382,7 +382,7 @@ func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
-	if got, _ := bs.ExternalStore.Retrieve(context.Background(), it.ID); got == nil {
+	if got, _ := bs.Retrieve(context.Background(), it.ID); got == nil {
 		t.Fatal("the in-flight store did not complete")
 	}
 }

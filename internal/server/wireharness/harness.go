@@ -49,15 +49,14 @@ type Harness struct {
 	inner conformance.Harness
 	opts  Options
 
-	requests    atomic.Int64
-	cut         atomic.Bool
-	malformed   atomic.Bool
-	identless   atomic.Bool
-	mu          sync.Mutex
-	servers     []*httptest.Server
-	clients     []*remote.Store
-	closed      bool
-	innerClosed bool
+	requests  atomic.Int64
+	cut       atomic.Bool
+	malformed atomic.Bool
+	identless atomic.Bool
+	mu        sync.Mutex
+	servers   []*httptest.Server
+	clients   []*remote.Store
+	closed    bool
 }
 
 // New wraps inner. The returned value also implements the optional capabilities
@@ -126,7 +125,7 @@ func (h *Harness) MakeStore(ctx context.Context) (memory.ExternalStore, error) {
 	srv.Refresh(ctx, true)
 	hs := httptest.NewServer(srv.Handler())
 	h.servers = append(h.servers, hs)
-	var rt http.RoundTripper = hs.Client().Transport
+	rt := hs.Client().Transport
 	if h.opts.WrapTransport != nil {
 		rt = h.opts.WrapTransport(rt)
 	}
