@@ -1,0 +1,128 @@
+# The memory adapter operator. `make ci` is the one test command (see README.md): it builds or
+# reuses every tool it needs, so it works on a fresh machine with only Go installed.
+
+# Tools are installed into ./bin, named with their version so a version bump reinstalls them.
+LOCALBIN ?= $(shell pwd)/bin
+CONTROLLER_TOOLS_VERSION ?= v0.23.0
+GOLANGCI_LINT_VERSION ?= v2.15.0
+CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+
+# Recipes run in bash with pipefail so a failing command in a pipe fails the target.
+SHELL = /usr/bin/env bash -o pipefail
+.SHELLFLAGS = -ec
+
+.PHONY: all
+all: build
+
+##@ General
+
+.PHONY: help
+help: ## Display this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-15s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: manifests
+manifests: controller-gen ## Generate ClusterRole, CustomResourceDefinition and webhook objects.
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd webhook paths="./..." output:crd:artifacts:config=config/crd/bases
+
+.PHONY: generate
+generate: controller-gen ## Generate DeepCopy methods for the API types.
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
+
+.PHONY: fmt
+fmt: ## Run gofmt over the module.
+	gofmt -w $$(git ls-files --cached --others --exclude-standard '*.go')
+
+.PHONY: vet
+vet: ## Run go vet.
+	go vet ./...
+
+.PHONY: test
+test: manifests generate ## Run vet, unit tests, envtest tests (race detector on) and every fuzz target briefly.
+	hack/test.sh
+
+.PHONY: lint
+lint: golangci-lint ## Run golangci-lint.
+	$(GOLANGCI_LINT) run ./...
+
+.PHONY: lint-fix
+lint-fix: golangci-lint ## Run golangci-lint and apply its fixes.
+	$(GOLANGCI_LINT) run --fix ./...
+
+.PHONY: verify
+verify: controller-gen ## Check that generated files are current and Go sources are gofmt-clean.
+	CONTROLLER_GEN="$(CONTROLLER_GEN)" hack/verify-generated.sh
+
+.PHONY: ci
+ci: ## THE test command (README.md): verify, lint, test.
+	$(MAKE) verify
+	$(MAKE) lint
+	$(MAKE) test
+	# LEAD: hook the end-to-end suite in here once the cluster engineer's target exists:
+	# $(MAKE) test-e2e
+
+##@ Build
+
+.PHONY: build
+build: manifests generate ## Build the manager binary into bin/manager.
+	go build -o $(LOCALBIN)/manager ./cmd/main.go
+
+.PHONY: run
+run: manifests generate ## Run the manager against the cluster in the current kubeconfig.
+	go run ./cmd/main.go
+
+##@ Dependencies
+
+$(LOCALBIN):
+	mkdir -p $(LOCALBIN)
+
+.PHONY: controller-gen
+controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into ./bin.
+$(CONTROLLER_GEN): | $(LOCALBIN)
+	$(call go-install-tool,$(CONTROLLER_GEN),sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION))
+
+.PHONY: golangci-lint
+golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into ./bin.
+$(GOLANGCI_LINT): | $(LOCALBIN)
+	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
+
+# go-install-tool installs package $2 at version $3 into ./bin as $1 (the versioned name) and
+# links the plain name to it, so scripts and editors find the tool either way.
+define go-install-tool
+@set -e; \
+package=$(2)@$(3); \
+echo "Installing $${package}"; \
+rm -f "$(1)"; \
+GOBIN="$(LOCALBIN)" go install "$${package}"; \
+mv "$(LOCALBIN)/$$(basename "$(2)")" "$(1)"; \
+ln -sf "$$(basename "$(1)")" "$(LOCALBIN)/$$(basename "$(2)")"
+endef
+
+##@ Local cluster and end-to-end tests (cluster engineer's block; see docs/local-cluster.md)
+
+# Image names: the Dockerfile's targets and hack/images produce the same ones.
+IMG ?= ghcr.io/agentmem/memory-adapter-operator:dev
+ADAPTER_IMG ?= ghcr.io/agentmem/memory-adapter:dev
+MAO_CLUSTER_DIR ?= /var/tmp/mao-cluster
+export MAO_CLUSTER_DIR
+
+.PHONY: cluster-up
+cluster-up: ## Start (or reuse) the local single-node cluster; prints export KUBECONFIG=...
+	hack/cluster-up.sh
+
+.PHONY: cluster-down
+cluster-down: ## Stop the local cluster and remove every process, mount, rule and bridge it made.
+	hack/cluster-down.sh
+
+.PHONY: images
+images: ## Build the adapter and manager images without Docker; load them into the local cluster when it runs.
+	sock="$(MAO_CLUSTER_DIR)/containerd/containerd.sock"; load=""; \
+	if ctr -a "$$sock" version >/dev/null 2>&1; then load="-load $$sock"; fi; \
+	go run ./hack/images -out "$(MAO_CLUSTER_DIR)/images" $$load \
+	  "$(ADAPTER_IMG)=./cmd/memory-adapter:/memory-adapter" "$(IMG)=./cmd:/manager"
+
+.PHONY: test-e2e
+test-e2e: ## End-to-end suite on the local cluster: brings it up (or reuses it), tears down what it started unless KEEP_CLUSTER=1.
+	go test -tags e2e ./test/e2e/ -count=1 -timeout 90m -v -ginkgo.v
