@@ -34,6 +34,7 @@ type Harness struct {
 	scope    string
 	filters  []string
 	admin    *pgxpool.Pool
+	obs      observer
 
 	mu       sync.Mutex
 	stores   []*Store
@@ -99,7 +100,7 @@ func (h *Harness) storeOptions() Options {
 	return Options{URL: h.storeURL, Scope: h.scope, Schema: h.schema, SupportedFilters: h.filters,
 		// Short timeouts keep the outage cases quick; they are still far above a healthy
 		// loopback round trip.
-		RequestTimeout: 3 * time.Second, ConnectTimeout: 2 * time.Second}
+		RequestTimeout: 3 * time.Second, ConnectTimeout: 2 * time.Second, trace: h.obs.trace}
 }
 
 // Schema returns the disposable schema's name.
@@ -143,6 +144,7 @@ func (h *Harness) Reset(ctx context.Context) error {
 		}
 	}
 	h.triggers = nil
+	h.obs.reset()
 	if _, err := h.admin.Exec(ctx, `DELETE FROM `+h.table()+` WHERE scope = $1`, h.scope); err != nil {
 		return fmt.Errorf("postgres harness: reset scope: %w", err)
 	}

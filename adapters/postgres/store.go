@@ -68,7 +68,21 @@ type Options struct {
 	MaxConns int32
 	// MaxItemBytes bounds one item's encoded size; 0 means relstore.DefaultMaxItemBytes.
 	MaxItemBytes int
+
+	// trace, set only by this package's Harness, sees every statement pgx sends, so the
+	// conformance suite can observe the transport.
+	trace func(sql string, args []any)
 }
+
+// queryTracer forwards pgx's query-start events to a trace function.
+type queryTracer struct{ fn func(string, []any) }
+
+func (t queryTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	t.fn(d.SQL, d.Args)
+	return ctx
+}
+
+func (queryTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // Store is a memory.ExternalStore over one PostgreSQL database, schema and scope. It is safe
 // for concurrent use. The zero value is not usable; call Open.
@@ -128,6 +142,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	cfg.HealthCheckPeriod = 10 * time.Second
 	cfg.MaxConnIdleTime = 5 * time.Minute
 	cfg.ConnConfig.RuntimeParams["application_name"] = "memory-adapter"
+	if opts.trace != nil {
+		cfg.ConnConfig.Tracer = queryTracer{opts.trace}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, memory.NewUnavailable("postgres: create pool", redacted(err))
@@ -279,7 +296,7 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 		return uuid.Nil, classify("store", err)
 	}
 	if n == 0 {
-		return uuid.Nil, memory.NewAdapterError("store: the id is held by a record that is not a memory item", nil)
+		return uuid.Nil, memory.NewAdapterError("store: the database acknowledged the write without writing the item (is the id held by a record that is not a memory item?)", nil)
 	}
 	return p.ID, nil
 }

@@ -38,6 +38,7 @@ type Harness struct {
 	scope   string
 	filters []string
 	admin   *sql.DB // the harness's own connection, for planting and rejecting records
+	obs     observer
 
 	mu       sync.Mutex
 	cut      bool
@@ -104,7 +105,7 @@ func (h *Harness) MakeStore(ctx context.Context) (memory.ExternalStore, error) {
 	}
 	// During a cut this really tries to open the unreachable file, so the caller sees the
 	// adapter's own MemoryAdapterUnavailable.
-	s, err := Open(ctx, Options{Path: h.path, Scope: h.scope, SupportedFilters: h.filters})
+	s, err := Open(ctx, Options{Path: h.path, Scope: h.scope, SupportedFilters: h.filters, trace: h.obs.trace})
 	if err != nil {
 		return nil, err
 	}
@@ -125,6 +126,7 @@ func (h *Harness) Reset(ctx context.Context) error {
 		}
 	}
 	h.triggers = nil
+	h.obs.reset()
 	if _, err := h.admin.ExecContext(ctx, `DELETE FROM memory_items WHERE scope = ?`, h.scope); err != nil {
 		return fmt.Errorf("sqlite harness: reset scope: %w", err)
 	}

@@ -56,6 +56,10 @@ type Options struct {
 	MaxItemBytes int
 	// MaxOpenConns bounds the connection pool; 0 means DefaultMaxOpenConns.
 	MaxOpenConns int
+
+	// trace, set only by this package's Harness, sees every statement an explicit call sends
+	// to the database, so the conformance suite can observe the transport.
+	trace func(sql string, args []any)
 }
 
 // Store is a memory.ExternalStore over one SQLite file and scope. It is safe for concurrent
@@ -67,6 +71,7 @@ type Store struct {
 	timeout  time.Duration
 	rules    relstore.Rules
 	maxIdle  int
+	trace    func(sql string, args []any)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -126,7 +131,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	s := &Store{
 		db: db, scope: opts.Scope, manifest: m, timeout: timeout, maxIdle: maxOpen,
-		rules: relstore.Rules{MaxItemBytes: opts.MaxItemBytes},
+		rules: relstore.Rules{MaxItemBytes: opts.MaxItemBytes}, trace: opts.trace,
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -214,6 +219,22 @@ func migrate(ctx context.Context, source string) error {
 	return nil
 }
 
+func (s *Store) traceSQL(query string, args []any) {
+	if s.trace != nil {
+		s.trace(query, args)
+	}
+}
+
+func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	s.traceSQL(query, args)
+	return s.db.ExecContext(ctx, query, args...)
+}
+
+func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	s.traceSQL(query, args)
+	return s.db.QueryRowContext(ctx, query, args...)
+}
+
 // Manifest implements memory.ExternalStore; it never changes for the store's lifetime.
 func (s *Store) Manifest() memory.Manifest { return s.manifest }
 
@@ -238,7 +259,7 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	tags, _ := json.Marshal(p.Tags)
-	res, err := s.db.ExecContext(ctx, `INSERT INTO memory_items
+	res, err := s.exec(ctx, `INSERT INTO memory_items
 		(scope, id, kind, created_at_us, metadata, content, search_text, tags)
 		VALUES (?, ?, 'memory_item', ?, ?, ?, ?, ?)
 		ON CONFLICT (scope, id) DO UPDATE SET
@@ -254,7 +275,7 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 		return uuid.Nil, classify("store", err)
 	}
 	if n == 0 {
-		return uuid.Nil, memory.NewAdapterError("store: the id is held by a record that is not a memory item", nil)
+		return uuid.Nil, memory.NewAdapterError("store: the database acknowledged the write without writing the item (is the id held by a record that is not a memory item?)", nil)
 	}
 	return p.ID, nil
 }
@@ -269,7 +290,7 @@ func (s *Store) Retrieve(ctx context.Context, id uuid.UUID) (*memory.Item, error
 		us                   int64
 		meta, content, tagsJ string
 	)
-	err := s.db.QueryRowContext(ctx, `SELECT kind, created_at_us, metadata, content, tags
+	err := s.queryRow(ctx, `SELECT kind, created_at_us, metadata, content, tags
 		FROM memory_items WHERE scope = ? AND id = ?`, s.scope, id.String()).
 		Scan(&kind, &us, &meta, &content, &tagsJ)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -318,6 +339,7 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 	sqlText, args, exact := buildSearch(s.scope, q)
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	s.traceSQL(sqlText, args)
 	rows, err := s.db.QueryContext(ctx, sqlText, args...)
 	if err != nil {
 		return nil, classify("search", err)
