@@ -12,7 +12,7 @@ import (
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
-// TestRejectsWhatPostgresCannotStore is the declared U+0000 behaviour: PostgreSQL text and
+// TestRejectsWhatPostgresCannotStore is the declared U+0000 behavior: PostgreSQL text and
 // jsonb cannot hold U+0000, so such items are refused before the write with
 // MemoryAdapterError, and nothing is written.
 func TestRejectsWhatPostgresCannotStore(t *testing.T) {

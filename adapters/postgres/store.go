@@ -203,7 +203,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	}
 	q := pgx.Identifier{s.schema}.Sanitize()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// Serialise concurrent first uses of one schema across processes.
+		// Serialize concurrent first uses of one schema across processes.
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('memory-adapter-migrate:' || $1))`, s.schema); err != nil {
 			return err
 		}
@@ -258,7 +258,7 @@ func (s *Store) retry(ctx context.Context, fn func(context.Context) error) error
 	if err == nil || !pgconn.SafeToRetry(err) || ctx.Err() != nil {
 		return err
 	}
-	pause := retryBackoff + rand.N(retryBackoff)
+	pause := retryBackoff + rand.N(retryBackoff) //nolint:gosec // jitter, not a secret
 	t := time.NewTimer(pause)
 	defer t.Stop()
 	select {

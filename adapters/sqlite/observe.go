@@ -67,7 +67,7 @@ func (o *observer) trace(query string, args []any) {
 		case "m.type IN ('integer', 'real')":
 			native = "type=integer|real, then JSON equality"
 		default:
-			native = "unrecognised: " + cond
+			native = "unrecognized: " + cond
 		}
 		o.filters = append(o.filters, fmt.Sprintf("json_each(metadata) key=%q %s", key, native))
 	}

@@ -187,7 +187,7 @@ func migrate(ctx context.Context, source string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	// _txlock=immediate makes BeginTx take the write lock at once, so two processes opening
-	// the same new file serialise here instead of both creating the table.
+	// the same new file serialize here instead of both creating the table.
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return classify("migrate", err)
