@@ -26,7 +26,7 @@ type Evidence struct {
 	// IndexLag counts acknowledged writes not yet visible to search; nil means the backend
 	// has no asynchronous index, so lag cannot exist.
 	IndexLag *int64 `json:"index_lag,omitempty"`
-	// ObservedAt is when the probe ran, so that stale evidence can be recognised.
+	// ObservedAt is when the probe ran, so that stale evidence can be recognized.
 	ObservedAt time.Time `json:"observed_at"`
 }
 
