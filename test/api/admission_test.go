@@ -1,0 +1,304 @@
+package apitest
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+	v1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/test/api/manifestcases"
+)
+
+var _ = Describe("MemoryAdapter admission", func() {
+	var ns string
+	BeforeEach(func() { ns = newNamespace() })
+
+	Context("the seed's coherence rules", func() {
+		// One manifest per rule, each breaking that rule and no earlier one.
+		incoherent := []struct {
+			msg    string
+			mutate func(m *v1alpha1.ManifestSpec)
+		}{
+			{memory.MsgFieldsDisjoint, func(m *v1alpha1.ManifestSpec) {
+				m.DroppedItemFields = []v1alpha1.ItemField{v1alpha1.ItemFieldCreatedAt}
+			}},
+			{memory.MsgFieldsClassified, func(m *v1alpha1.ManifestSpec) {
+				m.NativeItemFields = []v1alpha1.ItemField{v1alpha1.ItemFieldID, v1alpha1.ItemFieldMetadata, v1alpha1.ItemFieldContent, v1alpha1.ItemFieldTags}
+			}},
+			{memory.MsgRequiredNative, func(m *v1alpha1.ManifestSpec) {
+				m.NativeItemFields = []v1alpha1.ItemField{v1alpha1.ItemFieldID, v1alpha1.ItemFieldCreatedAt, v1alpha1.ItemFieldMetadata, v1alpha1.ItemFieldContent}
+				m.DroppedItemFields = []v1alpha1.ItemField{v1alpha1.ItemFieldTags}
+			}},
+			{memory.MsgMetadataNative, func(m *v1alpha1.ManifestSpec) {
+				m.NativeItemFields = []v1alpha1.ItemField{v1alpha1.ItemFieldID, v1alpha1.ItemFieldCreatedAt, v1alpha1.ItemFieldContent, v1alpha1.ItemFieldTags}
+				m.DroppedItemFields = []v1alpha1.ItemField{v1alpha1.ItemFieldMetadata}
+			}},
+			{memory.MsgFullRetrieve, func(m *v1alpha1.ManifestSpec) {
+				m.PreservesMetadata = false
+				m.SearchFidelity = v1alpha1.FidelityLossy
+			}},
+			{memory.MsgFullSearch, func(m *v1alpha1.ManifestSpec) {
+				m.SearchReturnsTags = false
+			}},
+		}
+		for i, tc := range incoherent {
+			It(fmt.Sprintf("rejects rule %d at create with %q", i+1, tc.msg), func() {
+				m := fullManifest()
+				tc.mutate(&m)
+				var ce *memory.CoherenceError
+				Expect(errors.As(m.Validate(), &ce)).To(BeTrue(), "the fixture must be incoherent in Go too")
+				Expect(ce.Rule).To(Equal(i + 1))
+
+				err := k8sClient.Create(ctx, newAdapter(ns, m))
+				Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+				Expect(manifestRuleMessages(err)).To(Equal([]string{tc.msg}))
+				Expect(err.Error()).To(ContainSubstring(tc.msg))
+			})
+		}
+
+		It("accepts a coherent manifest and stores it unchanged", func() {
+			a := newAdapter(ns, fullManifest())
+			Expect(k8sClient.Create(ctx, a)).To(Succeed())
+			got := &v1alpha1.MemoryAdapter{}
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(a), got)).To(Succeed())
+			Expect(got.Spec.Manifest).To(Equal(fullManifest()))
+			Expect(got.Spec.Manifest.Hash()).To(Equal(fullManifest().ToMemory().Hash()))
+		})
+
+		It("gives the same verdict and message as Manifest.Validate on a sample of the sweep", func() {
+			all := manifestcases.All(manifestcases.Native, manifestcases.Dropped, manifestcases.Neither, manifestcases.Both)
+			// Every 1021st case (a prime stride, so it walks through all the axes), plus the
+			// first case of each verdict so that all six rules and "coherent" are exercised.
+			seen := map[string]bool{}
+			var sample []manifestcases.Case
+			for i, c := range all {
+				verdict := ""
+				if err := c.Manifest.Validate(); err != nil {
+					verdict = err.Error()
+				}
+				if i%1021 == 0 || !seen[verdict] {
+					sample = append(sample, c)
+					seen[verdict] = true
+				}
+			}
+			Expect(seen).To(HaveLen(7))
+			for _, c := range sample {
+				var want []string
+				goErr := c.Manifest.Validate()
+				if goErr != nil {
+					var ce *memory.CoherenceError
+					Expect(errors.As(goErr, &ce)).To(BeTrue(), "%s: %v", c.Name, goErr)
+					want = []string{ce.Message}
+				}
+				a := newAdapter(ns, c.Manifest)
+				err := k8sClient.Create(ctx, a, client.DryRunAll)
+				if want == nil {
+					Expect(err).NotTo(HaveOccurred(), c.Name)
+					continue
+				}
+				Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: want Invalid, got %v", c.Name, err)
+				Expect(manifestRuleMessages(err)).To(Equal(want), c.Name)
+			}
+		})
+	})
+
+	Context("immutability", func() {
+		var existing *v1alpha1.MemoryAdapter
+		base := func() v1alpha1.ManifestSpec {
+			// Coherent, with room to change every field one at a time and stay coherent.
+			m := fullManifest()
+			m.RetrieveFidelity = v1alpha1.FidelityNativeFields
+			m.SearchFidelity = v1alpha1.FidelityNativeFields
+			m.SearchReturnsTags = false
+			m.PreservesMetadata = false
+			return m
+		}
+		BeforeEach(func() {
+			existing = newAdapter(ns, base())
+			Expect(k8sClient.Create(ctx, existing)).To(Succeed())
+		})
+
+		changes := map[string]func(m *v1alpha1.ManifestSpec){
+			"adapter": func(m *v1alpha1.ManifestSpec) { m.Adapter = "sqlite-v2" },
+			"nativeItemFields and droppedItemFields": func(m *v1alpha1.ManifestSpec) {
+				m.NativeItemFields = []v1alpha1.ItemField{v1alpha1.ItemFieldID, v1alpha1.ItemFieldMetadata, v1alpha1.ItemFieldContent, v1alpha1.ItemFieldTags}
+				m.DroppedItemFields = []v1alpha1.ItemField{v1alpha1.ItemFieldCreatedAt}
+			},
+			"supportedFilters":  func(m *v1alpha1.ManifestSpec) { m.SupportedFilters = append(m.SupportedFilters, "source") },
+			"searchConsistency": func(m *v1alpha1.ManifestSpec) { m.SearchConsistency = v1alpha1.ConsistencyEventual },
+			"retrieveFidelity":  func(m *v1alpha1.ManifestSpec) { m.RetrieveFidelity = v1alpha1.FidelityLossy },
+			"searchFidelity":    func(m *v1alpha1.ManifestSpec) { m.SearchFidelity = v1alpha1.FidelityLossy },
+			"searchReturnsTags": func(m *v1alpha1.ManifestSpec) { m.SearchReturnsTags = true },
+			"preservesMetadata": func(m *v1alpha1.ManifestSpec) { m.PreservesMetadata = true },
+		}
+		for name, change := range changes {
+			It("rejects a change of "+name, func() {
+				updated := existing.DeepCopy()
+				change(&updated.Spec.Manifest)
+				Expect(updated.Spec.Manifest.Validate()).To(Succeed(), "the changed manifest must be coherent, so only immutability can reject it")
+				err := k8sClient.Update(ctx, updated)
+				Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+				Expect(manifestRuleMessages(err)).To(Equal([]string{msgManifestImmutable}))
+			})
+		}
+
+		It("accepts the same sets written in another order, and changes outside the manifest", func() {
+			updated := existing.DeepCopy()
+			for i, j := 0, len(updated.Spec.Manifest.NativeItemFields)-1; i < j; i, j = i+1, j-1 {
+				f := updated.Spec.Manifest.NativeItemFields
+				f[i], f[j] = f[j], f[i]
+			}
+			updated.Spec.Replicas = nil
+			updated.Spec.Health = &v1alpha1.HealthSpec{Period: v1alpha1.NewDuration(10e9)}
+			Expect(k8sClient.Update(ctx, updated)).To(Succeed())
+		})
+
+		It("rejects a change of backend.scope", func() {
+			updated := existing.DeepCopy()
+			updated.Spec.Backend.Scope = "other"
+			err := k8sClient.Update(ctx, updated)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+			Expect(err.Error()).To(ContainSubstring("scope is immutable: create a new MemoryAdapter to use a different scope"))
+		})
+
+		It("rejects a change of backend.type", func() {
+			updated := existing.DeepCopy()
+			updated.Spec.Backend.Type = v1alpha1.BackendPostgres
+			updated.Spec.Backend.ConnectionSecretRef = &v1alpha1.SecretKeyReference{Name: "pg"}
+			err := k8sClient.Update(ctx, updated)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+			Expect(err.Error()).To(ContainSubstring("type is immutable: create a new MemoryAdapter to use a different backend"))
+		})
+	})
+
+	Context("backend and operational rules", func() {
+		It("requires a Secret reference unless the type is SQLite", func() {
+			a := newAdapter(ns, fullManifest())
+			a.Spec.Backend.Type = v1alpha1.BackendPostgres
+			err := k8sClient.Create(ctx, a, client.DryRunAll)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+			Expect(err.Error()).To(ContainSubstring("connectionSecretRef is required unless type is 'SQLite'"))
+
+			a.Spec.Backend.ConnectionSecretRef = &v1alpha1.SecretKeyReference{Name: "agent-memory-postgres"}
+			Expect(k8sClient.Create(ctx, a)).To(Succeed())
+			Expect(a.Spec.Backend.ConnectionSecretRef.Key).To(Equal("dsn"), "the key defaults to dsn")
+		})
+
+		DescribeTable("rejects inconsistent backend and operational settings",
+			func(mutate func(a *v1alpha1.MemoryAdapter), want string) {
+				a := newAdapter(ns, fullManifest())
+				mutate(a)
+				err := k8sClient.Create(ctx, a, client.DryRunAll)
+				Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+				Expect(err.Error()).To(ContainSubstring(want))
+			},
+			Entry("a Secret for SQLite", func(a *v1alpha1.MemoryAdapter) {
+				a.Spec.Backend.ConnectionSecretRef = &v1alpha1.SecretKeyReference{Name: "s"}
+			}, "connectionSecretRef must not be set when type is 'SQLite'"),
+			Entry("postgres options on SQLite", func(a *v1alpha1.MemoryAdapter) {
+				a.Spec.Backend.Postgres = &v1alpha1.PostgresOptions{}
+			}, "postgres options may only be set when type is 'Postgres'"),
+			Entry("two SQLite replicas", func(a *v1alpha1.MemoryAdapter) {
+				a.Spec.Replicas = new(int32)
+				*a.Spec.Replicas = 2
+			}, "replicas must be at most 1 when backend.type is 'SQLite'"),
+			Entry("retried writes that are not idempotent", func(a *v1alpha1.MemoryAdapter) {
+				three := int32(3)
+				a.Spec.Lifecycle = &v1alpha1.LifecycleSpec{
+					Retry:                &v1alpha1.RetryPolicies{Store: &v1alpha1.RetryPolicy{MaxAttempts: &three}},
+					DuplicateIDBehaviour: v1alpha1.DuplicateIDDuplicate,
+				}
+			}, "retry.store.maxAttempts above 1 requires duplicateIdBehaviour 'Overwrite'"),
+			Entry("a conformance interval beyond 720h", func(a *v1alpha1.MemoryAdapter) {
+				d := v1alpha1.Duration("1000h")
+				a.Spec.Conformance = &v1alpha1.ConformanceSpec{Interval: &d}
+			}, "must be between 1m and 720h"),
+			Entry("a staleness grace shorter than the period", func(a *v1alpha1.MemoryAdapter) {
+				a.Spec.Health = &v1alpha1.HealthSpec{Period: v1alpha1.NewDuration(60e9), StalenessGrace: v1alpha1.NewDuration(30e9)}
+			}, "stalenessGrace must not be shorter than period"),
+		)
+	})
+
+	Context("hostile input", func() {
+		// Each entry edits the unstructured object so it can carry values the Go types would
+		// never produce, and expects the API server's standard message.
+		DescribeTable("is rejected with the API server's standard message",
+			func(path []string, value any, want string) {
+				u := toUnstructured(newAdapter(ns, fullManifest()))
+				Expect(unstructured.SetNestedField(u.Object, value, path...)).To(Succeed())
+				err := k8sClient.Create(ctx, u, client.DryRunAll)
+				Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+				Expect(err.Error()).To(MatchRegexp(want))
+			},
+			Entry("too many filter keys", []string{"spec", "manifest", "supportedFilters"}, keys(65, 8),
+				`spec.manifest.supportedFilters: Too many: 65: must have at most 64 items`),
+			Entry("an oversized filter key", []string{"spec", "manifest", "supportedFilters"}, []any{strings.Repeat("k", 257)},
+				`spec.manifest.supportedFilters\[0\]: Too long: may not be (more|longer) than 256`),
+			Entry("a filter key over 256 bytes in UTF-8", []string{"spec", "manifest", "supportedFilters"}, []any{strings.Repeat("é", 200)},
+				`must be at most 256 bytes when encoded as UTF-8`),
+			Entry("an empty filter key", []string{"spec", "manifest", "supportedFilters"}, []any{""},
+				`spec.manifest.supportedFilters\[0\]: Invalid value: "": spec.manifest.supportedFilters\[0\] in body should be at least 1 chars long`),
+			Entry("a duplicate filter key", []string{"spec", "manifest", "supportedFilters"}, []any{"source", "source"},
+				`spec.manifest.supportedFilters\[1\]: Duplicate value: "source"`),
+			Entry("a duplicate native field", []string{"spec", "manifest", "nativeItemFields"}, []any{"id", "created_at", "metadata", "content", "tags", "id"},
+				`spec.manifest.nativeItemFields\[5\]: Duplicate value: "id"`),
+			Entry("too many native fields", []string{"spec", "manifest", "nativeItemFields"}, []any{"id", "created_at", "metadata", "content", "tags", "id"},
+				`spec.manifest.nativeItemFields: Too many: 6: must have at most 5 items`),
+			Entry("an unknown item field", []string{"spec", "manifest", "nativeItemFields"}, []any{"id", "content", "tags", "embedding"},
+				`spec.manifest.nativeItemFields\[3\]: Unsupported value: "embedding": supported values: "id", "created_at", "metadata", "content", "tags"`),
+			Entry("an unknown consistency", []string{"spec", "manifest", "searchConsistency"}, "sometimes",
+				`spec.manifest.searchConsistency: Unsupported value: "sometimes": supported values: "immediate", "eventual"`),
+			Entry("an unknown fidelity", []string{"spec", "manifest", "retrieveFidelity"}, "perfect",
+				`spec.manifest.retrieveFidelity: Unsupported value: "perfect": supported values: "full", "native_fields", "lossy"`),
+			Entry("an unknown backend type", []string{"spec", "backend", "type"}, "Mongo",
+				`spec.backend.type: Unsupported value: "Mongo": supported values: "SQLite", "Postgres", "Redis"`),
+			Entry("an oversized adapter id", []string{"spec", "manifest", "adapter"}, strings.Repeat("a", 254),
+				`spec.manifest.adapter: Too long: may not be (more|longer) than 253`),
+			Entry("an empty adapter id", []string{"spec", "manifest", "adapter"}, "",
+				`spec.manifest.adapter: Invalid value: "": spec.manifest.adapter in body should be at least 1 chars long`),
+			Entry("an oversized image", []string{"spec", "image"}, strings.Repeat("i", 513),
+				`spec.image: Too long: may not be (more|longer) than 512`),
+			Entry("a scope that is not an identifier", []string{"spec", "backend", "scope"}, "Robert'); DROP TABLE items;--",
+				`spec.backend.scope: Invalid value: .*should match`),
+			Entry("too many replicas", []string{"spec", "replicas"}, int64(17),
+				`spec.replicas: Invalid value: 17: spec.replicas in body should be less than or equal to 16`),
+			Entry("a duration that does not parse", []string{"spec", "health", "period"}, "forever",
+				`spec.health.period: Invalid value: "forever": spec.health.period in body should match`),
+			Entry("a wrong type", []string{"spec", "manifest", "searchReturnsTags"}, "yes",
+				`spec.manifest.searchReturnsTags: Invalid value: "string": spec.manifest.searchReturnsTags in body must be of type boolean`),
+		)
+
+		It("rejects unknown fields under strict field validation", func() {
+			u := toUnstructured(newAdapter(ns, fullManifest()))
+			Expect(unstructured.SetNestedField(u.Object, "x", "spec", "manifest", "ranking")).To(Succeed())
+			err := k8sClient.Create(ctx, u, client.DryRunAll, client.FieldValidation("Strict"))
+			Expect(err).To(HaveOccurred())
+			Expect(err.Error()).To(ContainSubstring(`unknown field "spec.manifest.ranking"`))
+		})
+
+		It("requires every manifest field but the two optional sets", func() {
+			u := toUnstructured(newAdapter(ns, fullManifest()))
+			unstructured.RemoveNestedField(u.Object, "spec", "manifest", "searchConsistency")
+			err := k8sClient.Create(ctx, u, client.DryRunAll)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+			Expect(err.Error()).To(ContainSubstring(`spec.manifest.searchConsistency: Required value`))
+		})
+	})
+})
+
+// keys returns n distinct filter keys of the given length.
+func keys(n, length int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%0*d", length, i)
+	}
+	return out
+}

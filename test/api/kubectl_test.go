@@ -1,0 +1,95 @@
+package apitest
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+)
+
+// kubectl runs the kubectl built by hack/k8s-binaries.sh against the envtest API server, with
+// its own discovery cache and HOME, so nothing from the machine's kubectl setup leaks in.
+func kubectl(args ...string) (string, error) {
+	home := GinkgoT().TempDir()
+	c, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	full := append([]string{"--kubeconfig", kubeconfigPath, "--cache-dir", filepath.Join(home, "cache")}, args...)
+	cmd := exec.CommandContext(c, kubectlPath, full...)
+	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil {
+		return stdout.String() + stderr.String(), err
+	}
+	return stdout.String(), nil
+}
+
+var _ = Describe("kubectl", func() {
+	It("explains spec.manifest from the CRD's field docs", func() {
+		// The API server publishes a new CRD's OpenAPI document shortly after the CRD is
+		// established, so explain is polled until it finds the resource.
+		var out string
+		Eventually(func(g Gomega) {
+			var err error
+			out, err = kubectl("explain", "memoryadapter.spec.manifest")
+			g.Expect(err).NotTo(HaveOccurred(), out)
+		}).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		Expect(out).To(ContainSubstring("GROUP:      memory.agentmem.io"))
+		Expect(out).To(ContainSubstring("manifest is the fidelity manifest the adapter publishes"))
+		for _, field := range []string{"adapter", "nativeItemFields", "droppedItemFields", "supportedFilters",
+			"searchConsistency", "retrieveFidelity", "searchFidelity", "searchReturnsTags", "preservesMetadata"} {
+			Expect(out).To(MatchRegexp(`(?m)^\s+`+field+`\s+<`), "explain lists %s", field)
+		}
+		Expect(out).To(ContainSubstring("supportedFilters is the exact set of metadata keys"))
+		Expect(out).To(MatchRegexp(`adapter\s+<string> -required-`))
+
+		out, err := kubectl("explain", "madp.spec.manifest.searchConsistency")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(MatchRegexp(`ENUM:\s+immediate\s+eventual`))
+	})
+
+	It("prints the Backend, Consistency, Conformant, Available and Service Version columns", func() {
+		ns := newNamespace()
+		a := newAdapter(ns, fullManifest())
+		Expect(k8sClient.Create(ctx, a)).To(Succeed())
+		now := metav1.Now()
+		for _, c := range []metav1.Condition{
+			{Type: v1alpha1.ConditionConformant, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonConformancePassed, Message: "All applicable cases passed"},
+			{Type: v1alpha1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonEvidenceStale, Message: "No evidence for 2m"},
+		} {
+			c.LastTransitionTime = now
+			c.ObservedGeneration = a.Generation
+			meta.SetStatusCondition(&a.Status.Conditions, c)
+		}
+		a.Status.ServiceVersion = "3.46.1"
+		a.Status.ObservedGeneration = a.Generation
+		Expect(k8sClient.Status().Update(ctx, a)).To(Succeed())
+
+		out, err := kubectl("get", "madp", "-n", ns)
+		Expect(err).NotTo(HaveOccurred(), out)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		Expect(lines).To(HaveLen(2), out)
+		Expect(strings.Fields(lines[0])).To(Equal([]string{"NAME", "BACKEND", "CONSISTENCY", "CONFORMANT", "AVAILABLE", "SERVICE", "VERSION", "AGE"}))
+		row := strings.Fields(lines[1])
+		Expect(row).To(HaveLen(7), out)
+		Expect(row[:6]).To(Equal([]string{a.Name, "SQLite", "immediate", "True", "False", "3.46.1"}))
+
+		// The agentmem category reaches it too, so `kubectl get agentmem` lists every kind of
+		// the project.
+		out, err = kubectl("get", "agentmem", "-n", ns, "-o", "name")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(strings.TrimSpace(out)).To(Equal("memoryadapter.memory.agentmem.io/" + a.Name))
+	})
+})

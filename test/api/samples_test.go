@@ -1,0 +1,65 @@
+package apitest
+
+import (
+	"os"
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	v1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+)
+
+var _ = Describe("config/samples", func() {
+	samplesDir := filepath.Join("..", "..", "config", "samples")
+
+	// sampleFiles reads the kustomization, so a sample missing from it (and so from
+	// `kubectl apply -k`) is noticed too.
+	sampleFiles := func() []string {
+		b, err := os.ReadFile(filepath.Join(samplesDir, "kustomization.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var k struct {
+			APIVersion string   `json:"apiVersion"`
+			Kind       string   `json:"kind"`
+			Resources  []string `json:"resources"`
+		}
+		Expect(yaml.UnmarshalStrict(b, &k, yaml.DisallowUnknownFields)).To(Succeed())
+		onDisk, err := filepath.Glob(filepath.Join(samplesDir, "memory_v1alpha1_*.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var listed []string
+		for _, r := range k.Resources {
+			listed = append(listed, filepath.Join(samplesDir, r))
+		}
+		Expect(listed).To(ConsistOf(onDisk), "kustomization.yaml must list every sample")
+		return listed
+	}
+
+	It("has one sample per backend type, each passing a server-side dry-run", func() {
+		ns := newNamespace()
+		types := map[string]bool{}
+		for _, f := range sampleFiles() {
+			b, err := os.ReadFile(f)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(b)).To(MatchRegexp(`(?m)^#`), "%s must explain itself in comments", f)
+
+			u := &unstructured.Unstructured{}
+			Expect(yaml.Unmarshal(b, &u.Object)).To(Succeed(), f)
+			Expect(u.GroupVersionKind()).To(Equal(v1alpha1.GroupVersion.WithKind("MemoryAdapter")), f)
+			u.SetNamespace(ns)
+			Expect(k8sClient.Create(ctx, u, client.DryRunAll, client.FieldValidation("Strict"))).To(Succeed(), f)
+
+			// The sample must also decode into the Go types and carry a coherent manifest.
+			typed := &v1alpha1.MemoryAdapter{}
+			Expect(yaml.UnmarshalStrict(b, typed)).To(Succeed(), f)
+			Expect(typed.Spec.Manifest.Validate()).To(Succeed(), f)
+			types[string(typed.Spec.Backend.Type)] = true
+		}
+		Expect(types).To(Equal(map[string]bool{
+			string(v1alpha1.BackendSQLite): true, string(v1alpha1.BackendPostgres): true, string(v1alpha1.BackendRedis): true,
+		}))
+	})
+})
