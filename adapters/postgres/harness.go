@@ -28,13 +28,14 @@ import (
 // ones are refused, and pgx's own error path must surface as MemoryAdapterUnavailable. The
 // harness's administrative pool connects directly and is not affected.
 type Harness struct {
-	proxy    *tcpproxy.Proxy
-	storeURL string
-	schema   string
-	scope    string
-	filters  []string
-	admin    *pgxpool.Pool
-	obs      observer
+	proxy     *tcpproxy.Proxy
+	storeURL  string
+	schema    string
+	scope     string
+	filters   []string
+	adapterID string
+	admin     *pgxpool.Pool
+	obs       observer
 
 	mu       sync.Mutex
 	stores   []*Store
@@ -48,6 +49,8 @@ type HarnessOptions struct {
 	URL string
 	// SupportedFilters is passed to every store; nil means DefaultSupportedFilters.
 	SupportedFilters []string
+	// AdapterID is passed to every store (the manifest's adapter id); empty means AdapterID.
+	AdapterID string
 }
 
 // NewHarness connects to the server, starts the proxy and creates the disposable schema.
@@ -68,11 +71,12 @@ func NewHarness(ctx context.Context, opts HarnessOptions) (*Harness, error) {
 	proxied := *u
 	proxied.Host = proxy.Addr()
 	h := &Harness{
-		proxy:    proxy,
-		storeURL: proxied.String(),
-		schema:   "mao_conf_" + randomHex(8),
-		scope:    "conformance-" + randomHex(8),
-		filters:  opts.SupportedFilters,
+		proxy:     proxy,
+		storeURL:  proxied.String(),
+		schema:    "mao_conf_" + randomHex(8),
+		scope:     "conformance-" + randomHex(8),
+		filters:   opts.SupportedFilters,
+		adapterID: opts.AdapterID,
 	}
 	h.admin, err = pgxpool.New(ctx, opts.URL)
 	if err != nil {
@@ -97,7 +101,7 @@ func randomHex(n int) string {
 }
 
 func (h *Harness) storeOptions() Options {
-	return Options{URL: h.storeURL, Scope: h.scope, Schema: h.schema, SupportedFilters: h.filters,
+	return Options{URL: h.storeURL, Scope: h.scope, Schema: h.schema, SupportedFilters: h.filters, AdapterID: h.adapterID,
 		// Short timeouts keep the outage cases quick; they are still far above a healthy
 		// loopback round trip.
 		RequestTimeout: 3 * time.Second, ConnectTimeout: 2 * time.Second, trace: h.obs.trace}

@@ -489,3 +489,15 @@ func TestConcurrentWritersLoseNothing(t *testing.T) {
 		t.Fatalf("search after burst: %d hits, %v; want %d", len(hits), err, writers*perWriter)
 	}
 }
+
+func TestHarnessAdapterID(t *testing.T) {
+	h, err := NewHarness(context.Background(), HarnessOptions{URL: testURL, AdapterID: "postgres-team-a", SupportedFilters: []string{"k"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	s := newStore(t, h)
+	if m := s.Manifest(); m.Adapter != "postgres-team-a" || !slices.Equal(m.SupportedFilters, []string{"k"}) {
+		t.Fatalf("manifest %+v", m)
+	}
+}

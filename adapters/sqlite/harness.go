@@ -31,14 +31,15 @@ import (
 // the open file; the suite makes no concurrent calls during the cut.) Reset renames the
 // directory back.
 type Harness struct {
-	base    string // disposable root, removed by Close
-	dataDir string // holds the database file; renamed away while cut
-	cutDir  string
-	path    string
-	scope   string
-	filters []string
-	admin   *sql.DB // the harness's own connection, for planting and rejecting records
-	obs     observer
+	base      string // disposable root, removed by Close
+	dataDir   string // holds the database file; renamed away while cut
+	cutDir    string
+	path      string
+	scope     string
+	filters   []string
+	adapterID string
+	admin     *sql.DB // the harness's own connection, for planting and rejecting records
+	obs       observer
 
 	mu       sync.Mutex
 	cut      bool
@@ -53,6 +54,8 @@ type HarnessOptions struct {
 	Dir string
 	// SupportedFilters is passed to every store; nil means DefaultSupportedFilters.
 	SupportedFilters []string
+	// AdapterID is passed to every store (the manifest's adapter id); empty means AdapterID.
+	AdapterID string
 }
 
 // NewHarness creates the disposable directory and database file.
@@ -62,15 +65,16 @@ func NewHarness(ctx context.Context, opts HarnessOptions) (*Harness, error) {
 		return nil, fmt.Errorf("sqlite harness: %w", err)
 	}
 	h := &Harness{
-		base:    base,
-		dataDir: filepath.Join(base, "data"),
-		cutDir:  filepath.Join(base, "data.cut"),
-		scope:   "conformance-" + randomHex(8),
-		filters: opts.SupportedFilters,
+		base:      base,
+		dataDir:   filepath.Join(base, "data"),
+		cutDir:    filepath.Join(base, "data.cut"),
+		scope:     "conformance-" + randomHex(8),
+		filters:   opts.SupportedFilters,
+		adapterID: opts.AdapterID,
 	}
 	h.path = filepath.Join(h.dataDir, "memory.db")
 	// Opening a store once creates the file and its schema.
-	s, err := Open(ctx, Options{Path: h.path, Scope: h.scope, SupportedFilters: h.filters})
+	s, err := Open(ctx, Options{Path: h.path, Scope: h.scope, SupportedFilters: h.filters, AdapterID: h.adapterID})
 	if err != nil {
 		_ = os.RemoveAll(base)
 		return nil, fmt.Errorf("sqlite harness: %w", err)
@@ -105,7 +109,7 @@ func (h *Harness) MakeStore(ctx context.Context) (memory.ExternalStore, error) {
 	}
 	// During a cut this really tries to open the unreachable file, so the caller sees the
 	// adapter's own MemoryAdapterUnavailable.
-	s, err := Open(ctx, Options{Path: h.path, Scope: h.scope, SupportedFilters: h.filters, trace: h.obs.trace})
+	s, err := Open(ctx, Options{Path: h.path, Scope: h.scope, SupportedFilters: h.filters, AdapterID: h.adapterID, trace: h.obs.trace})
 	if err != nil {
 		return nil, err
 	}

@@ -488,3 +488,15 @@ func TestConcurrentWritersLoseNothing(t *testing.T) {
 		t.Fatalf("search after burst: %d hits, %v; want %d", len(hits), err, writers*perWriter)
 	}
 }
+
+func TestHarnessAdapterID(t *testing.T) {
+	h, err := NewHarness(context.Background(), HarnessOptions{Dir: t.TempDir(), AdapterID: "sqlite-team-a", SupportedFilters: []string{"k"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	s := newStore(t, h)
+	if m := s.Manifest(); m.Adapter != "sqlite-team-a" || !slices.Equal(m.SupportedFilters, []string{"k"}) {
+		t.Fatalf("manifest %+v", m)
+	}
+}
