@@ -41,9 +41,15 @@ type server struct {
 	url string
 }
 
+// scriptPath finds the script relative to the package directory, which is go test's working
+// directory, falling back to this file's compile-time location.
 func scriptPath() string {
+	rel := filepath.Join("..", "..", "hack", "postgres-server.sh")
+	if _, err := os.Stat(rel); err == nil {
+		return rel
+	}
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "hack", "postgres-server.sh")
+	return filepath.Join(filepath.Dir(file), rel)
 }
 
 func script(args ...string) ([]byte, error) {
