@@ -11,8 +11,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export MAO_CLUSTER_DIR="${MAO_CLUSTER_DIR:-/var/tmp/mao-cluster}"
-K8S_VERSION="${K8S_VERSION:-v1.37.2}"
-CACHE_ROOT="${MAO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/memory-adapter-operator}"
 log() { printf '[cluster-up] %s\n' "$*" >&2; }
 
 if [ "$(id -u)" != 0 ]; then
@@ -35,42 +33,18 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 # 2. Kubernetes binaries (hack/k8s-binaries.sh builds only what is missing, under a lock).
+# kubectl is not needed by the cluster itself; it is there for people using the cluster.
 log "ensuring Kubernetes binaries (first build takes ~15 minutes on 2 cores; cached afterwards)"
-BIN_DIR=$(hack/k8s-binaries.sh etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
+BIN_DIR=$(hack/k8s-binaries.sh etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
 echo "$BIN_DIR" >"$MAO_CLUSTER_DIR/bin-dir"
 
-# 3. kubectl, for people using the cluster by hand; built from the same wrapper module
-# hack/k8s-binaries.sh prepared, under its lock.
-if [ ! -x "$BIN_DIR/kubectl" ]; then
-  wrap="$CACHE_ROOT/build/kubernetes-$K8S_VERSION"
-  if [ ! -f "$wrap/go.mod" ]; then
-    log "no wrapper module at $wrap (hack/k8s-binaries.sh should have made it)"
-    exit 1
-  fi
-  log "building kubectl $K8S_VERSION from the Go module proxy"
-  (
-    exec 9>"$CACHE_ROOT/build/.lock"
-    flock 9
-    if [ ! -x "$BIN_DIR/kubectl" ]; then
-      minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
-      ld=""
-      for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-        ld+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
-      done
-      cd "$wrap"
-      CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$ld" -o "$BIN_DIR/.kubectl.tmp" k8s.io/kubernetes/cmd/kubectl >&2
-      mv "$BIN_DIR/.kubectl.tmp" "$BIN_DIR/kubectl"
-    fi
-  )
-fi
-
-# 4. The cluster tool and the pause image (there is no registry to pull it from).
+# 3. The cluster tool and the pause image (there is no registry to pull it from).
 go build -o "$MAO_CLUSTER_DIR/tools/cluster" ./hack/cluster
 go build -o "$MAO_CLUSTER_DIR/tools/images" ./hack/images
 "$MAO_CLUSTER_DIR/tools/images" -out "$MAO_CLUSTER_DIR/images" \
   registry.k8s.io/pause:3.10=./hack/images/pause:/pause:65535
 
-# 5. Start or reuse every component.
+# 4. Start or reuse every component.
 "$MAO_CLUSTER_DIR/tools/cluster" -bin-dir "$BIN_DIR" \
   -import "$MAO_CLUSTER_DIR/images/registry.k8s.io_pause_3.10.tar" up
 log "kubectl: $BIN_DIR/kubectl"
