@@ -114,6 +114,7 @@ type MemoryAdapterStatus struct {
 	// conformance runs.
 	// +optional
 	// +kubebuilder:validation:MaxLength=71
+	// +kubebuilder:validation:Pattern=`^sha256:[0-9a-f]{64}$`
 	ManifestHash string `json:"manifestHash,omitempty"`
 
 	// conformance is the result of the latest finished conformance run.
@@ -154,8 +155,8 @@ type ConformanceResult struct {
 
 	// manifestHash is the hash of the manifest the run verified.
 	// +required
-	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=71
+	// +kubebuilder:validation:Pattern=`^sha256:[0-9a-f]{64}$`
 	ManifestHash string `json:"manifestHash"`
 
 	// serviceVersion is the backend service version the run tested.
@@ -250,6 +251,7 @@ type EvidenceStatus struct {
 	// manifestHash is the hash of the manifest the adapter serves.
 	// +optional
 	// +kubebuilder:validation:MaxLength=71
+	// +kubebuilder:validation:Pattern=`^sha256:[0-9a-f]{64}$`
 	ManifestHash string `json:"manifestHash,omitempty"`
 
 	// indexLag is how far the search index trails the writes, for eventual adapters, as a Go
