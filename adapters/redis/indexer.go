@@ -31,7 +31,11 @@ const (
 // stream entries to the search index and acknowledges them in the same transaction, so an
 // entry is acknowledged exactly when its effect is visible to search.
 type indexer struct {
-	s      *Store
+	s *Store
+	// c is the indexer's own small pool: closing it interrupts a blocked XREADGROUP at
+	// once, so Close never waits for the block timeout, and explicit calls never queue
+	// behind index traffic.
+	c      *goredis.Client
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -42,11 +46,16 @@ type indexer struct {
 
 func newIndexer(s *Store) *indexer {
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), indexerCtxKey{}, true))
-	return &indexer{s: s, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	o := *s.cfg.client
+	o.PoolSize = 2
+	return &indexer{s: s, c: goredis.NewClient(&o), ctx: ctx, cancel: cancel, done: make(chan struct{})}
 }
 
+// stop cancels the indexer, closes its pool (interrupting a blocked read) and waits for
+// its goroutine. It is idempotent.
 func (ix *indexer) stop() {
 	ix.cancel()
+	_ = ix.c.Close()
 	<-ix.done
 }
 
@@ -113,7 +122,7 @@ func (ix *indexer) round(ownPending *bool, lastClaim, lastTrim *time.Time) error
 	if *ownPending {
 		start, block = "0", -1
 	}
-	res, err := s.client.XReadGroup(ctx, &goredis.XReadGroupArgs{
+	res, err := ix.c.XReadGroup(ctx, &goredis.XReadGroupArgs{
 		Group: groupName, Consumer: s.cfg.consumer, Streams: []string{s.k.stream(), start},
 		Count: int64(s.cfg.batch), Block: block,
 	}).Result()
@@ -141,7 +150,7 @@ func (ix *indexer) claim() error {
 	s := ix.s
 	start := "0-0"
 	for range 64 {
-		msgs, next, err := s.client.XAutoClaim(ix.ctx, &goredis.XAutoClaimArgs{
+		msgs, next, err := ix.c.XAutoClaim(ix.ctx, &goredis.XAutoClaimArgs{
 			Stream: s.k.stream(), Group: groupName, Consumer: s.cfg.consumer,
 			MinIdle: s.cfg.claimIdle, Start: start, Count: int64(s.cfg.batch),
 		}).Result()
@@ -163,7 +172,7 @@ func (ix *indexer) claim() error {
 // pending entry, or below the group's last delivered entry when none is pending.
 func (ix *indexer) trim() error {
 	s := ix.s
-	groups, err := s.client.XInfoGroups(ix.ctx, s.k.stream()).Result()
+	groups, err := ix.c.XInfoGroups(ix.ctx, s.k.stream()).Result()
 	if err != nil {
 		if isServerReply(err) && strings.Contains(err.Error(), "no such key") {
 			return nil // the scope was dropped; the next read recreates it
@@ -176,7 +185,7 @@ func (ix *indexer) trim() error {
 		}
 		minID := g.LastDeliveredID
 		if g.Pending > 0 {
-			p, err := s.client.XPending(ix.ctx, s.k.stream(), groupName).Result()
+			p, err := ix.c.XPending(ix.ctx, s.k.stream(), groupName).Result()
 			if err != nil {
 				return err
 			}
@@ -185,7 +194,7 @@ func (ix *indexer) trim() error {
 		if minID == "" || minID == "0-0" {
 			return nil
 		}
-		return s.client.XTrimMinIDApprox(ix.ctx, s.k.stream(), minID, 0).Err()
+		return ix.c.XTrimMinIDApprox(ix.ctx, s.k.stream(), minID, 0).Err()
 	}
 	return nil
 }
@@ -227,7 +236,7 @@ func (ix *indexer) apply(msgs []goredis.XMessage) error {
 		watch = append(watch, s.k.item(id), s.k.doc(id))
 	}
 	for range indexMaxWatchRuns {
-		err := s.client.Watch(ix.ctx, func(tx *goredis.Tx) error {
+		err := ix.c.Watch(ix.ctx, func(tx *goredis.Tx) error {
 			return ix.applyWatched(tx, ids, entryIDs)
 		}, watch...)
 		if errors.Is(err, goredis.TxFailedErr) {

@@ -35,7 +35,7 @@ var (
 // TestConformanceLive runs the shared 17-case matrix against the real server.
 func TestConformanceLive(t *testing.T) {
 	h := newHarness(t)
-	r := conformance.Run(t, h, conformance.Options{AdapterVersion: "test"})
+	r := conformance.Run(t, h, conformance.Options{AdapterVersion: "test", CaseTimeout: 2 * time.Minute})
 	// The harness offers every optional capability, so no case may be NotApplicable.
 	for _, c := range r.Cases {
 		if c.Outcome == conformance.NotApplicable {
