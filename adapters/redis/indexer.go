@@ -161,9 +161,28 @@ func (ix *indexer) claim() error {
 			return err
 		}
 		if next == "0-0" || next == "" {
-			return nil
+			break
 		}
 		start = next
+	}
+	return ix.forgetDeadConsumers()
+}
+
+// forgetDeadConsumers removes consumers that hold nothing and have not read for ten claim
+// periods: instances that died with a random consumer name. A live consumer reads at least
+// once per block timeout, and a removed one that comes back is recreated by its next read.
+func (ix *indexer) forgetDeadConsumers() error {
+	s := ix.s
+	consumers, err := ix.c.XInfoConsumers(ix.ctx, s.k.stream(), groupName).Result()
+	if err != nil {
+		return err
+	}
+	for _, c := range consumers {
+		if c.Name != s.cfg.consumer && c.Pending == 0 && c.Idle > 10*s.cfg.claimIdle {
+			if err := ix.c.XGroupDelConsumer(ix.ctx, s.k.stream(), groupName, c.Name).Err(); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

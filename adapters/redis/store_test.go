@@ -261,6 +261,19 @@ func TestCrashedConsumerEntriesAreClaimed(t *testing.T) {
 	if err != nil || !slices.Equal(ids(hits), []uuid.UUID{it.ID}) {
 		t.Fatalf("claimed entry not indexed: %v, %v", ids(hits), err)
 	}
+	// Once it holds nothing and stays silent for ten claim periods, the dead consumer is
+	// forgotten; the live one stays.
+	eventually(t, 20*time.Second, "the dead consumer to be removed from the group", func() bool {
+		cs, err := h.admin.XInfoConsumers(ctx, h.k.stream(), groupName).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := map[string]bool{}
+		for _, c := range cs {
+			names[c.Name] = true
+		}
+		return !names["crashed"] && names[live.cfg.consumer]
+	})
 }
 
 // TestOverwriteReindexes checks duplicate-id behaviour: last writer wins, the position in
