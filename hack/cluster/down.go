@@ -71,7 +71,7 @@ func (c *cluster) down(ctx context.Context) error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	c.logf("cluster stopped; nothing of it remains (state kept for reuse: %s)", c.dir)
+	c.logf("cluster stopped: nothing of it remains on the host (certificates, images and logs kept in %s)", c.dir)
 	return nil
 }
 

@@ -94,6 +94,14 @@ func main() {
 	ctx, cancelT := context.WithTimeout(ctx, *timeout)
 	defer cancelT()
 
+	if cmd := fs.Arg(0); cmd == "up" || cmd == "down" {
+		unlock, err := lockDir(abs)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "[cluster] error:", err)
+			os.Exit(1)
+		}
+		defer unlock()
+	}
 	switch fs.Arg(0) {
 	case "up":
 		err = c.withNodeIP(func() error { return c.up(ctx, splitList(*images)) })
@@ -168,4 +176,25 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// lockDir serialises up and down on one state directory: two concurrent ups would start
+// every component twice. Go opens files close-on-exec, so the components we start do not
+// inherit the lock and hold it forever.
+func lockDir(dir string) (func(), error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		fmt.Fprintf(os.Stderr, "[cluster] waiting for another cluster up/down on %s\n", dir)
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("locking %s: %w", dir, err)
+		}
+	}
+	return func() { _ = f.Close() }, nil
 }

@@ -54,6 +54,13 @@ func (c *cluster) up(ctx context.Context, images []string) error {
 			return fmt.Errorf("CNI plugin %s missing in %s (apt-get install containernetworking-plugins)", p, cniBinDir)
 		}
 	}
+	if !c.anyRunning() {
+		// Nothing of ours runs: whatever a crash or a killed session left behind (stale
+		// etcd data, mounts, rules, the bridge) is removed so the cluster starts fresh.
+		if err := c.down(ctx); err != nil {
+			return fmt.Errorf("cleaning up a previous cluster before starting: %w", err)
+		}
+	}
 	for _, d := range []string{"run", "logs", "etcd", "kubelet", "pod-logs", "cni/net.d", "cni/ipam", "containerd"} {
 		if err := os.MkdirAll(filepath.Join(c.dir, d), 0o755); err != nil {
 			return err
@@ -408,6 +415,15 @@ func (c *cluster) status() error {
 	}
 	fmt.Printf("export KUBECONFIG=%s\n", c.adminKubeconfig())
 	return nil
+}
+
+func (c *cluster) anyRunning() bool {
+	for _, name := range components {
+		if _, ok := c.running(name); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // components in start order; down stops them in reverse, except as noted there.
