@@ -75,7 +75,7 @@ func TestFenceRetrieveUnknownIDIsNil(t *testing.T) {
 	g.Expect(got).To(BeNil())
 }
 
-// lionagi's InMemoryStore-specific behaviour.
+// lionagi's InMemoryStore-specific behavior.
 
 func TestSearchText(t *testing.T) {
 	s := inmemory.New(inmemory.Options{})
@@ -183,7 +183,7 @@ func TestSearchMetadataFilters(t *testing.T) {
 		{"one key", f("source", `"cli"`), []uuid.UUID{cliB1.ID, cliB2.ID}},
 		{"every key must match", f("source", `"cli"`, "branch_id", `"b1"`), []uuid.UUID{cliB1.ID}},
 		{"exact big integer", f("n", `9007199254740993`), []uuid.UUID{cliB1.ID}},
-		{"big integer neighbour", f("n", `9007199254740992`), nil},
+		{"big integer neighbor", f("n", `9007199254740992`), nil},
 		{"object value by JSON equality", f("n", `{"b":2.0,"a":1}`), []uuid.UUID{apiB1.ID}},
 		{"string is not a number", f("n", `"9007199254740993"`), nil},
 		{"missing key does not match null", f("source", `null`), nil},
@@ -453,8 +453,13 @@ func TestConcurrentStoreSearchRetrieve(t *testing.T) {
 				for _, h := range hits {
 					// Mutate the copy: it must never be shared with the store.
 					h.Tags = append(h.Tags, "x")
-					if got, err := s.Retrieve(ctx, h.ID); err != nil || got == nil {
-						errs <- fmt.Errorf("retrieve %s after search (iteration %d): %v, %v", h.ID, i, got, err)
+					got, err := s.Retrieve(ctx, h.ID)
+					if err != nil {
+						errs <- fmt.Errorf("retrieve %s after search (iteration %d): %w", h.ID, i, err)
+						return
+					}
+					if got == nil {
+						errs <- fmt.Errorf("retrieve %s after search (iteration %d): not found", h.ID, i)
 						return
 					}
 				}
