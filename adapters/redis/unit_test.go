@@ -95,3 +95,25 @@ type replyErr string
 
 func (e replyErr) Error() string { return string(e) }
 func (replyErr) RedisError()     {}
+
+// FuzzCanonicalJSON checks the property the filter index relies on: values that
+// memory.JSONEqual considers equal canonicalise to the same string (so the index set of one
+// finds the other), and different canonical strings never belong to equal values.
+func FuzzCanonicalJSON(f *testing.F) {
+	for _, s := range [][2]string{
+		{`1`, `1.0`}, {`{"a":[1,{"b":null}]}`, `{"a":[1e0,{"b":null}]}`}, {`"\u0000"`, `"\u0000"`},
+		{`1e99999`, `1e99999`}, {`-0.0`, `0`}, {`[1,2]`, `[2,1]`}, {`"\xff"`, `"\ufffd"`},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		ca, errA := canonicalJSON(json.RawMessage(a))
+		cb, errB := canonicalJSON(json.RawMessage(b))
+		if errA != nil || errB != nil {
+			return // invalid or too deep: never indexed, and JSONEqual is false for invalid JSON
+		}
+		if eq := memory.JSONEqual([]byte(a), []byte(b)); eq != (ca == cb) {
+			t.Fatalf("JSONEqual(%q, %q) = %v but canonical forms %q and %q", a, b, eq, ca, cb)
+		}
+	})
+}
