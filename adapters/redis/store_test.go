@@ -742,3 +742,83 @@ func TestProbe(t *testing.T) {
 		t.Errorf("probe after appendfsync change: failed %v, %v; want exactly persistence_unchanged", ev.Failed(), err)
 	}
 }
+
+// TestConcurrentOverwritesConverge: several writers overwrite the same ids with different
+// tags through two instances (two indexers racing on the same items); once the index caught
+// up, every tag set holds exactly the items whose final record carries that tag.
+func TestConcurrentOverwritesConverge(t *testing.T) {
+	h := newHarness(t)
+	ctx := testCtx(t)
+	a, err := h.OpenStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := h.OpenStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := make([]uuid.UUID, 20)
+	for i := range shared {
+		shared[i] = uuid.New()
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := []*Store{a, b}[w%2]
+			for round := range 15 {
+				for _, id := range shared {
+					it := memory.NewItem(json.RawMessage(fmt.Sprintf(`{"w":%d,"r":%d}`, w, round)), fmt.Sprintf("tag%d", (w+round)%5))
+					it.ID = id
+					if _, err := s.Store(ctx, it); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err := h.MakeSearchIndexVisible(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string]bool{}
+	for _, id := range shared {
+		it, err := a.Retrieve(ctx, id)
+		if err != nil || it == nil || len(it.Tags) != 1 {
+			t.Fatalf("retrieve %s: %v, %v", id, it, err)
+		}
+		if want[it.Tags[0]] == nil {
+			want[it.Tags[0]] = map[string]bool{}
+		}
+		want[it.Tags[0]][id.String()] = true
+	}
+	for tg := range 5 {
+		tag := fmt.Sprintf("tag%d", tg)
+		members, err := h.admin.ZRange(ctx, h.k.abs(tagRel(tag)), 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for _, m := range members {
+			got[m] = true
+		}
+		if len(got) != len(want[tag]) {
+			t.Errorf("tag %s set holds %d ids, final records carry it on %d", tag, len(got), len(want[tag]))
+		}
+		for m := range got {
+			if !want[tag][m] {
+				t.Errorf("tag %s set holds stale member %s", tag, m)
+			}
+		}
+	}
+	if n, err := h.admin.ZCard(ctx, h.k.all()).Result(); err != nil || n != int64(len(shared)) {
+		t.Errorf("ix:all holds %d ids (%v), want %d", n, err, len(shared))
+	}
+}
