@@ -2,7 +2,11 @@ package v1alpha1_test
 
 import (
 	"errors"
+	"fmt"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -39,28 +43,56 @@ func TestCELParityExhaustive(t *testing.T) {
 	}
 	g.Expect(len(cases)).To(BeNumerically(">", 34992+781*8))
 
-	hits := map[string]int{}
-	for _, c := range cases {
-		goErr := c.Manifest.Validate()
-		cel, err := v.Messages(c.Manifest)
-		if err != nil {
-			t.Fatalf("%s: %v", c.Name, err)
-		}
-		want := []string{}
-		if goErr != nil {
-			var ce *memory.CoherenceError
-			if !errors.As(goErr, &ce) {
-				t.Fatalf("%s: Go rejected the manifest for its shape, not coherence: %v", c.Name, goErr)
-			}
-			want = []string{ce.Message}
-			hits[ce.Message]++
-		} else {
-			hits[""]++
-		}
-		if len(cel) != len(want) || (len(want) == 1 && cel[0] != want[0]) {
-			t.Fatalf("%s: Go says %v, CEL says %q", c.Name, want, cel)
-		}
+	// The validator is safe for concurrent use (the API server shares it between requests),
+	// so the sweep is spread over the available CPUs.
+	type verdict struct {
+		goMsg    string
+		mismatch string
 	}
+	verdicts := make([]verdict, len(cases))
+	var wg sync.WaitGroup
+	workers := runtime.GOMAXPROCS(0)
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(cases); i += workers {
+				c := cases[i]
+				goErr := c.Manifest.Validate()
+				cel, err := v.Messages(c.Manifest)
+				if err != nil {
+					verdicts[i].mismatch = fmt.Sprintf("%s: %v", c.Name, err)
+					continue
+				}
+				want := []string{}
+				if goErr != nil {
+					var ce *memory.CoherenceError
+					if !errors.As(goErr, &ce) {
+						verdicts[i].mismatch = fmt.Sprintf("%s: Go rejected the manifest for its shape, not coherence: %v", c.Name, goErr)
+						continue
+					}
+					want = []string{ce.Message}
+					verdicts[i].goMsg = ce.Message
+				}
+				if !slices.Equal(cel, want) {
+					verdicts[i].mismatch = fmt.Sprintf("%s: Go says %q, CEL says %q", c.Name, want, cel)
+				}
+			}
+		})
+	}
+	wg.Wait()
+
+	hits := map[string]int{}
+	mismatches := 0
+	for _, vd := range verdicts {
+		if vd.mismatch != "" {
+			if mismatches < 10 {
+				t.Error(vd.mismatch)
+			}
+			mismatches++
+			continue
+		}
+		hits[vd.goMsg]++
+	}
+	g.Expect(mismatches).To(BeZero(), "Go and CEL disagree on %d of %d manifests", mismatches, len(cases))
 	// The sweep must reach the coherent verdict and every one of the six rules, or it proves
 	// nothing about them.
 	g.Expect(hits).To(HaveKey(""))
