@@ -6,11 +6,14 @@ type BackendType string
 
 // The backend types this API version supports.
 const (
-	// BackendSQLite is the embedded default: one database file inside the adapter's volume.
+	// BackendSQLite is the embedded default: one database file inside the
+	// adapter's volume.
 	BackendSQLite BackendType = "SQLite"
-	// BackendPostgres is a PostgreSQL server reached through a connection Secret.
+	// BackendPostgres is a PostgreSQL server reached through a connection
+	// Secret.
 	BackendPostgres BackendType = "Postgres"
-	// BackendRedis is a Redis server with an asynchronously maintained search index.
+	// BackendRedis is a Redis server with an asynchronously maintained search
+	// index.
 	BackendRedis BackendType = "Redis"
 )
 
@@ -21,23 +24,24 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.postgres) || self.type == 'Postgres'",message="postgres options may only be set when type is 'Postgres'"
 // +kubebuilder:validation:XValidation:rule="!has(self.redis) || self.type == 'Redis'",message="redis options may only be set when type is 'Redis'"
 type BackendSpec struct {
-	// type selects the storage service: SQLite (embedded, no Secret needed), Postgres or
-	// Redis. It is fixed at creation: items written to one backend are not in another, so a
-	// different backend is a new MemoryAdapter.
+	// type selects the storage service: SQLite (embedded, no Secret needed),
+	// Postgres or Redis. It is fixed at creation: items written to one backend
+	// are not in another, so a different backend is a new MemoryAdapter.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="type is immutable: create a new MemoryAdapter to use a different backend"
 	Type BackendType `json:"type"`
 
-	// connectionSecretRef names a Secret in the MemoryAdapter's namespace whose key holds the
-	// connection string (a PostgreSQL DSN or a Redis URL). Credentials are never written
-	// inline. Required unless type is SQLite.
+	// connectionSecretRef names a Secret in the MemoryAdapter's namespace
+	// whose key holds the connection string (a PostgreSQL DSN or a Redis URL).
+	// Credentials are never written inline. Required unless type is SQLite.
 	// +optional
 	ConnectionSecretRef *SecretKeyReference `json:"connectionSecretRef,omitempty"`
 
-	// scope is the namespace or collection inside the backend that holds this adapter's items
-	// (a table prefix for SQLite and Postgres, a key prefix for Redis). It is fixed at
-	// creation, as the seed requires: changing it would silently point the adapter at other data.
-	// Lower-case letters, digits and underscores, starting with a letter.
+	// scope is the namespace or collection inside the backend that holds this
+	// adapter's items (a table prefix for SQLite and Postgres, a key prefix
+	// for Redis). It is fixed at creation, as the seed requires: changing it
+	// would silently point the adapter at other data. Lower-case letters,
+	// digits and underscores, starting with a letter.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=48
@@ -45,20 +49,24 @@ type BackendSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="scope is immutable: create a new MemoryAdapter to use a different scope"
 	Scope string `json:"scope"`
 
-	// sqlite holds options for the SQLite backend; only allowed when type is SQLite.
+	// sqlite holds options for the SQLite backend; only allowed when type is
+	// SQLite.
 	// +optional
 	SQLite *SQLiteOptions `json:"sqlite,omitempty"`
 
-	// postgres holds options for the Postgres backend; only allowed when type is Postgres.
+	// postgres holds options for the Postgres backend; only allowed when type
+	// is Postgres.
 	// +optional
 	Postgres *PostgresOptions `json:"postgres,omitempty"`
 
-	// redis holds options for the Redis backend; only allowed when type is Redis.
+	// redis holds options for the Redis backend; only allowed when type is
+	// Redis.
 	// +optional
 	Redis *RedisOptions `json:"redis,omitempty"`
 }
 
-// SecretKeyReference names one key of a Secret in the MemoryAdapter's namespace.
+// SecretKeyReference names one key of a Secret in the MemoryAdapter's
+// namespace.
 type SecretKeyReference struct {
 	// name is the Secret's name.
 	// +required
@@ -67,7 +75,8 @@ type SecretKeyReference struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name"`
 
-	// key is the Secret data key holding the connection string. Defaults to "dsn".
+	// key is the Secret data key holding the connection string. Defaults to
+	// "dsn".
 	// +optional
 	// +kubebuilder:default=dsn
 	// +kubebuilder:validation:MinLength=1
@@ -76,7 +85,8 @@ type SecretKeyReference struct {
 	Key string `json:"key,omitempty"`
 }
 
-// SQLiteJournalMode is the SQLite journal mode of the adapter's database file.
+// SQLiteJournalMode is the SQLite journal mode of the adapter's database
+// file.
 // +kubebuilder:validation:Enum=WAL;Delete
 type SQLiteJournalMode string
 
@@ -84,27 +94,31 @@ type SQLiteJournalMode string
 const (
 	// SQLiteJournalWAL lets readers proceed while the single writer commits.
 	SQLiteJournalWAL SQLiteJournalMode = "WAL"
-	// SQLiteJournalDelete is SQLite's rollback journal, for filesystems without shared memory.
+	// SQLiteJournalDelete is SQLite's rollback journal, for filesystems
+	// without shared memory.
 	SQLiteJournalDelete SQLiteJournalMode = "Delete"
 )
 
 // SQLiteOptions tunes the embedded SQLite backend.
 type SQLiteOptions struct {
-	// storageSize is the size of the PersistentVolumeClaim holding the database file, as a
-	// Kubernetes quantity such as "1Gi". Omitted means an emptyDir: items do not survive the
-	// pod, which suits demos and tests only.
+	// storageSize is the size of the PersistentVolumeClaim holding the
+	// database file, as a Kubernetes quantity such as "1Gi". Omitted means an
+	// emptyDir: items do not survive the pod, which suits demos and tests
+	// only.
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$`
 	StorageSize string `json:"storageSize,omitempty"`
 
-	// storageClassName is the StorageClass of that claim; omitted means the cluster default.
+	// storageClassName is the StorageClass of that claim; omitted means the
+	// cluster default.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	StorageClassName *string `json:"storageClassName,omitempty"`
 
-	// journalMode is the database file's journal mode: WAL (the default) or Delete.
+	// journalMode is the database file's journal mode: WAL (the default) or
+	// Delete.
 	// +optional
 	JournalMode SQLiteJournalMode `json:"journalMode,omitempty"`
 }
@@ -115,8 +129,8 @@ type PostgresSSLMode string
 
 // PostgresOptions tunes the Postgres backend.
 type PostgresOptions struct {
-	// sslMode overrides the DSN's sslmode: disable, require, verify-ca or verify-full.
-	// Omitted means the DSN decides.
+	// sslMode overrides the DSN's sslmode: disable, require, verify-ca or
+	// verify-full. Omitted means the DSN decides.
 	// +optional
 	SSLMode PostgresSSLMode `json:"sslMode,omitempty"`
 
@@ -139,8 +153,8 @@ type RedisOptions struct {
 	// +kubebuilder:validation:Maximum=15
 	Database *int32 `json:"database,omitempty"`
 
-	// tls overrides the URL's scheme: Disabled or Required. Omitted means the URL decides
-	// (rediss:// is TLS).
+	// tls overrides the URL's scheme: Disabled or Required. Omitted means the
+	// URL decides (rediss:// is TLS).
 	// +optional
 	TLS RedisTLSMode `json:"tls,omitempty"`
 

@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// Duration is a Go duration string such as "500ms", "30s" or "1h30m": unsigned decimal numbers,
-// each with a unit of ns, us (or µs), ms, s, m or h. Fields of this type also carry CEL bounds.
+// Duration is a Go duration string such as "500ms", "30s" or "1h30m":
+// unsigned decimal numbers, each with a unit of ns, us (or µs), ms, s, m
+// or h. Fields of this type also carry CEL bounds.
 // +kubebuilder:validation:MinLength=2
 // +kubebuilder:validation:MaxLength=32
 // +kubebuilder:validation:Pattern=`^([0-9]{1,9}(\.[0-9]{1,9})?(ns|us|µs|ms|s|m|h))+$`
@@ -18,8 +19,9 @@ func NewDuration(d time.Duration) *Duration {
 	return &s
 }
 
-// Parse returns the duration as a time.Duration. The schema admits only strings that parse,
-// but status and clients can be written by other code, so the error is still reported.
+// Parse returns the duration as a time.Duration. The schema admits only
+// strings that parse, but status and clients can be written by other code,
+// so the error is still reported.
 func (d Duration) Parse() (time.Duration, error) {
 	v, err := time.ParseDuration(string(d))
 	if err != nil {
@@ -31,8 +33,9 @@ func (d Duration) Parse() (time.Duration, error) {
 	return v, nil
 }
 
-// Or returns the parsed duration, or def when d is nil or does not parse. The controller uses
-// it for optional spec fields whose defaults come from the backend adapter.
+// Or returns the parsed duration, or def when d is nil or does not parse.
+// The controller uses it for optional spec fields whose defaults come from
+// the backend adapter.
 func (d *Duration) Or(def time.Duration) time.Duration {
 	if d == nil {
 		return def

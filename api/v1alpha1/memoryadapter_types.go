@@ -2,13 +2,14 @@ package v1alpha1
 
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-// MemoryAdapterSpec is the desired state of a MemoryAdapter: the contract it publishes and the
-// backend, lifecycle and checks it runs with.
+// MemoryAdapterSpec is the desired state of a MemoryAdapter: the contract
+// it publishes and the backend, lifecycle and checks it runs with.
 // +kubebuilder:validation:XValidation:rule="self.backend.type != 'SQLite' || !has(self.replicas) || self.replicas <= 1",message="replicas must be at most 1 when backend.type is 'SQLite': one database file has one writer"
 type MemoryAdapterSpec struct {
-	// manifest is the fidelity manifest the adapter publishes (lionagi ADR-0093 D1). The API
-	// server enforces the seed's six coherence rules, and the manifest is immutable: the seed
-	// makes it stable for an adapter instance's lifetime, so a new contract is a new MemoryAdapter.
+	// manifest is the fidelity manifest the adapter publishes (lionagi
+	// ADR-0093 D1). The API server enforces the seed's six coherence rules,
+	// and the manifest is immutable: the seed makes it stable for an adapter
+	// instance's lifetime, so a new contract is a new MemoryAdapter.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="manifest is immutable: create a new MemoryAdapter to publish a different contract"
 	Manifest ManifestSpec `json:"manifest"`
@@ -17,20 +18,22 @@ type MemoryAdapterSpec struct {
 	// +required
 	Backend BackendSpec `json:"backend"`
 
-	// lifecycle records the adapter's timeouts, retry policy, concurrency safety and
-	// duplicate-id behaviour (ADR-0093 D4). Omitted fields take the backend adapter's
-	// documented defaults, filled in by the controller.
+	// lifecycle records the adapter's timeouts, retry policy, concurrency
+	// safety and duplicate-id behaviour (ADR-0093 D4). Omitted fields take the
+	// backend adapter's documented defaults, filled in by the controller.
 	// +optional
 	Lifecycle *LifecycleSpec `json:"lifecycle,omitempty"`
 
-	// replicas is the number of adapter pods. Defaults to 1; at most 1 for SQLite.
+	// replicas is the number of adapter pods. Defaults to 1; at most 1 for
+	// SQLite.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=16
 	Replicas *int32 `json:"replicas,omitempty"`
 
-	// image is the container image of the adapter and of its conformance Job (one image serves
-	// both). Defaults to the operator's --adapter-image flag.
+	// image is the container image of the adapter and of its conformance Job
+	// (one image serves both). Defaults to the operator's --adapter-image
+	// flag.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
@@ -46,39 +49,44 @@ type MemoryAdapterSpec struct {
 	Health *HealthSpec `json:"health,omitempty"`
 }
 
-// ConformanceSpec controls the live conformance runs. A run also starts whenever the manifest
-// hash, the service version or the adapter version changes, and on demand through the
-// memory.agentmem.io/rerun-conformance annotation.
+// ConformanceSpec controls the live conformance runs. A run also starts
+// whenever the manifest hash, the service version or the adapter version
+// changes, and on demand through the memory.agentmem.io/rerun-conformance
+// annotation.
 type ConformanceSpec struct {
-	// interval re-runs the matrix this long after the last run, from 1m to 720h (30 days), as a
-	// Go duration such as "24h". Defaults to 24h.
+	// interval re-runs the matrix this long after the last run, from 1m to
+	// 720h (30 days), as a Go duration such as "24h". Defaults to 24h.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('720h')",message="must be between 1m and 720h"
 	Interval *Duration `json:"interval,omitempty"`
 
-	// timeout fails a run that has not finished after this long, from 10s to 1h. Defaults to 10m.
+	// timeout fails a run that has not finished after this long, from 10s to
+	// 1h. Defaults to 10m.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s') && duration(self) <= duration('1h')",message="must be between 10s and 1h"
 	Timeout *Duration `json:"timeout,omitempty"`
 }
 
-// HealthSpec controls how the operator reads the adapter's evidence endpoint.
+// HealthSpec controls how the operator reads the adapter's evidence
+// endpoint.
 // +kubebuilder:validation:XValidation:rule="!has(self.period) || !has(self.stalenessGrace) || duration(self.stalenessGrace) >= duration(self.period)",message="stalenessGrace must not be shorter than period"
 type HealthSpec struct {
-	// period is how often the evidence endpoint is read, from 1s to 1h. Defaults to 30s.
+	// period is how often the evidence endpoint is read, from 1s to 1h.
+	// Defaults to 30s.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('1h')",message="must be between 1s and 1h"
 	Period *Duration `json:"period,omitempty"`
 
-	// failureThreshold is how many consecutive failed reads mark the adapter unhealthy.
-	// Defaults to 3.
+	// failureThreshold is how many consecutive failed reads mark the adapter
+	// unhealthy. Defaults to 3.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
 	FailureThreshold *int32 `json:"failureThreshold,omitempty"`
 
-	// stalenessGrace is how old the last evidence may grow before Healthy turns Unknown, from 1s
-	// to 24h, and not shorter than period. Defaults to three periods.
+	// stalenessGrace is how old the last evidence may grow before Healthy
+	// turns Unknown, from 1s to 24h, and not shorter than period. Defaults to
+	// three periods.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="must be between 1s and 24h"
 	StalenessGrace *Duration `json:"stalenessGrace,omitempty"`
@@ -91,27 +99,28 @@ type MemoryAdapterStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions are ManifestValid, Deployed, Conformant, Healthy and the summary Available,
-	// which is True only when all the others are.
+	// conditions are ManifestValid, Deployed, Conformant, Healthy and the
+	// summary Available, which is True only when all the others are.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// serviceVersion is the backend service version the adapter reports, for example "16.4"
-	// for PostgreSQL.
+	// serviceVersion is the backend service version the adapter reports, for
+	// example "16.4" for PostgreSQL.
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	ServiceVersion string `json:"serviceVersion,omitempty"`
 
-	// adapterVersion is the version of the adapter build that serves the manifest.
+	// adapterVersion is the version of the adapter build that serves the
+	// manifest.
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	AdapterVersion string `json:"adapterVersion,omitempty"`
 
-	// manifestHash is the hash of spec.manifest ("sha256:" and 64 hex digits), the key of
-	// conformance runs.
+	// manifestHash is the hash of spec.manifest ("sha256:" and 64 hex digits),
+	// the key of conformance runs.
 	// +optional
 	// +kubebuilder:validation:MaxLength=71
 	// +kubebuilder:validation:Pattern=`^sha256:[0-9a-f]{64}$`
@@ -126,7 +135,8 @@ type MemoryAdapterStatus struct {
 	Evidence *EvidenceStatus `json:"evidence,omitempty"`
 }
 
-// ConformanceCaseID is the stable id of one case of the required conformance matrix.
+// ConformanceCaseID is the stable id of one case of the required
+// conformance matrix.
 // +kubebuilder:validation:Enum=structural-surface;store-identifier;direct-retrieval;unknown-id;wrong-native-kind;dropped-write-field;typed-search;limit;empty-query;unsupported-filter;supported-filter;tag-projection;metadata-projection;consistency;transport-outage;rejected-write;manifest-accuracy
 type ConformanceCaseID string
 
@@ -138,10 +148,11 @@ type ConformanceOutcome string
 const (
 	// OutcomePassed means the case observed what the manifest claims.
 	OutcomePassed ConformanceOutcome = "Passed"
-	// OutcomeFailed means the case observed something the manifest does not allow.
+	// OutcomeFailed means the case observed something the manifest does not
+	// allow.
 	OutcomeFailed ConformanceOutcome = "Failed"
-	// OutcomeNotApplicable means the manifest or harness makes the case moot (for example
-	// wrong-native-kind on a backend with one record kind).
+	// OutcomeNotApplicable means the manifest or harness makes the case moot
+	// (for example wrong-native-kind on a backend with one record kind).
 	OutcomeNotApplicable ConformanceOutcome = "NotApplicable"
 )
 
@@ -216,7 +227,8 @@ type ConformanceCaseResult struct {
 	Message string `json:"message,omitempty"`
 }
 
-// EvidenceVerdict is the adapter's own judgement of whether its evidence upholds its manifest.
+// EvidenceVerdict is the adapter's own judgement of whether its evidence
+// upholds its manifest.
 // +kubebuilder:validation:Enum=Valid;Invalid
 type EvidenceVerdict string
 
@@ -224,17 +236,20 @@ type EvidenceVerdict string
 const (
 	// EvidenceValid means every probe upholds the manifest.
 	EvidenceValid EvidenceVerdict = "Valid"
-	// EvidenceInvalid means some evidence invalidates the manifest; the adapter refuses calls.
+	// EvidenceInvalid means some evidence invalidates the manifest; the
+	// adapter refuses calls.
 	EvidenceInvalid EvidenceVerdict = "Invalid"
 )
 
-// EvidenceStatus is the last health evidence read from the adapter's evidence endpoint.
+// EvidenceStatus is the last health evidence read from the adapter's
+// evidence endpoint.
 type EvidenceStatus struct {
 	// observedTime is when the operator read the evidence.
 	// +required
 	ObservedTime metav1.Time `json:"observedTime"`
 
-	// verdict is Valid when the evidence upholds the manifest, Invalid otherwise.
+	// verdict is Valid when the evidence upholds the manifest, Invalid
+	// otherwise.
 	// +required
 	Verdict EvidenceVerdict `json:"verdict"`
 
@@ -254,8 +269,8 @@ type EvidenceStatus struct {
 	// +kubebuilder:validation:Pattern=`^sha256:[0-9a-f]{64}$`
 	ManifestHash string `json:"manifestHash,omitempty"`
 
-	// indexLag is how far the search index trails the writes, for eventual adapters, as a Go
-	// duration.
+	// indexLag is how far the search index trails the writes, for eventual
+	// adapters, as a Go duration.
 	// +optional
 	IndexLag *Duration `json:"indexLag,omitempty"`
 
@@ -272,9 +287,10 @@ type EvidenceStatus struct {
 	Message string `json:"message,omitempty"`
 }
 
-// MemoryAdapter deploys a memory adapter for one backend, verifies its published fidelity
-// manifest with the live conformance matrix, and reports whether agent workloads may rely on
-// it. spec.manifest is the contract; status.conditions say whether it currently holds.
+// MemoryAdapter deploys a memory adapter for one backend, verifies its
+// published fidelity manifest with the live conformance matrix, and
+// reports whether agent workloads may rely on it. spec.manifest is the
+// contract; status.conditions say whether it currently holds.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=madp,categories=agentmem
@@ -291,7 +307,8 @@ type MemoryAdapter struct {
 	// +optional
 	metav1.ObjectMeta `json:"metadata,omitzero"`
 
-	// spec is the desired state: the manifest and where and how the adapter runs.
+	// spec is the desired state: the manifest and where and how the adapter
+	// runs.
 	// +required
 	Spec MemoryAdapterSpec `json:"spec"`
 
