@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -26,6 +27,12 @@ func TestMain(m *testing.M) {
 func runMain(m *testing.M) int {
 	// go-redis logs every refused dial; the outage tests provoke hundreds on purpose.
 	goredis.SetLogger(quietLogger{})
+	flag.Parse()
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		// A fuzz worker only runs the (pure) fuzz target; the coordinating process owns the
+		// server, so workers must not each start and abandon one.
+		return m.Run()
+	}
 	if addr := os.Getenv("MAO_TEST_REDIS_ADDR"); addr != "" {
 		redisAddr = addr
 		return m.Run()
