@@ -107,6 +107,8 @@ authentication:
 authorization:
   mode: Webhook
 clusterDomain: %[7]s
+clusterDNS:
+- %[9]s
 podLogsDir: %[8]s
 localStorageCapacityIsolation: false
 imageGCHighThresholdPercent: 100
@@ -122,7 +124,7 @@ staticPodPath: ""
 resolvConf: /etc/resolv.conf
 `, c.containerdSock(), kubeletPort, kubeletHealth,
 		filepath.Join(pki, "kubelet.crt"), filepath.Join(pki, "kubelet.key"), filepath.Join(pki, "ca.crt"),
-		clusterDomain, filepath.Join(c.dir, "pod-logs"))
+		clusterDomain, filepath.Join(c.dir, "pod-logs"), clusterDNSIP)
 	if err := writeFileAtomic(filepath.Join(c.dir, "kubelet-config.yaml"), []byte(kubelet), 0o644); err != nil {
 		return err
 	}

@@ -207,6 +207,9 @@ func (c *cluster) up(ctx context.Context, images []string) error {
 	if err := c.waitAPIObject(ctx, "kube-root-ca.crt config map (root CA publisher)", "/api/v1/namespaces/default/configmaps/kube-root-ca.crt", 2*time.Minute); err != nil {
 		return err
 	}
+	if err := c.ensureCoreDNS(ctx); err != nil {
+		return err
+	}
 	c.logf("cluster is up in %s; node %s Ready", time.Since(start).Round(time.Second), nodeName)
 	fmt.Printf("export KUBECONFIG=%s\n", c.adminKubeconfig())
 	return nil

@@ -5,7 +5,7 @@
 // (the k8s.io namespace the kubelet uses), so pods use them with imagePullPolicy
 // IfNotPresent under the same names the Dockerfile produces.
 //
-// Usage:
+// Usage (PACKAGE may also be @/absolute/path/to/a/static/binary):
 //
 //	go run ./hack/images -out DIR [-load SOCKET] NAME=PACKAGE[:ENTRYPOINT[:UID]] ...
 //

@@ -26,10 +26,13 @@ import (
 // nonrootUID is distroless's "nonroot" user; the Dockerfile's final stages use it too.
 const nonrootUID = 65532
 
-// imageSpec is one image to build: NAME=PACKAGE[:ENTRYPOINT[:UID]].
+// imageSpec is one image to build: NAME=PACKAGE[:ENTRYPOINT[:UID]], where PACKAGE is a
+// ./relative Go package of this module or @/absolute/path of a static binary built
+// elsewhere (CoreDNS, built from the module proxy by hack/cluster-up.sh).
 type imageSpec struct {
 	ref        name.Tag
 	pkg        string
+	prebuilt   string
 	entrypoint string
 	uid        int
 }
@@ -44,10 +47,14 @@ func parseSpec(s string) (imageSpec, error) {
 		return imageSpec{}, fmt.Errorf("image %q: %w", s, err)
 	}
 	parts := strings.Split(rest, ":")
-	if len(parts) > 3 || !strings.HasPrefix(parts[0], "./") {
-		return imageSpec{}, fmt.Errorf("image %q: the package must be a ./relative path", s)
+	prebuilt := strings.HasPrefix(parts[0], "@/") && !strings.Contains(parts[0], "..")
+	if len(parts) > 3 || (!strings.HasPrefix(parts[0], "./") && !prebuilt) {
+		return imageSpec{}, fmt.Errorf("image %q: want a ./relative package or an @/absolute binary path", s)
 	}
 	spec := imageSpec{ref: tag, pkg: parts[0], entrypoint: "/" + filepath.Base(parts[0]), uid: nonrootUID}
+	if prebuilt {
+		spec.pkg, spec.prebuilt = "", parts[0][1:]
+	}
 	if len(parts) > 1 && parts[1] != "" {
 		if !strings.HasPrefix(parts[1], "/") || strings.Contains(parts[1], "..") {
 			return imageSpec{}, fmt.Errorf("image %q: entrypoint must be an absolute path", s)
@@ -109,13 +116,16 @@ func run(ctx context.Context, outDir, sock string, args []string) error {
 // build compiles the package as a static binary and writes the image tarball; it returns
 // the tarball path.
 func build(ctx context.Context, spec imageSpec, outDir string) (string, error) {
-	binPath := filepath.Join(outDir, "bin", strings.TrimPrefix(spec.entrypoint, "/"))
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", binPath, spec.pkg)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	fmt.Fprintf(os.Stderr, "[images] building %s (CGO_ENABLED=0)\n", spec.pkg)
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("building %s: %w", spec.pkg, err)
+	binPath := spec.prebuilt
+	if binPath == "" {
+		binPath = filepath.Join(outDir, "bin", strings.TrimPrefix(spec.entrypoint, "/"))
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", binPath, spec.pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		fmt.Fprintf(os.Stderr, "[images] building %s (CGO_ENABLED=0)\n", spec.pkg)
+		if err := cmd.Run(); err != nil {
+			return "", fmt.Errorf("building %s: %w", spec.pkg, err)
+		}
 	}
 	bin, err := os.ReadFile(binPath)
 	if err != nil {

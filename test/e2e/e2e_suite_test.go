@@ -30,6 +30,7 @@ const (
 	bridgeName   = "mao0"
 	podCIDR      = "10.244.0.0/24"
 	serviceCIDR  = "10.96.0.0/24"
+	clusterDNSIP = "10.96.0.10"
 )
 
 var (

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -147,6 +148,18 @@ var _ = Describe("the local cluster", Ordered, func() {
 		}).WithTimeout(serviceDeadline).WithPolling(poll).Should(Succeed())
 		Expect(manifest.Validate()).To(Succeed(), "the adapter publishes a coherent manifest")
 
+		By("resolving the Service's name through cluster DNS (CoreDNS behind kube-dns " + clusterDNSIP + ")")
+		resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, network, net.JoinHostPort(clusterDNSIP, "53"))
+		}}
+		Eventually(func(g Gomega) {
+			lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			addrs, err := resolver.LookupHost(lctx, fmt.Sprintf("%s.%s.svc.cluster.local", name, namespace))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(addrs).To(ConsistOf(clusterIP))
+		}).WithTimeout(serviceDeadline).WithPolling(poll).Should(Succeed())
+
 		By("reading the container's log through the API server and the kubelet")
 		Eventually(func(g Gomega) {
 			raw, err := clientset.CoreV1().Pods(namespace).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
@@ -171,10 +184,11 @@ var _ = Describe("the local cluster", Ordered, func() {
 							Name:            "conformance",
 							Image:           adapterImage,
 							ImagePullPolicy: corev1.PullIfNotPresent,
-							// --server-url goes through the Service from inside a pod:
-							// pod -> ClusterIP -> kube-proxy -> the adapter pod.
+							// --server-url goes through the Service from inside a pod: the
+							// name resolves through cluster DNS, then ClusterIP -> kube-proxy
+							// -> the adapter pod.
 							Args: []string{"conformance", "--backend", "inmemory", "--report-file", "",
-								"--server-url", "http://" + clusterIP},
+								"--server-url", "http://adapter." + namespace + ".svc.cluster.local"},
 							TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 							SecurityContext:          hardened(),
 						}},
