@@ -122,6 +122,17 @@ func (c *cluster) ensureCoreDNS(ctx context.Context) error {
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 	for _, o := range corednsObjects() {
+		// Look first: creating an existing Service fails with 422 (its ClusterIP is taken),
+		// not 409.
+		var meta struct {
+			Metadata struct{ Name string } `json:"metadata"`
+		}
+		if err := json.Unmarshal([]byte(o.body), &meta); err != nil {
+			return err
+		}
+		if code, _, err := c.get(ctx, c.apiURL()+o.path+"/"+meta.Metadata.Name, c.adminTLS()); err == nil && code == http.StatusOK {
+			continue
+		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.apiURL()+o.path, bytes.NewBufferString(o.body))
 		if err != nil {
 			return err
