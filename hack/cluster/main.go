@@ -75,7 +75,7 @@ func main() {
 	dir := fs.String("dir", envOr("MAO_CLUSTER_DIR", "/var/tmp/mao-cluster"), "state directory (env MAO_CLUSTER_DIR)")
 	binDir := fs.String("bin-dir", os.Getenv("MAO_K8S_BIN_DIR"), "directory with kube-* and etcd binaries (env MAO_K8S_BIN_DIR)")
 	images := fs.String("import", "", "colon-separated image tarballs to import into containerd before the kubelet starts")
-	timeout := fs.Duration("timeout", 5*time.Minute, "overall deadline for up/down")
+	timeout := fs.Duration("timeout", 10*time.Minute, "overall deadline for up/down")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
@@ -124,11 +124,19 @@ func main() {
 		fs.Usage()
 		os.Exit(2)
 	}
+	if errors.Is(err, errNotRunning) {
+		// Not an error for callers that ask "is it up?" (the e2e suite does).
+		fmt.Fprintln(os.Stderr, "[cluster]", err)
+		os.Exit(1)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "[cluster] error:", err)
 		os.Exit(1)
 	}
 }
+
+// errNotRunning is status's answer when some component is stopped.
+var errNotRunning = errors.New("the cluster is not (fully) running")
 
 func (c *cluster) withNodeIP(f func() error) error {
 	ip, err := hostIP()

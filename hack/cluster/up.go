@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -414,7 +413,7 @@ func (c *cluster) status() error {
 		}
 	}
 	if down > 0 {
-		return errors.New(strconv.Itoa(down) + " components not running")
+		return fmt.Errorf("%w: %d of %d components stopped", errNotRunning, down, len(components))
 	}
 	fmt.Printf("export KUBECONFIG=%s\n", c.adminKubeconfig())
 	return nil
