@@ -16,6 +16,9 @@ import (
 // A PID file holds "<pid> <start time in clock ticks>": the start time guards against
 // signalling an unrelated process that reused the PID after a reboot or a crash.
 
+// maxLogBytes is the size at which a component's log is rotated when it next starts.
+const maxLogBytes = 32 << 20
+
 func (c *cluster) pidFile(name string) string { return filepath.Join(c.dir, "run", name+".pid") }
 
 func (c *cluster) logFile(name string) string { return filepath.Join(c.dir, "logs", name+".log") }
@@ -76,6 +79,11 @@ func (c *cluster) start(name, bin string, args ...string) error {
 	}
 	if err := os.MkdirAll(filepath.Join(c.dir, "logs"), 0o755); err != nil {
 		return err
+	}
+	// Logs survive down for post-mortems; one previous generation is kept so repeated runs
+	// do not fill the disk.
+	if st, err := os.Stat(c.logFile(name)); err == nil && st.Size() > maxLogBytes {
+		_ = os.Rename(c.logFile(name), c.logFile(name)+".1")
 	}
 	lf, err := os.OpenFile(c.logFile(name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
