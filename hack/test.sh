@@ -18,11 +18,13 @@ if [ -n "${KUBEBUILDER_ASSETS:-}" ]; then
   echo "using KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS (already set)"
 else
   # Built from the Go module proxy on first use (~10-15 minutes), then cached by version.
-  KUBEBUILDER_ASSETS="$(hack/k8s-binaries.sh kube-apiserver etcd)"
+  KUBEBUILDER_ASSETS="$(hack/k8s-binaries.sh kube-apiserver etcd kubectl)"
   export KUBEBUILDER_ASSETS
   echo "using KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS"
 fi
-for bin in kube-apiserver etcd; do
+# kubectl is built beside them: the API suite runs `kubectl explain` and `kubectl get` against
+# envtest, and must not depend on whatever kubectl a machine happens to have.
+for bin in kube-apiserver etcd kubectl; do
   if [ ! -x "$KUBEBUILDER_ASSETS/$bin" ]; then
     echo "FAIL: $KUBEBUILDER_ASSETS/$bin is missing or not executable" >&2
     exit 1

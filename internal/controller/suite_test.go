@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 )
 
 // These are shared by every spec in the package: one control plane per test binary, because
@@ -54,6 +56,7 @@ var _ = BeforeSuite(func() {
 
 	// The smoke spec reads CRDs back; API types join the scheme below the marker.
 	Expect(apiextensionsv1.AddToScheme(scheme.Scheme)).To(Succeed())
+	Expect(memoryv1alpha1.AddToScheme(scheme.Scheme)).To(Succeed())
 	// +kubebuilder:scaffold:scheme
 
 	// A direct client (no cache) so that every assertion reads what the API server stored.
