@@ -2,10 +2,10 @@ package postgres
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/agentmem/memory-adapter-operator/conformance"
+	"github.com/agentmem/memory-adapter-operator/internal/storetest"
 )
 
 var (
@@ -19,7 +19,8 @@ var (
 	_ conformance.IdentitylessWriter = (*Harness)(nil)
 )
 
-// TestConformance runs the full ADR-0093 matrix live against a real PostgreSQL server.
+// TestConformance runs the full ADR-0093 matrix live against a real PostgreSQL server;
+// no case may be NotApplicable or unobserved.
 func TestConformance(t *testing.T) {
 	h, err := NewHarness(context.Background(), HarnessOptions{URL: testURL})
 	if err != nil {
@@ -30,13 +31,5 @@ func TestConformance(t *testing.T) {
 			t.Errorf("harness Close: %v", err)
 		}
 	}()
-	r := conformance.Run(t, h)
-	for _, c := range r.Cases {
-		if strings.Contains(c.Message, "not observable") {
-			t.Errorf("case %s could not observe everything: %s", c.ID, c.Message)
-		}
-		if c.Outcome == conformance.NotApplicable {
-			t.Errorf("case %s is NotApplicable (%s); the PostgreSQL adapter documents none", c.ID, c.Message)
-		}
-	}
+	storetest.FullConformance(t, h)
 }

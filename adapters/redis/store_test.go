@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	"github.com/agentmem/memory-adapter-operator/conformance"
+	"github.com/agentmem/memory-adapter-operator/internal/storetest"
 )
 
 var (
@@ -32,111 +33,53 @@ var (
 	_ conformance.IdentitylessWriter = (*Harness)(nil)
 )
 
-// TestConformanceLive runs the shared 17-case matrix against the real server.
+// TestConformanceLive runs the shared 17-case matrix against the real server. The harness
+// offers every optional capability, so no case may be NotApplicable or unobserved.
 func TestConformanceLive(t *testing.T) {
-	h := newHarness(t)
-	r := conformance.Run(t, h, conformance.Options{AdapterVersion: "test", CaseTimeout: 2 * time.Minute})
-	// The harness offers every optional capability, so no case may be NotApplicable.
-	for _, c := range r.Cases {
-		if c.Outcome == conformance.NotApplicable {
-			t.Errorf("case %s is NotApplicable (%s)", c.ID, c.Message)
-		}
-	}
+	storetest.FullConformance(t, newHarness(t), conformance.Options{AdapterVersion: "test", CaseTimeout: 2 * time.Minute})
 }
 
-func text(s string) *string { return &s }
+// The shared helpers under their historical local names.
+var (
+	text      = storetest.Text
+	mustStore = storetest.MustStore
+	ids       = storetest.IDs
+)
 
-func mustStore(t *testing.T, s *Store, it memory.Item) {
-	t.Helper()
-	id, err := s.Store(testCtx(t), it)
-	if err != nil {
-		t.Fatalf("store %s: %v", it.ID, err)
-	}
-	if id != it.ID {
-		t.Fatalf("store returned %s, want the item's own id %s", id, it.ID)
-	}
-}
+// factory gives the shared behaviour tests a fresh harness on an empty scope per call; its
+// MakeSearchIndexVisible is how they wait for the eventual index.
+func factory(t *testing.T) storetest.Harness { return newHarness(t) }
 
-func ids(items []memory.Item) []uuid.UUID {
-	out := make([]uuid.UUID, len(items))
-	for i, it := range items {
-		out[i] = it.ID
-	}
-	return out
-}
-
-// TestExactnessFixtures stores contract.md §3's fixtures and the U+0000 case and checks that
+// TestExactnessFixtures stores contract.md §3's shared fixtures plus U+0000 and checks that
 // retrieve and (after the index caught up) search return them exactly. The declared
 // behaviour for U+0000 is: preserved exactly (Redis strings are binary-safe and the item's
-// JSON is stored verbatim), so it is a full-fidelity fixture, not a lossy one.
+// JSON is stored verbatim), so it is a full-fidelity fixture, not a lossy one. Filters on
+// the "n" key and on U+0000 values and tags are checked here as well.
 func TestExactnessFixtures(t *testing.T) {
-	h := newHarness(t, "branch_id", "n")
+	h := newHarness(t, "branch_id", "source", "n")
+	const nul = "U+0000"
+	fixtures := storetest.Exactness(t, func(*testing.T) storetest.Harness { return h }, storetest.Fixture{Name: nul, Item: memory.Item{
+		Content:  json.RawMessage(`"nul\u0000inside"`),
+		Metadata: map[string]json.RawMessage{"branch_id": json.RawMessage(`"a\u0000b"`)},
+		Tags:     []string{"t\x00g"},
+	}})
 	ctx := testCtx(t)
 	s, err := h.OpenStore(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mk := func(content string, meta map[string]string, tags ...string) memory.Item {
-		it := memory.NewItem(json.RawMessage(content), tags...)
-		for k, v := range meta {
-			it.Metadata[k] = json.RawMessage(v)
-		}
-		return it
-	}
-	fixtures := map[string]memory.Item{
-		"integer above 2^53": mk(`{"n":9007199254740993,"big":123456789012345678901234567890}`, map[string]string{"n": `9007199254740993`}),
-		"reordered keys":     mk(`{"b":1,"a":{"d":[1,2],"c":null}}`, map[string]string{"branch_id": `{"z":1,"y":2}`}),
-		"tags with dups":     mk(`"tags"`, nil, "b", "a", "b", "a", "a"),
-		"microseconds":       mk(`"micro"`, nil),
-		"U+0000":             mk(`"nul\u0000inside"`, map[string]string{"branch_id": `"a\u0000b"`}, "t\x00g"),
-		"html and unicode":   mk(`"<é> & \u2028"`, map[string]string{"k<": `"v>"`}),
-	}
-	micro := fixtures["microseconds"]
-	micro.CreatedAt = time.Date(2026, 7, 9, 12, 34, 56, 123456000, time.UTC)
-	fixtures["microseconds"] = micro
-	for name, it := range fixtures {
-		mustStore(t, s, it)
-		got, err := s.Retrieve(ctx, it.ID)
-		if err != nil || got == nil {
-			t.Fatalf("%s: retrieve: %v, %v", name, got, err)
-		}
-		if d := got.Diff(it); len(d) > 0 {
-			t.Errorf("%s: retrieve differs in %v: got %s", name, d, mustJSON(*got))
-		}
-	}
-	if err := h.MakeSearchIndexVisible(ctx); err != nil {
-		t.Fatal(err)
-	}
-	all, err := s.Search(ctx, memory.Query{Limit: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(all) != len(fixtures) {
-		t.Fatalf("search returned %d items, want %d", len(all), len(fixtures))
-	}
-	for _, hit := range all {
-		var want *memory.Item
-		for _, it := range fixtures {
-			if it.ID == hit.ID {
-				want = &it
-			}
-		}
-		if want == nil || !hit.Equal(*want) {
-			t.Errorf("search hit %s not exactly a stored fixture", mustJSON(hit))
-		}
-	}
 	// Filters compare by JSON value: 9007199254740993 must not match ...992 (float64 would).
+	big := fixtures[storetest.FixtureBigInteger]
 	for _, tc := range []struct {
 		key, val string
 		want     memory.Item
 		match    bool
 	}{
-		{"n", `9007199254740993`, fixtures["integer above 2^53"], true},
-		{"n", `9007199254740992`, fixtures["integer above 2^53"], false},
-		{"n", `9007199254740993.0`, fixtures["integer above 2^53"], true},
-		{"branch_id", `{"y":2,"z":1}`, fixtures["reordered keys"], true},
-		{"branch_id", `"a\u0000b"`, fixtures["U+0000"], true},
-		{"branch_id", `"a"`, fixtures["U+0000"], false},
+		{"n", `9007199254740993`, big, true},
+		{"n", `9007199254740992`, big, false},
+		{"n", `9007199254740993.0`, big, true},
+		{"branch_id", `"a\u0000b"`, fixtures[nul], true},
+		{"branch_id", `"a"`, fixtures[nul], false},
 	} {
 		got, err := s.Search(ctx, memory.Query{Filters: map[string]json.RawMessage{tc.key: json.RawMessage(tc.val)}, Limit: 10})
 		if err != nil {
@@ -147,52 +90,18 @@ func TestExactnessFixtures(t *testing.T) {
 		}
 	}
 	got, err := s.Search(ctx, memory.Query{Tags: []string{"t\x00g"}, Limit: 10})
-	if err != nil || !slices.Equal(ids(got), []uuid.UUID{fixtures["U+0000"].ID}) {
+	if err != nil || !slices.Equal(ids(got), []uuid.UUID{fixtures[nul].ID}) {
 		t.Errorf("tag with U+0000: %v, %v", ids(got), err)
 	}
 }
 
-func mustJSON(it memory.Item) string {
-	b, _ := json.Marshal(it)
-	return string(b)
-}
-
 // TestTextIsLiteral checks that %, _, * and regex metacharacters are literal, and that text
 // is case-insensitive as in lionagi's InMemoryStore.
-func TestTextIsLiteral(t *testing.T) {
-	h := newHarness(t)
-	ctx := testCtx(t)
-	s, err := h.OpenStore(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	items := map[string]memory.Item{}
-	for _, c := range []string{"100% sure", "snake_case", "glob*star", "plain TEXT", "a.c", "[x]"} {
-		b, _ := json.Marshal(c)
-		it := memory.NewItem(b)
-		items[c] = it
-		mustStore(t, s, it)
-	}
-	if err := h.MakeSearchIndexVisible(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for needle, want := range map[string][]string{
-		"%": {"100% sure"}, "_": {"snake_case"}, "*": {"glob*star"}, "text": {"plain TEXT"},
-		".": {"a.c"}, "[x]": {"[x]"}, "a%": {}, "s_a": {}, "g*": {},
-	} {
-		got, err := s.Search(ctx, memory.Query{Text: text(needle), Limit: 20})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var wantIDs []uuid.UUID
-		for _, w := range want {
-			wantIDs = append(wantIDs, items[w].ID)
-		}
-		if !slices.Equal(ids(got), wantIDs) && !(len(got) == 0 && len(wantIDs) == 0) {
-			t.Errorf("text %q: got %v, want %v", needle, ids(got), want)
-		}
-	}
-}
+func TestTextIsLiteral(t *testing.T) { storetest.LiteralText(t, factory) }
+
+// TestSearchPredicatesAndOrder: predicates alone and together, insertion order, replacement,
+// all through the eventual index.
+func TestSearchPredicatesAndOrder(t *testing.T) { storetest.PredicatesAndOrder(t, factory) }
 
 // TestSearchIsEventual proves that search is served by the asynchronous index: with the
 // only indexer stopped, a stored item is retrievable but not searchable; once an indexer
@@ -516,83 +425,10 @@ func TestServerKillAndRestart(t *testing.T) {
 	}
 }
 
-// TestConcurrentWritersAndSearchers: acknowledged writes from concurrent writers are all
-// retrievable and, once indexed, searchable; concurrent searches never fail.
+// TestConcurrentWritersAndSearchers: acknowledged writes from concurrent writers over two
+// instances are all retrievable and, once indexed, searchable; concurrent searches never fail.
 func TestConcurrentWritersAndSearchers(t *testing.T) {
-	h := newHarness(t)
-	ctx := testCtx(t)
-	writers, perWriter := 8, 60
-	stores := make([]*Store, 2)
-	for i := range stores {
-		s, err := h.OpenStore(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stores[i] = s
-	}
-	var mu sync.Mutex
-	acked := map[uuid.UUID]memory.Item{}
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	errs := make(chan error, writers+4)
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s := stores[w%len(stores)]
-			for i := range perWriter {
-				it := memory.NewItem(json.RawMessage(fmt.Sprintf(`{"w":%d,"i":%d}`, w, i)), "all", fmt.Sprintf("w%d", w))
-				if _, err := s.Store(ctx, it); err != nil {
-					errs <- err
-					return
-				}
-				mu.Lock()
-				acked[it.ID] = it
-				mu.Unlock()
-			}
-		}()
-	}
-	var sg sync.WaitGroup
-	for r := range 3 {
-		sg.Add(1)
-		go func() {
-			defer sg.Done()
-			s := stores[r%len(stores)]
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if _, err := s.Search(ctx, memory.Query{Tags: []string{"all"}, Text: text("w"), Limit: 50}); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(stop)
-	sg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatalf("concurrent call failed: %v", err)
-	}
-	if err := h.MakeSearchIndexVisible(ctx); err != nil {
-		t.Fatal(err)
-	}
-	hits, err := stores[0].Search(ctx, memory.Query{Tags: []string{"all"}, Limit: 10_000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(hits) != len(acked) || len(acked) != writers*perWriter {
-		t.Fatalf("search found %d items, %d acknowledged, want %d", len(hits), len(acked), writers*perWriter)
-	}
-	for _, hit := range hits {
-		if want, ok := acked[hit.ID]; !ok || !hit.Equal(want) {
-			t.Fatalf("hit %s is not an acknowledged write", hit.ID)
-		}
-	}
+	storetest.ConcurrentWritersLoseNothing(t, factory, 60)
 }
 
 // TestCloseStopsIndexerAndIsIdempotent: Close waits for the indexer goroutine, a second

@@ -7,13 +7,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
+	"github.com/agentmem/memory-adapter-operator/internal/storetest"
 )
 
 func newHarness(t *testing.T) *Harness {
@@ -39,98 +38,26 @@ func newStore(t *testing.T, h *Harness) *Store {
 	return s.(*Store)
 }
 
-func mustStore(t *testing.T, s memory.Store, it memory.Item) {
-	t.Helper()
-	id, err := s.Store(context.Background(), it)
-	if err != nil {
-		t.Fatalf("Store: %v", err)
-	}
-	if id != it.ID {
-		t.Fatalf("Store returned %v, want %v", id, it.ID)
-	}
-}
+// The shared helpers under their historical local names.
+var (
+	mustStore    = storetest.MustStore
+	mustRetrieve = storetest.MustRetrieve
+	ptr          = storetest.Text
+)
 
-func mustRetrieve(t *testing.T, s memory.Store, id uuid.UUID) memory.Item {
-	t.Helper()
-	got, err := s.Retrieve(context.Background(), id)
-	if err != nil {
-		t.Fatalf("Retrieve: %v", err)
-	}
-	if got == nil {
-		t.Fatalf("Retrieve(%v) = nil, want the stored item", id)
-	}
-	return *got
-}
+// factory gives the shared behaviour tests a fresh harness on an empty scope per call.
+func factory(t *testing.T) storetest.Harness { return newHarness(t) }
 
-func ptr(s string) *string { return &s }
-
-// TestExactnessFixtures covers contract.md §3: every fixture must round-trip through retrieve
-// and search with Item.Equal, and the raw JSON text must keep the big integer's digits.
+// TestExactnessFixtures covers contract.md §3 through the shared fixtures plus U+0000 inside
+// JSON strings, metadata values and tags (which SQLite stores exactly), then checks that the raw
+// JSON text keeps the big integer's digits.
 func TestExactnessFixtures(t *testing.T) {
 	h := newHarness(t)
-	s := newStore(t, h)
-	base := time.Date(2026, 3, 4, 5, 6, 7, 123456000, time.UTC)
-	fixtures := []struct {
-		name string
-		item memory.Item
-	}{
-		{"integer-above-2^53", memory.Item{
-			Content:  json.RawMessage(`{"n":12345678901234567890123,"m":9007199254740993}`),
-			Metadata: map[string]json.RawMessage{"branch_id": json.RawMessage(`9007199254740993`)},
-		}},
-		{"reordered-keys", memory.Item{
-			Content:  json.RawMessage(`{"b":1,"a":{"y":2,"x":1}}`),
-			Metadata: map[string]json.RawMessage{"source": json.RawMessage(`{"z":1,"a":2}`)},
-		}},
-		{"tags-duplicates-in-order", memory.Item{
-			Content: json.RawMessage(`"t"`),
-			Tags:    []string{"b", "a", "b", "a", "a"},
-		}},
-		{"microsecond-timestamp", memory.Item{
-			Content:   json.RawMessage(`"ts"`),
-			CreatedAt: time.Date(1999, 12, 31, 23, 59, 59, 999999000, time.UTC),
-		}},
-		{"u0000-in-json-string", memory.Item{
-			Content:  json.RawMessage(`{"s":"a\u0000b"}`),
-			Metadata: map[string]json.RawMessage{"source": json.RawMessage(`"x\u0000y"`)},
-			Tags:     []string{"nul\x00tag"},
-		}},
-		{"float-and-exponent", memory.Item{
-			Content: json.RawMessage(`[1.0, 1e400, -0, 0.1000000000000000055511151231257827]`),
-		}},
-		{"unicode", memory.Item{
-			Content: json.RawMessage(`"Grüße, 世界 😀 \ud83d\ude00"`),
-			Tags:    []string{"ß", "😀"},
-		}},
-	}
-	for i, f := range fixtures {
-		t.Run(f.name, func(t *testing.T) {
-			it := f.item
-			it.ID = uuid.New()
-			if it.CreatedAt.IsZero() {
-				it.CreatedAt = base.Add(time.Duration(i) * time.Microsecond)
-			}
-			if it.Tags == nil {
-				it.Tags = []string{}
-			}
-			mustStore(t, s, it)
-			got := mustRetrieve(t, s, it.ID)
-			if !got.Equal(it) {
-				t.Fatalf("retrieve differs in %v:\n got %+v\nwant %+v", got.Diff(it), got, it)
-			}
-			hits, err := s.Search(context.Background(), memory.Query{Limit: 1000})
-			if err != nil {
-				t.Fatalf("Search: %v", err)
-			}
-			idx := slices.IndexFunc(hits, func(h memory.Item) bool { return h.ID == it.ID })
-			if idx < 0 {
-				t.Fatalf("search did not return %v", it.ID)
-			}
-			if !hits[idx].Equal(it) {
-				t.Fatalf("search hit differs in %v", hits[idx].Diff(it))
-			}
-		})
-	}
+	storetest.Exactness(t, func(*testing.T) storetest.Harness { return h }, storetest.Fixture{Name: "u0000-in-json-string", Item: memory.Item{
+		Content:  json.RawMessage(`{"s":"a\u0000b"}`),
+		Metadata: map[string]json.RawMessage{"source": json.RawMessage(`"x\u0000y"`)},
+		Tags:     []string{"nul\x00tag"},
+	}})
 	// The big integer's digits are kept verbatim, not through float64.
 	var raw string
 	if err := h.admin.QueryRow(`SELECT content FROM memory_items WHERE content LIKE '%12345678901234567890123%'`).Scan(&raw); err != nil {
@@ -138,113 +65,11 @@ func TestExactnessFixtures(t *testing.T) {
 	}
 }
 
-func TestLiteralTextSearch(t *testing.T) {
-	h := newHarness(t)
-	s := newStore(t, h)
-	texts := []string{"100% sure", "100 percent", "snake_case", "snakeXcase", "a*b", "aXXb", "Ünïcode CASE"}
-	ids := map[string]uuid.UUID{}
-	for _, tx := range texts {
-		c, _ := json.Marshal(tx)
-		it := memory.NewItem(c)
-		ids[tx] = it.ID
-		mustStore(t, s, it)
-	}
-	cases := []struct {
-		needle string
-		want   []string
-	}{
-		{"%", []string{"100% sure"}},
-		{"0%", []string{"100% sure"}},
-		{"_", []string{"snake_case"}},
-		{"e_c", []string{"snake_case"}},
-		{"*", []string{"a*b"}},
-		{"a*b", []string{"a*b"}},
-		{"ünïcode case", []string{"Ünïcode CASE"}},
-		{"SNAKE", []string{"snake_case", "snakeXcase"}},
-		{"nothing-like-this", nil},
-	}
-	for _, c := range cases {
-		t.Run(c.needle, func(t *testing.T) {
-			hits, err := s.Search(context.Background(), memory.Query{Text: ptr(c.needle), Limit: 100})
-			if err != nil {
-				t.Fatalf("Search: %v", err)
-			}
-			var got []string
-			for _, h := range hits {
-				var str string
-				_ = json.Unmarshal(h.Content, &str)
-				got = append(got, str)
-			}
-			if !slices.Equal(got, c.want) {
-				t.Fatalf("text %q: got %q, want %q", c.needle, got, c.want)
-			}
-		})
-	}
-}
+// TestLiteralTextSearch: %, _, * and regex metacharacters are literal; text folds case.
+func TestLiteralTextSearch(t *testing.T) { storetest.LiteralText(t, factory) }
 
-func TestSearchPredicatesAndOrder(t *testing.T) {
-	h := newHarness(t)
-	s := newStore(t, h)
-	mk := func(content string, meta map[string]string, tags ...string) memory.Item {
-		it := memory.NewItem(json.RawMessage(content), tags...)
-		for k, v := range meta {
-			it.Metadata[k] = json.RawMessage(v)
-		}
-		mustStore(t, s, it)
-		return it
-	}
-	a := mk(`"alpha"`, map[string]string{"source": `"web"`, "branch_id": `1`}, "x", "y")
-	b := mk(`{"k":"Alpha"}`, map[string]string{"source": `"chat"`, "branch_id": `1.0`}, "y")
-	c := mk(`"gamma"`, map[string]string{"source": `"web"`, "branch_id": `{"b":1,"a":2}`}, "z")
-	d := mk(`"delta"`, map[string]string{"branch_id": `12345678901234567890123`}, "x")
-	e := mk(`"eps"`, map[string]string{"branch_id": `12345678901234567890124`, "source": `null`})
-	// Replacing an item keeps its position.
-	a2 := a
-	a2.Content = json.RawMessage(`"alpha replaced"`)
-	mustStore(t, s, a2)
-
-	ids := func(items []memory.Item) []uuid.UUID {
-		out := []uuid.UUID{}
-		for _, it := range items {
-			out = append(out, it.ID)
-		}
-		return out
-	}
-	cases := []struct {
-		name string
-		q    memory.Query
-		want []uuid.UUID
-	}{
-		{"all in insertion order", memory.Query{Limit: 10}, []uuid.UUID{a.ID, b.ID, c.ID, d.ID, e.ID}},
-		{"limit", memory.Query{Limit: 2}, []uuid.UUID{a.ID, b.ID}},
-		{"text in JSON object", memory.Query{Text: ptr("alpha"), Limit: 10}, []uuid.UUID{a.ID, b.ID}},
-		{"JSON punctuation is text", memory.Query{Text: ptr(`{"k":`), Limit: 10}, []uuid.UUID{b.ID}},
-		{"any tag", memory.Query{Tags: []string{"z", "x"}, Limit: 10}, []uuid.UUID{a.ID, c.ID, d.ID}},
-		{"string filter", memory.Query{Filters: map[string]json.RawMessage{"source": json.RawMessage(`"web"`)}, Limit: 10}, []uuid.UUID{a.ID, c.ID}},
-		{"number filter by value", memory.Query{Filters: map[string]json.RawMessage{"branch_id": json.RawMessage(`1`)}, Limit: 10}, []uuid.UUID{a.ID, b.ID}},
-		{"number filter limit in Go", memory.Query{Filters: map[string]json.RawMessage{"branch_id": json.RawMessage(`1e0`)}, Limit: 1}, []uuid.UUID{a.ID}},
-		{"big integer filter exact", memory.Query{Filters: map[string]json.RawMessage{"branch_id": json.RawMessage(`12345678901234567890124`)}, Limit: 10}, []uuid.UUID{e.ID}},
-		{"object filter reordered", memory.Query{Filters: map[string]json.RawMessage{"branch_id": json.RawMessage(`{"a":2,"b":1}`)}, Limit: 10}, []uuid.UUID{c.ID}},
-		{"null filter", memory.Query{Filters: map[string]json.RawMessage{"source": json.RawMessage(`null`)}, Limit: 10}, []uuid.UUID{e.ID}},
-		{"conjunction", memory.Query{Text: ptr("a"), Tags: []string{"y"}, Filters: map[string]json.RawMessage{"source": json.RawMessage(`"chat"`)}, Limit: 10}, []uuid.UUID{b.ID}},
-		{"zero limit", memory.Query{Limit: 0}, []uuid.UUID{}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			hits, err := s.Search(context.Background(), c.q)
-			if err != nil {
-				t.Fatalf("Search: %v", err)
-			}
-			if got := ids(hits); !slices.Equal(got, c.want) {
-				t.Fatalf("got %v, want %v", got, c.want)
-			}
-		})
-	}
-	got := mustRetrieve(t, s, a.ID)
-	if !got.Equal(a2) {
-		t.Fatalf("replaced item differs in %v", got.Diff(a2))
-	}
-}
+// TestSearchPredicatesAndOrder: predicates alone and together, insertion order, replacement.
+func TestSearchPredicatesAndOrder(t *testing.T) { storetest.PredicatesAndOrder(t, factory) }
 
 func TestRejectsBeforeIO(t *testing.T) {
 	h := newHarness(t)
@@ -422,71 +247,10 @@ func TestProbe(t *testing.T) {
 	}
 }
 
-// TestConcurrentWritersLoseNothing stores N items from many goroutines while others search,
-// then checks every acknowledged write is retrievable and searchable.
+// TestConcurrentWritersLoseNothing stores from many goroutines over two store instances
+// while others search, then checks every acknowledged write is retrievable and searchable.
 func TestConcurrentWritersLoseNothing(t *testing.T) {
-	h := newHarness(t)
-	s := newStore(t, h)
-	const writers, perWriter = 8, 40
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		acked []uuid.UUID
-		errs  = make(chan error, writers*perWriter+writers)
-		stop  = make(chan struct{})
-	)
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range perWriter {
-				it := memory.NewItem(json.RawMessage(fmt.Sprintf(`{"w":%d,"i":%d}`, w, i)), "burst")
-				id, err := s.Store(context.Background(), it)
-				if err != nil {
-					errs <- err
-					continue
-				}
-				mu.Lock()
-				acked = append(acked, id)
-				mu.Unlock()
-			}
-		}()
-	}
-	var sg sync.WaitGroup
-	for range 3 {
-		sg.Add(1)
-		go func() {
-			defer sg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if _, err := s.Search(context.Background(), memory.Query{Tags: []string{"burst"}, Text: ptr(`"w"`), Limit: 50}); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(stop)
-	sg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Errorf("concurrent call failed: %v", err)
-	}
-	if len(acked) != writers*perWriter {
-		t.Fatalf("acknowledged %d writes, want %d", len(acked), writers*perWriter)
-	}
-	for _, id := range acked {
-		mustRetrieve(t, s, id)
-	}
-	hits, err := s.Search(context.Background(), memory.Query{Tags: []string{"burst"}, Limit: 10 * writers * perWriter})
-	if err != nil || len(hits) != writers*perWriter {
-		t.Fatalf("search after burst: %d hits, %v; want %d", len(hits), err, writers*perWriter)
-	}
+	storetest.ConcurrentWritersLoseNothing(t, factory, 40)
 }
 
 func TestHarnessAdapterID(t *testing.T) {

@@ -1,0 +1,23 @@
+package inmemory_test
+
+import (
+	"testing"
+
+	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
+	"github.com/agentmem/memory-adapter-operator/internal/storetest"
+)
+
+// The reference store must pass the same behaviour tests as the external adapters, so a
+// disagreement between a backend and the reference shows up as a failure on one side.
+
+func factory(*testing.T) storetest.Harness { return storetest.Single(inmemory.New(inmemory.Options{})) }
+
+func TestSharedExactness(t *testing.T) { storetest.Exactness(t, factory) }
+
+func TestSharedLiteralText(t *testing.T) { storetest.LiteralText(t, factory) }
+
+func TestSharedPredicatesAndOrder(t *testing.T) { storetest.PredicatesAndOrder(t, factory) }
+
+func TestSharedConcurrentWritersLoseNothing(t *testing.T) {
+	storetest.ConcurrentWritersLoseNothing(t, factory, 40)
+}

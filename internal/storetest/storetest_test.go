@@ -1,0 +1,54 @@
+package storetest
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
+)
+
+// TestFixturesAreDistinctValidJSON guards the shared data itself: a typo in a fixture would
+// otherwise surface as a confusing failure in every backend at once.
+func TestFixturesAreDistinctValidJSON(t *testing.T) {
+	seen := map[string]bool{}
+	for _, f := range Fixtures() {
+		if seen[f.Name] {
+			t.Errorf("duplicate fixture name %q", f.Name)
+		}
+		seen[f.Name] = true
+		if !json.Valid(f.Item.Content) {
+			t.Errorf("%s: content %s is not JSON", f.Name, f.Item.Content)
+		}
+		for k, v := range f.Item.Metadata {
+			if !json.Valid(v) {
+				t.Errorf("%s: metadata %s=%s is not JSON", f.Name, k, v)
+			}
+		}
+	}
+	for _, name := range []string{FixtureBigInteger, FixtureReordered} {
+		if !seen[name] {
+			t.Errorf("fixture %q, which Exactness filters on, is missing", name)
+		}
+	}
+}
+
+// TestBenchQueriesMatch checks that every benchmark query matches part of the smallest data
+// set, so a benchmark's "no hits" failure means a broken adapter, not broken data.
+func TestBenchQueriesMatch(t *testing.T) {
+	for name, q := range BenchQueries() {
+		var lower string
+		if q.Text != nil {
+			lower = strings.ToLower(*q.Text)
+		}
+		hits := 0
+		for i := range BenchSizes[0] {
+			if inmemory.Matches(BenchItem(i), q, lower) {
+				hits++
+			}
+		}
+		if hits == 0 || hits == BenchSizes[0] {
+			t.Errorf("query %s matches %d of %d items; want some but not all", name, hits, BenchSizes[0])
+		}
+	}
+}
