@@ -25,10 +25,7 @@ func init() {
 			if c.connection == "" {
 				return nil, usageError("postgres: no connection (--connection-file or $%s: a postgres:// URL)", connectionEnv)
 			}
-			if c.AdapterID != "" && c.AdapterID != postgres.AdapterID {
-				return nil, usageError("postgres conformance: --adapter-id other than %q is not supported by the harness", postgres.AdapterID)
-			}
-			return postgres.NewHarness(ctx, postgres.HarnessOptions{URL: c.connection, SupportedFilters: c.filters()})
+			return postgres.NewHarness(ctx, postgres.HarnessOptions{URL: c.connection, SupportedFilters: c.filters(), AdapterID: c.AdapterID})
 		},
 	}
 }

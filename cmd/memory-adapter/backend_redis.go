@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/redis"
@@ -41,6 +42,10 @@ func init() {
 			if opts.Scope == "" {
 				opts.Scope = "default"
 			}
+			// A stable consumer name lets a restarted container re-read its own pending index
+			// entries at once instead of waiting for another instance to claim them. The
+			// Deployment sets POD_NAME through the downward API.
+			opts.ConsumerName = os.Getenv("POD_NAME")
 			if rawURL != "" {
 				opts.URL = rawURL
 			} else {

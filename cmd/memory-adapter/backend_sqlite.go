@@ -20,10 +20,7 @@ func init() {
 		// The conformance Job runs the matrix on its own disposable database file with the
 		// same build (the product's rule for embedded backends); --sqlite-path is not used.
 		harness: func(ctx context.Context, c *backendConfig) (conformance.Harness, error) {
-			if c.AdapterID != "" && c.AdapterID != sqlite.AdapterID {
-				return nil, usageError("sqlite conformance: --adapter-id other than %q is not supported by the harness", sqlite.AdapterID)
-			}
-			return sqlite.NewHarness(ctx, sqlite.HarnessOptions{SupportedFilters: c.filters()})
+			return sqlite.NewHarness(ctx, sqlite.HarnessOptions{SupportedFilters: c.filters(), AdapterID: c.AdapterID})
 		},
 	}
 }
