@@ -67,29 +67,10 @@ func TestLiteralTextSearch(t *testing.T) { storetest.LiteralText(t, factory) }
 // TestSearchPredicatesAndOrder: predicates alone and together, insertion order, replacement.
 func TestSearchPredicatesAndOrder(t *testing.T) { storetest.PredicatesAndOrder(t, factory) }
 
+// TestRejectsBeforeIO: unsupported queries and malformed or oversized items are refused.
 func TestRejectsBeforeIO(t *testing.T) {
 	h := newHarness(t)
-	s := newStore(t, h)
-	_, err := s.Search(context.Background(), memory.Query{Filters: map[string]json.RawMessage{"zeta": json.RawMessage(`1`), "alpha": json.RawMessage(`1`)}, Limit: -1})
-	var uq *memory.UnsupportedMemoryQuery
-	if !errors.As(err, &uq) || !slices.Equal(uq.RejectedKeys, []string{"alpha", "limit", "zeta"}) {
-		t.Fatalf("Search with bad keys: got %v, want UnsupportedMemoryQuery [alpha limit zeta]", err)
-	}
-	bad := []memory.Item{
-		{ID: uuid.Nil, Content: json.RawMessage(`1`)},
-		{ID: uuid.New(), Content: json.RawMessage(`{"a":`)},
-		{ID: uuid.New(), Content: json.RawMessage("\"\xff\"")},
-		{ID: uuid.New(), Metadata: map[string]json.RawMessage{"k": json.RawMessage(`nope`)}},
-		{ID: uuid.New(), Tags: []string{"\xff"}},
-	}
-	for i, it := range bad {
-		if _, err := s.Store(context.Background(), it); !errors.Is(err, memory.ErrAdapter) || errors.Is(err, memory.ErrUnavailable) {
-			t.Errorf("bad item %d: got %v, want MemoryAdapterError", i, err)
-		}
-		if got, err := s.Retrieve(context.Background(), it.ID); err != nil || got != nil {
-			t.Errorf("bad item %d was written: %v, %v", i, got, err)
-		}
-	}
+	storetest.RejectsInvalidInput(t, func(*testing.T) storetest.Harness { return h })
 	// Oversized items are refused.
 	o := h.StoreOptions()
 	o.MaxItemBytes = 64
