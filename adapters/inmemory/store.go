@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -89,16 +91,27 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 	return c.ID, nil
 }
 
+// validateItem rejects what the wire could not carry back exactly: JSON and every string in the
+// contract is UTF-8, so invalid bytes would be replaced on the way out and the item would come
+// back altered. The reference must refuse what the external adapters refuse.
 func validateItem(item memory.Item) error {
 	if item.ID == uuid.Nil {
 		return memory.NewAdapterError("store: item id must not be the nil UUID", nil)
 	}
-	if !json.Valid(item.ContentJSON()) {
-		return memory.NewAdapterError("store: content is not valid JSON", nil)
+	if content := item.ContentJSON(); !utf8.Valid(content) || !json.Valid(content) {
+		return memory.NewAdapterError("store: content is not valid UTF-8 JSON", nil)
 	}
 	for k, v := range item.Metadata {
-		if !json.Valid(v) {
-			return memory.NewAdapterError("store: metadata "+k+" is not valid JSON", nil)
+		if !utf8.ValidString(k) {
+			return memory.NewAdapterError("store: a metadata key is not valid UTF-8", nil)
+		}
+		if !utf8.Valid(v) || !json.Valid(v) {
+			return memory.NewAdapterError(fmt.Sprintf("store: metadata %q is not valid UTF-8 JSON", k), nil)
+		}
+	}
+	for i, tag := range item.Tags {
+		if !utf8.ValidString(tag) {
+			return memory.NewAdapterError(fmt.Sprintf("store: tag %d is not valid UTF-8", i), nil)
 		}
 	}
 	return nil

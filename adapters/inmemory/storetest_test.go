@@ -18,6 +18,8 @@ func TestSharedLiteralText(t *testing.T) { storetest.LiteralText(t, factory) }
 
 func TestSharedPredicatesAndOrder(t *testing.T) { storetest.PredicatesAndOrder(t, factory) }
 
+func TestSharedRejectsInvalidInput(t *testing.T) { storetest.RejectsInvalidInput(t, factory) }
+
 func TestSharedConcurrentWritersLoseNothing(t *testing.T) {
 	storetest.ConcurrentWritersLoseNothing(t, factory, 40)
 }
