@@ -7,13 +7,16 @@
 FROM golang:1.26 AS builder
 ARG TARGETOS=linux
 ARG TARGETARCH=amd64
+# The adapter version the binary reports (memory-adapter version, /v1/evidence); the operator
+# keys conformance runs on it, so release builds must set it.
+ARG VERSION=dev
 WORKDIR /workspace
 # Dependencies first so source edits do not invalidate the module download layer.
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 # CGO off: the SQLite driver is pure Go, and static binaries need no libc in the image.
-RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -ldflags="-s -w" -o /out/memory-adapter ./cmd/memory-adapter \
+RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" -o /out/memory-adapter ./cmd/memory-adapter \
  && CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -ldflags="-s -w" -o /out/manager ./cmd
 
 FROM gcr.io/distroless/static:nonroot AS memory-adapter
