@@ -91,7 +91,7 @@ var accuracyTable = []accuracyRow{
 	}},
 	{Knob: "metadata dropped by the service", Service: fake.ServiceKnobs{DropMetadata: true}, Lies: []lie{
 		{Name: "metadata native and preserved (full)", Manifest: fullManifest,
-			Expect: []CaseID{CaseDroppedWriteField, CaseSupportedFilter, CaseMetadataProjection}},
+			Expect: []CaseID{CaseDirectRetrieval, CaseDroppedWriteField, CaseSupportedFilter, CaseMetadataProjection}},
 		{Name: "metadata native, not preserved (lossy)", Manifest: func(m *memory.Manifest) {
 			setFields(allNative, nil)(m)
 			m.RetrieveFidelity, m.SearchFidelity = memory.FidelityLossy, memory.FidelityLossy
@@ -99,7 +99,12 @@ var accuracyTable = []accuracyRow{
 	}},
 	{Knob: "metadata altered (float64)", Service: fake.ServiceKnobs{AlterMetadata: true}, Lies: []lie{
 		{Name: "preserves_metadata=true at full fidelity", Manifest: fullManifest,
-			Expect: []CaseID{CaseMetadataProjection}},
+			Expect: []CaseID{CaseDirectRetrieval, CaseMetadataProjection}},
+		// native_fields promises every native field round-trips on retrieve; preserves_metadata
+		// stays false, so only direct-retrieval can see this lie.
+		{Name: "retrieve_fidelity=native_fields with metadata native", Manifest: func(m *memory.Manifest) {
+			m.RetrieveFidelity = memory.FidelityNativeFields
+		}, Expect: []CaseID{CaseDirectRetrieval}},
 		{Name: "preserves_metadata=true at lossy fidelity", Manifest: func(m *memory.Manifest) { m.PreservesMetadata = true },
 			Expect: []CaseID{CaseMetadataProjection}},
 	}},
@@ -182,10 +187,17 @@ var accuracyTable = []accuracyRow{
 			Expect: []CaseID{CaseDirectRetrieval, CaseTypedSearch}},
 	}},
 	{Knob: "tags with duplicates", Lies: []lie{
-		{Name: "adapter de-duplicates tags", Adapter: fake.AdapterKnobs{DedupTags: true}, Expect: []CaseID{CaseTagProjection}},
+		{Name: "adapter de-duplicates tags", Adapter: fake.AdapterKnobs{DedupTags: true},
+			Expect: []CaseID{CaseDirectRetrieval, CaseTagProjection}},
 	}},
 	{Knob: "tags with duplicates, hits without tags", Service: fake.ServiceKnobs{DropSearchTags: true}, Lies: []lie{
-		{Name: "adapter de-duplicates tags", Adapter: fake.AdapterKnobs{DedupTags: true}, Expect: []CaseID{CaseTagProjection}},
+		{Name: "adapter de-duplicates tags", Adapter: fake.AdapterKnobs{DedupTags: true},
+			Expect: []CaseID{CaseDirectRetrieval, CaseTagProjection}},
+	}},
+	// Tags stay a direct-retrieval anchor when the retrieve fidelity is lossy.
+	{Knob: "tags with duplicates, lossy retrieve", Service: fake.ServiceKnobs{NormalizeTimestamps: true}, Lies: []lie{
+		{Name: "adapter de-duplicates tags", Adapter: fake.AdapterKnobs{DedupTags: true},
+			Expect: []CaseID{CaseDirectRetrieval, CaseTagProjection}},
 	}},
 	{Knob: "limit handling", Lies: []lie{
 		{Name: "adapter does not pass the limit on", Adapter: fake.AdapterKnobs{LimitIgnored: true}, Expect: []CaseID{CaseLimit}},

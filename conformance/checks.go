@@ -376,20 +376,49 @@ func caseDirectRetrieval(c *caseRun) {
 		return
 	}
 	if c.check("direct-retrieval/anchors-exact") {
-		// id and content are ADR-0092's direct-retrieval anchors at every fidelity (tags are
-		// tag-projection's, metadata metadata-projection's).
+		// id and content are ADR-0093's direct-retrieval anchors at every fidelity: a service
+		// that cannot preserve them must reject the write, not normalise them.
 		for _, p := range fieldProblems(it, *got, memory.FieldID, memory.FieldContent) {
 			c.failf("retrieve: %s", p)
 		}
 	}
+	if c.check("direct-retrieval/tags-anchor-exact") {
+		// tags are the third anchor: exact (order and duplicates) even at lossy fidelity.
+		for _, p := range fieldProblems(it, *got, memory.FieldTags) {
+			c.failf("retrieve (tags are a direct-retrieval anchor at every fidelity): %s", p)
+		}
+	}
+	exact := c.m.RetrieveFidelity != memory.FidelityLossy
 	if c.check("direct-retrieval/created-at-fidelity") {
-		if c.m.Native(memory.FieldCreatedAt) && c.m.RetrieveFidelity != memory.FidelityLossy {
+		if c.m.Native(memory.FieldCreatedAt) && exact {
 			for _, p := range fieldProblems(it, *got, memory.FieldCreatedAt) {
 				c.failf("retrieve at %s fidelity with created_at native: %s", c.m.RetrieveFidelity, p)
 			}
 		}
 	}
-	c.notef("retrieve fidelity %s holds for id, content and created_at", c.m.RetrieveFidelity)
+	if c.check("direct-retrieval/metadata-fidelity") {
+		// full and native_fields promise every native field round-trips on retrieve, whatever
+		// preserves_metadata says (that flag is metadata-projection's business).
+		if c.m.Native(memory.FieldMetadata) && exact {
+			for _, p := range fieldProblems(it, *got, memory.FieldMetadata) {
+				c.failf("retrieve at %s fidelity with metadata native: %s", c.m.RetrieveFidelity, p)
+			}
+		}
+	}
+	verified, skipped := []string{"id", "content", "tags"}, []string(nil)
+	for _, f := range []memory.ItemField{memory.FieldCreatedAt, memory.FieldMetadata} {
+		switch {
+		case !c.m.Native(f):
+		case exact:
+			verified = append(verified, string(f))
+		default:
+			skipped = append(skipped, string(f))
+		}
+	}
+	c.notef("retrieve at %s fidelity returns %s exactly", c.m.RetrieveFidelity, strings.Join(verified, ", "))
+	if len(skipped) > 0 {
+		c.notef("native %s not compared: lossy retrieve fidelity permits normalising them", strings.Join(skipped, ", "))
+	}
 }
 
 func caseUnknownID(c *caseRun) {
