@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -504,21 +505,11 @@ func DecodeQuery(body []byte) (memory.Query, error) {
 }
 
 func decodeObject(body []byte, v any) error {
-	trimmed := strings.TrimLeft(string(body), " \t\r\n")
-	if !strings.HasPrefix(trimmed, "{") {
+	if !bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("{")) {
 		return errors.New("the body must be one JSON object")
 	}
-	// encoding/json lets a json.Number field accept a quoted number ("5"), which the wire
-	// format does not allow for limit and created_at; reject that before decoding.
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil {
-		return err
-	}
-	for _, k := range []string{"limit", "created_at"} {
-		if raw, ok := top[k]; ok && strings.HasPrefix(strings.TrimSpace(string(raw)), `"`) {
-			return fmt.Errorf("%s: want a JSON number, not a string", k)
-		}
-	}
+	// The api/memory codecs are strict (unknown fields, quoted numbers, null tags are errors),
+	// so one decode is all the server needs.
 	return json.Unmarshal(body, v)
 }
 
