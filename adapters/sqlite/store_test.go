@@ -6,10 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"testing"
-
-	"github.com/google/uuid"
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	"github.com/agentmem/memory-adapter-operator/internal/storetest"
@@ -17,7 +14,13 @@ import (
 
 func newHarness(t *testing.T) *Harness {
 	t.Helper()
-	h, err := NewHarness(context.Background(), HarnessOptions{Dir: t.TempDir()})
+	return newHarnessWith(t, HarnessOptions{Dir: t.TempDir()})
+}
+
+// newHarnessWith makes a harness from o and registers its checked Close with t.
+func newHarnessWith(t *testing.T, o HarnessOptions) *Harness {
+	t.Helper()
+	h, err := NewHarness(context.Background(), o)
 	if err != nil {
 		t.Fatalf("NewHarness: %v", err)
 	}
@@ -28,22 +31,6 @@ func newHarness(t *testing.T) *Harness {
 	})
 	return h
 }
-
-func newStore(t *testing.T, h *Harness) *Store {
-	t.Helper()
-	s, err := h.MakeStore(context.Background())
-	if err != nil {
-		t.Fatalf("MakeStore: %v", err)
-	}
-	return s.(*Store)
-}
-
-// The shared helpers under their historical local names.
-var (
-	mustStore    = storetest.MustStore
-	mustRetrieve = storetest.MustRetrieve
-	ptr          = storetest.Text
-)
 
 // factory gives the shared behaviour tests a fresh harness on an empty scope per call.
 func factory(t *testing.T) storetest.Harness { return newHarness(t) }
@@ -87,92 +74,28 @@ func TestRejectsBeforeIO(t *testing.T) {
 	}
 }
 
+// TestWrongKindAndScopeIsolation: a record of another kind is invisible and not overwritten;
+// another scope in the same file sees nothing of this one.
 func TestWrongKindAndScopeIsolation(t *testing.T) {
 	h := newHarness(t)
-	s := newStore(t, h)
-	id, err := h.MakeWrongKindRecord(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := s.Retrieve(context.Background(), id); err != nil || got != nil {
-		t.Fatalf("wrong-kind retrieve: got %v, %v; want nil, nil", got, err)
-	}
-	hits, err := s.Search(context.Background(), memory.Query{Text: ptr("not a memory"), Limit: 10})
-	if err != nil || len(hits) != 0 {
-		t.Fatalf("wrong-kind search: got %d hits, %v", len(hits), err)
-	}
-	over := memory.NewItem(json.RawMessage(`1`))
-	over.ID = id
-	if _, err := s.Store(context.Background(), over); !errors.Is(err, memory.ErrAdapter) {
-		t.Fatalf("store over a wrong-kind record: got %v, want MemoryAdapterError", err)
-	}
-
-	other, err := Open(context.Background(), Options{Path: h.Path(), Scope: "other-scope"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	it := memory.NewItem(json.RawMessage(`"mine"`))
-	mustStore(t, s, it)
-	if got, err := other.Retrieve(context.Background(), it.ID); err != nil || got != nil {
-		t.Fatalf("other scope sees the item: %v, %v", got, err)
-	}
-	if hits, err := other.Search(context.Background(), memory.Query{Limit: 10}); err != nil || len(hits) != 0 {
-		t.Fatalf("other scope search: %d hits, %v", len(hits), err)
-	}
+	storetest.WrongKindAndScopeIsolation(t, h, func(t *testing.T, scope string) memory.Store {
+		other, err := Open(context.Background(), Options{Path: h.Path(), Scope: scope})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = other.Close() })
+		return other
+	})
 }
 
-func TestRejectedWriteByService(t *testing.T) {
-	h := newHarness(t)
-	s := newStore(t, h)
-	it, err := h.MakeWriteRejected(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := s.Store(context.Background(), it)
-	if !errors.Is(err, memory.ErrAdapter) || errors.Is(err, memory.ErrUnavailable) || id != uuid.Nil {
-		t.Fatalf("rejected write: got %v, %v; want uuid.Nil and MemoryAdapterError", id, err)
-	}
-	if err := h.Reset(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	mustStore(t, s, it)
-}
+// TestRejectedWriteByService: a write SQLite's own trigger aborts is a MemoryAdapterError.
+func TestRejectedWriteByService(t *testing.T) { storetest.RejectedWriteByService(t, newHarness(t)) }
 
+// TestOutageAndRecovery: with the database file moved away every call, and opening a new
+// store, is unavailable; restoring the file restores the same adapter instance, data intact.
 func TestOutageAndRecovery(t *testing.T) {
 	h := newHarness(t)
-	s := newStore(t, h)
-	it := memory.NewItem(json.RawMessage(`"before the cut"`))
-	mustStore(t, s, it)
-	if err := h.MakeTransportUnavailable(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	_, err := s.Store(ctx, memory.NewItem(json.RawMessage(`1`)))
-	t.Logf("store during outage: %v", err)
-	if !errors.Is(err, memory.ErrUnavailable) {
-		t.Errorf("store during outage: got %v, want MemoryAdapterUnavailable", err)
-	}
-	if got, err := s.Retrieve(ctx, it.ID); !errors.Is(err, memory.ErrUnavailable) || got != nil {
-		t.Errorf("retrieve during outage: got %v, %v, want MemoryAdapterUnavailable", got, err)
-	}
-	if hits, err := s.Search(ctx, memory.Query{Limit: 5}); !errors.Is(err, memory.ErrUnavailable) || hits != nil {
-		t.Errorf("search during outage: got %v, %v, want MemoryAdapterUnavailable", hits, err)
-	}
-	if _, err := s.Probe(ctx); !errors.Is(err, memory.ErrUnavailable) {
-		t.Errorf("probe during outage: got %v, want MemoryAdapterUnavailable", err)
-	}
-	if _, err := h.MakeStore(ctx); !errors.Is(err, memory.ErrUnavailable) {
-		t.Errorf("new store during outage: got %v, want MemoryAdapterUnavailable", err)
-	}
-	// Restoring the file restores the same adapter instance, with the data intact.
-	if err := h.restoreForTest(); err != nil {
-		t.Fatal(err)
-	}
-	got := mustRetrieve(t, s, it.ID)
-	if !got.Equal(it) {
-		t.Fatalf("after recovery: differs in %v", got.Diff(it))
-	}
+	storetest.OutageAndRecovery(t, h, storetest.Outage{Restore: h.restoreForTest, MakeStoreFails: true})
 }
 
 func (h *Harness) restoreForTest() error {
@@ -181,21 +104,16 @@ func (h *Harness) restoreForTest() error {
 	return h.restoreLocked()
 }
 
+// TestClosedStore: Close is idempotent and a closed store is unavailable.
 func TestClosedStore(t *testing.T) {
 	h := newHarness(t)
-	s, err := Open(context.Background(), Options{Path: h.Path(), Scope: h.Scope()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
-	}
-	if _, err := s.Retrieve(context.Background(), uuid.New()); !errors.Is(err, memory.ErrUnavailable) {
-		t.Fatalf("retrieve after Close: got %v, want MemoryAdapterUnavailable", err)
-	}
+	storetest.ClosedStore(t, func(t *testing.T) storetest.ClosableStore {
+		s, err := Open(context.Background(), Options{Path: h.Path(), Scope: h.Scope()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
 }
 
 func TestOpenValidatesOptions(t *testing.T) {
@@ -212,21 +130,8 @@ func TestOpenValidatesOptions(t *testing.T) {
 	}
 }
 
-func TestProbe(t *testing.T) {
-	h := newHarness(t)
-	s := newStore(t, h)
-	ev, err := s.Probe(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := h.ServiceVersion(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ev.ServiceVersion != v || len(ev.Probes) != 3 || !ev.AllOK() {
-		t.Fatalf("probe: %+v (harness version %q)", ev, v)
-	}
-}
+// TestProbe: the probe reports the harness's SQLite version and three passing checks.
+func TestProbe(t *testing.T) { storetest.Probe(t, newHarness(t), 3) }
 
 // TestConcurrentWritersLoseNothing stores from many goroutines over two store instances
 // while others search, then checks every acknowledged write is retrievable and searchable.
@@ -234,14 +139,9 @@ func TestConcurrentWritersLoseNothing(t *testing.T) {
 	storetest.ConcurrentWritersLoseNothing(t, factory, 40)
 }
 
+// TestHarnessAdapterID: the harness's adapter id and filter set reach the store's manifest.
 func TestHarnessAdapterID(t *testing.T) {
-	h, err := NewHarness(context.Background(), HarnessOptions{Dir: t.TempDir(), AdapterID: "sqlite-team-a", SupportedFilters: []string{"k"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close(context.Background())
-	s := newStore(t, h)
-	if m := s.Manifest(); m.Adapter != "sqlite-team-a" || !slices.Equal(m.SupportedFilters, []string{"k"}) {
-		t.Fatalf("manifest %+v", m)
-	}
+	storetest.HarnessAdapterID(t, "sqlite-team-a", func(t *testing.T, id string, filters []string) storetest.Harness {
+		return newHarnessWith(t, HarnessOptions{Dir: t.TempDir(), AdapterID: id, SupportedFilters: filters})
+	})
 }
