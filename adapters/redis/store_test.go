@@ -22,19 +22,9 @@ import (
 	"github.com/agentmem/memory-adapter-operator/internal/storetest"
 )
 
-var (
-	_ conformance.Harness            = (*Harness)(nil)
-	_ conformance.ServiceVersioner   = (*Harness)(nil)
-	_ conformance.WrongKindMaker     = (*Harness)(nil)
-	_ conformance.WriteRejecter      = (*Harness)(nil)
-	_ conformance.TransportObserver  = (*Harness)(nil)
-	_ conformance.FilterRecorder     = (*Harness)(nil)
-	_ conformance.MalformedResponder = (*Harness)(nil)
-	_ conformance.IdentitylessWriter = (*Harness)(nil)
-)
-
 // TestConformanceLive runs the shared 17-case matrix against the real server. The harness
-// offers every optional capability, so no case may be NotApplicable or unobserved.
+// offers every optional capability (storetest.FullConformance demands it at compile time),
+// so no case may be NotApplicable or unobserved.
 func TestConformanceLive(t *testing.T) {
 	storetest.FullConformance(t, newHarness(t), conformance.Options{AdapterVersion: "test", CaseTimeout: 2 * time.Minute})
 }
