@@ -38,7 +38,6 @@ const (
 	// retryBackoff is the base pause before the single retry; jitter adds up to the same
 	// again so that many adapters reconnecting after a restart do not stampede.
 	retryBackoff   = 50 * time.Millisecond
-	maxQueryTags   = 1000
 	kindMemoryItem = "memory_item"
 )
 
@@ -296,7 +295,7 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 		return uuid.Nil, classify("store", err)
 	}
 	if n == 0 {
-		return uuid.Nil, memory.NewAdapterError("store: the database acknowledged the write without writing the item (is the id held by a record that is not a memory item?)", nil)
+		return uuid.Nil, relstore.NotWritten()
 	}
 	return p.ID, nil
 }
@@ -345,10 +344,11 @@ type row struct {
 }
 
 func (r row) item() (memory.Item, error) {
-	it := memory.Item{ID: r.id, CreatedAt: r.createdAt.UTC(), Content: json.RawMessage(r.content), Tags: r.tags}
-	if err := json.Unmarshal([]byte(r.metadata), &it.Metadata); err != nil || it.Metadata == nil {
-		return memory.Item{}, memory.NewAdapterError("decode stored metadata", err)
+	meta, err := relstore.DecodeMetadata(r.metadata)
+	if err != nil {
+		return memory.Item{}, err
 	}
+	it := memory.Item{ID: r.id, CreatedAt: r.createdAt.UTC(), Metadata: meta, Content: json.RawMessage(r.content), Tags: r.tags}
 	if it.Tags == nil {
 		it.Tags = []string{}
 	}
@@ -359,15 +359,12 @@ func (r row) item() (memory.Item, error) {
 // against the manifest before any I/O; a zero limit, or a predicate no storable value can
 // satisfy (U+0000 or invalid UTF-8 in it), returns an empty list without I/O.
 func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, error) {
-	if err := memory.CheckQuery(s.manifest, q); err != nil {
-		return nil, err
-	}
 	out := []memory.Item{}
-	if q.Limit == 0 {
+	if run, err := relstore.CheckSearch(s.manifest, q); !run {
+		if err != nil {
+			return nil, err
+		}
 		return out, nil
-	}
-	if len(q.Tags) > maxQueryTags {
-		return nil, memory.NewAdapterError(fmt.Sprintf("search: more than %d tags", maxQueryTags), nil)
 	}
 	sqlText, args, possible := s.buildSearch(q)
 	if !possible {

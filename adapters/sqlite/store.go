@@ -33,7 +33,6 @@ const (
 	DefaultRequestTimeout = 5 * time.Second
 	busyTimeoutMillis     = 4000
 	DefaultMaxOpenConns   = 8
-	maxQueryTags          = 1000
 	kindMemoryItem        = "memory_item"
 )
 
@@ -275,7 +274,7 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 		return uuid.Nil, classify("store", err)
 	}
 	if n == 0 {
-		return uuid.Nil, memory.NewAdapterError("store: the database acknowledged the write without writing the item (is the id held by a record that is not a memory item?)", nil)
+		return uuid.Nil, relstore.NotWritten()
 	}
 	return p.ID, nil
 }
@@ -310,10 +309,11 @@ func (s *Store) Retrieve(ctx context.Context, id uuid.UUID) (*memory.Item, error
 }
 
 func decodeRow(id uuid.UUID, us int64, meta, content, tagsJ string) (memory.Item, error) {
-	it := memory.Item{ID: id, CreatedAt: time.UnixMicro(us).UTC(), Content: json.RawMessage(content)}
-	if err := json.Unmarshal([]byte(meta), &it.Metadata); err != nil || it.Metadata == nil {
-		return memory.Item{}, memory.NewAdapterError("decode stored metadata", err)
+	m, err := relstore.DecodeMetadata(meta)
+	if err != nil {
+		return memory.Item{}, err
 	}
+	it := memory.Item{ID: id, CreatedAt: time.UnixMicro(us).UTC(), Metadata: m, Content: json.RawMessage(content)}
 	if err := json.Unmarshal([]byte(tagsJ), &it.Tags); err != nil || it.Tags == nil {
 		return memory.Item{}, memory.NewAdapterError("decode stored tags", err)
 	}
@@ -326,15 +326,12 @@ func decodeRow(id uuid.UUID, us int64, meta, content, tagsJ string) (memory.Item
 // Search returns items of this scope matching q in insertion order. Filters are checked
 // against the manifest before any I/O; a zero limit returns an empty list without I/O.
 func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, error) {
-	if err := memory.CheckQuery(s.manifest, q); err != nil {
-		return nil, err
-	}
 	out := []memory.Item{}
-	if q.Limit == 0 {
+	if run, err := relstore.CheckSearch(s.manifest, q); !run {
+		if err != nil {
+			return nil, err
+		}
 		return out, nil
-	}
-	if len(q.Tags) > maxQueryTags {
-		return nil, memory.NewAdapterError(fmt.Sprintf("search: more than %d tags", maxQueryTags), nil)
 	}
 	sqlText, args, exact := buildSearch(s.scope, q)
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
