@@ -29,7 +29,7 @@ command -v ip >/dev/null || need+=(iproute2)
 if [ ${#need[@]} -gt 0 ]; then
   log "installing ${need[*]} with apt"
   apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "${need[@]}" >&2
 fi
 
 # 2. Kubernetes binaries (hack/k8s-binaries.sh builds only what is missing, under a lock).

@@ -37,7 +37,7 @@ ensure_binaries() {
   echo "postgres-server.sh: installing the Debian package 'postgresql'" >&2
   export DEBIAN_FRONTEND=noninteractive
   apt-get update >&2 || die "apt-get update failed"
-  apt-get install -y --no-install-recommends postgresql >&2 || die "apt-get install postgresql failed"
+  apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends postgresql >&2 || die "apt-get install postgresql failed"
   bindir=$(find_bindir) || die "package 'postgresql' installed but no server binaries found"
 }
 

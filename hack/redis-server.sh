@@ -31,7 +31,7 @@ ensure_installed() {
   if [[ ! -e $policy ]]; then
     printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && created=1
   fi
-  { apt-get update -qq && apt-get install -y -qq redis-server; } >&2 || {
+  { apt-get update -qq && apt-get -o DPkg::Lock::Timeout=300 install -y -qq redis-server; } >&2 || {
     [[ -n $created ]] && rm -f "$policy"
     echo "redis-server.sh: apt-get install redis-server failed" >&2
     exit 1

@@ -31,6 +31,20 @@ for bin in kube-apiserver etcd kubectl; do
   fi
 done
 
+section "backend server packages"
+# The live PostgreSQL and Redis tests start their own throwaway servers, and the test packages
+# run in parallel. On a fresh machine each would install the Debian package itself, and two
+# concurrent apt-get runs fight over dpkg's lock; so install them once, here, by starting and
+# stopping one server of each through the same scripts the tests use.
+probe_dir=$(mktemp -d /tmp/mao-probe.XXXXXX)
+chmod 755 "$probe_dir"
+trap 'rm -rf "$probe_dir"' EXIT
+hack/postgres-server.sh start "$probe_dir/pg" >/dev/null
+hack/postgres-server.sh stop "$probe_dir/pg"
+hack/redis-server.sh start "$probe_dir/redis" >/dev/null
+hack/redis-server.sh stop "$probe_dir/redis"
+echo "postgresql and redis-server are installed"
+
 section "go vet ./..."
 go vet ./...
 

@@ -43,7 +43,7 @@ func bulkLoad(b *testing.B, pool *pgxpool.Pool, schema, scope string, n int) []u
 // equivalent SQL on a plain pgx pool and scans raw columns, so adapter/driver is the
 // adapter's overhead (validation, JSON compaction and decoding, error mapping).
 //
-//	go test -run '^$' -bench BenchmarkPostgres -benchtime 1000x ./adapters/postgres/
+//	go test -run '^$' -bench BenchmarkPostgres -benchtime 1000x -count 3 ./adapters/postgres/
 func BenchmarkPostgres(b *testing.B) {
 	storetest.Bench(b, func(b *testing.B, n int) (memory.Store, storetest.BenchDriver, []uuid.UUID) {
 		ctx := context.Background()

@@ -49,7 +49,7 @@ func bulkLoad(b *testing.B, db *sql.DB, scope string, n int) []uuid.UUID {
 // equivalent SQL on a plain database/sql handle and scans raw columns, so adapter/driver is
 // the adapter's overhead (validation, JSON compaction and decoding, error mapping).
 //
-//	go test -run '^$' -bench BenchmarkSQLite -benchtime 2000x ./adapters/sqlite/
+//	go test -run '^$' -bench BenchmarkSQLite -benchtime 1000x -count 3 ./adapters/sqlite/
 func BenchmarkSQLite(b *testing.B) {
 	storetest.Bench(b, func(b *testing.B, n int) (memory.Store, storetest.BenchDriver, []uuid.UUID) {
 		ctx := context.Background()
