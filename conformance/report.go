@@ -3,7 +3,6 @@ package conformance
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -161,17 +160,9 @@ func (r *Report) JSON() ([]byte, error) {
 // ParseReport decodes a full report strictly (unknown fields are errors) and checks that its
 // outcomes are known values.
 func ParseReport(data []byte) (*Report, error) {
-	if len(data) > maxReportBytes {
-		return nil, fmt.Errorf("parse report: %d bytes exceeds the %d byte limit", len(data), maxReportBytes)
-	}
 	var r Report
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("parse report: %w", err)
-	}
-	if dec.More() {
-		return nil, errors.New("parse report: trailing data after the object")
+	if err := decodeBounded(data, maxReportBytes, "parse report", &r); err != nil {
+		return nil, err
 	}
 	if !r.Result.Valid() {
 		return nil, fmt.Errorf("parse report: unknown result %q", truncateString(string(r.Result), 32))
@@ -261,17 +252,9 @@ func (r *Report) Compact() ([]byte, error) {
 // ParseCompact decodes a compact report strictly, as the operator reads it from a
 // termination message.
 func ParseCompact(data []byte) (*CompactReport, error) {
-	if len(data) > MaxTerminationMessage {
-		return nil, fmt.Errorf("parse compact report: %d bytes exceeds the %d byte limit", len(data), MaxTerminationMessage)
-	}
 	var c CompactReport
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("parse compact report: %w", err)
-	}
-	if dec.More() {
-		return nil, errors.New("parse compact report: trailing data after the object")
+	if err := decodeBounded(data, MaxTerminationMessage, "parse compact report", &c); err != nil {
+		return nil, err
 	}
 	if !c.Result.Valid() {
 		return nil, fmt.Errorf("parse compact report: unknown result %q", truncateString(string(c.Result), 32))
@@ -282,6 +265,23 @@ func ParseCompact(data []byte) (*CompactReport, error) {
 		}
 	}
 	return &c, nil
+}
+
+// decodeBounded decodes one JSON object into v, refusing input over limit bytes, unknown fields
+// and trailing data: reports arrive from pods and files, so they are untrusted input.
+func decodeBounded(data []byte, limit int, what string, v any) error {
+	if len(data) > limit {
+		return fmt.Errorf("%s: %d bytes exceeds the %d byte limit", what, len(data), limit)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%s: trailing data after the object", what)
+	}
+	return nil
 }
 
 // WriteTable writes a human-readable table of the report for terminals.
