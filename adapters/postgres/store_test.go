@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -74,17 +72,11 @@ func TestRejectsBeforeIO(t *testing.T) {
 	h := newHarness(t)
 	storetest.RejectsInvalidInput(t, func(*testing.T) storetest.Harness { return h })
 	// Oversized items are refused.
-	o := h.StoreOptions()
-	o.MaxItemBytes = 64
-	small, err := Open(context.Background(), o)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	defer small.Close()
-	big := memory.NewItem(json.RawMessage(fmt.Sprintf("%q", make([]byte, 100))))
-	if _, err := small.Store(context.Background(), big); !errors.Is(err, memory.ErrAdapter) {
-		t.Fatalf("oversized item: got %v, want MemoryAdapterError", err)
-	}
+	storetest.RejectsOversized(t, func(n int) (storetest.ClosableStore, error) {
+		o := h.StoreOptions()
+		o.MaxItemBytes = n
+		return Open(context.Background(), o)
+	})
 }
 
 // TestWrongKindAndScopeIsolation: a row of another kind is invisible and not overwritten;

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -63,15 +62,9 @@ func TestRejectsBeforeIO(t *testing.T) {
 	h := newHarness(t)
 	storetest.RejectsInvalidInput(t, func(*testing.T) storetest.Harness { return h })
 	// Oversized items are refused.
-	small, err := Open(context.Background(), Options{Path: h.Path(), Scope: h.Scope(), MaxItemBytes: 64})
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	defer small.Close()
-	big := memory.NewItem(json.RawMessage(fmt.Sprintf("%q", make([]byte, 100))))
-	if _, err := small.Store(context.Background(), big); !errors.Is(err, memory.ErrAdapter) {
-		t.Fatalf("oversized item: got %v, want MemoryAdapterError", err)
-	}
+	storetest.RejectsOversized(t, func(n int) (storetest.ClosableStore, error) {
+		return Open(context.Background(), Options{Path: h.Path(), Scope: h.Scope(), MaxItemBytes: n})
+	})
 }
 
 // TestWrongKindAndScopeIsolation: a record of another kind is invisible and not overwritten;

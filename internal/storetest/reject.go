@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -38,5 +39,20 @@ func RejectsInvalidInput(t *testing.T, f Factory) {
 		if got, err := s.Retrieve(ctx, it.ID); err != nil || got != nil {
 			t.Errorf("bad item %d was written: %v, %v", i, got, err)
 		}
+	}
+}
+
+// RejectsOversized checks that a store opened with a 64-byte item limit refuses a larger item
+// with MemoryAdapterError. open returns a store over the same backend with that limit.
+func RejectsOversized(t *testing.T, open func(maxItemBytes int) (ClosableStore, error)) {
+	t.Helper()
+	small, err := open(64)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer func() { _ = small.Close() }()
+	big := memory.NewItem(json.RawMessage(fmt.Sprintf("%q", make([]byte, 100))))
+	if _, err := small.Store(Ctx(t), big); !errors.Is(err, memory.ErrAdapter) {
+		t.Fatalf("oversized item: got %v, want MemoryAdapterError", err)
 	}
 }
