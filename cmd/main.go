@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter"
 	// +kubebuilder:scaffold:imports
 )
 
@@ -55,6 +56,7 @@ type managerFlags struct {
 	metricsCertPath  string
 	metricsCertName  string
 	metricsCertKey   string
+	adapterImage     string
 }
 
 func main() {
@@ -74,6 +76,8 @@ func main() {
 	flag.StringVar(&f.metricsCertKey, "metrics-cert-key", "tls.key", "The name of the metrics server key file.")
 	flag.BoolVar(&f.enableHTTP2, "enable-http2", false,
 		"If set, HTTP/2 will be enabled for the metrics and webhook servers.")
+	flag.StringVar(&f.adapterImage, "adapter-image", "ghcr.io/agentmem/memory-adapter:dev",
+		"The image of adapters and their conformance Jobs when a MemoryAdapter sets no spec.image.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -86,6 +90,18 @@ func main() {
 		os.Exit(1)
 	}
 
+	if err := (&memoryadapter.Reconciler{
+		Client:       mgr.GetClient(),
+		Recorder:     mgr.GetEventRecorder("memory-adapter-operator"),
+		Evidence:     &memoryadapter.HTTPEvidenceReader{},
+		DefaultImage: f.adapterImage,
+		// The Deployment sets POD_NAMESPACE from the downward API; the adapters'
+		// NetworkPolicies admit the manager's pods from that namespace.
+		OperatorNamespace: os.Getenv("POD_NAMESPACE"),
+	}).SetupWithManager(mgr); err != nil {
+		setupLog.Error(err, "Failed to create controller", "controller", "memoryadapter")
+		os.Exit(1)
+	}
 	// +kubebuilder:scaffold:builder
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -138,6 +154,7 @@ func managerOptions(f managerFlags) ctrl.Options {
 
 	return ctrl.Options{
 		Scheme:                 scheme,
+		Cache:                  memoryadapter.CacheOptions(),
 		Metrics:                metricsOpts,
 		WebhookServer:          webhook.NewServer(webhookOpts),
 		HealthProbeBindAddress: f.probeAddr,

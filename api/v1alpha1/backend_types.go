@@ -102,10 +102,9 @@ const (
 // SQLiteOptions tunes the embedded SQLite backend.
 type SQLiteOptions struct {
 	// storageSize is the size of the PersistentVolumeClaim holding the
-	// database file, as a Kubernetes quantity such as "1Gi". Omitted means an
-	// emptyDir: items do not survive the pod, which suits demos and tests
-	// only.
+	// database file, as a Kubernetes quantity such as "1Gi". Defaults to 1Gi.
 	// +optional
+	// +kubebuilder:default="1Gi"
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$`
 	StorageSize string `json:"storageSize,omitempty"`

@@ -27,6 +27,9 @@ const (
 	// ReasonBackendSecretMissing surfaces when spec.backend.connectionSecretRef names a Secret
 	// or key that does not exist.
 	ReasonBackendSecretMissing = "BackendSecretMissing"
+	// ReasonInvalidSpec surfaces when the spec cannot be turned into a Deployment, for example
+	// an unparsable storage size; the message names the field.
+	ReasonInvalidSpec = "InvalidSpec"
 	// ReasonScaledToZero surfaces when spec.replicas is 0: nothing serves the manifest.
 	ReasonScaledToZero = "ScaledToZero"
 )
@@ -48,6 +51,10 @@ const (
 	// ReasonConformanceJobFailed surfaces when the Job ended without a readable report, or
 	// exceeded spec.conformance.timeout.
 	ReasonConformanceJobFailed = "ConformanceJobFailed"
+	// ReasonConformanceJobBlocked surfaces, with status Unknown, when the run's pod cannot
+	// start (an image that cannot be pulled, no node to schedule on, a missing Secret); the
+	// message carries the kubelet's or scheduler's words.
+	ReasonConformanceJobBlocked = "ConformanceJobBlocked"
 	// ReasonConformanceOutdated surfaces when the service or adapter version changed since the
 	// passing run, until a new run finishes.
 	ReasonConformanceOutdated = "ConformanceOutdated"
@@ -65,6 +72,15 @@ const (
 	// ReasonServiceVersionChanged surfaces when the reported service version differs from the
 	// one the passing conformance run tested.
 	ReasonServiceVersionChanged = "ServiceVersionChanged"
+	// ReasonAdapterVersionChanged surfaces when the reported adapter version differs from the
+	// one the passing conformance run tested.
+	ReasonAdapterVersionChanged = "AdapterVersionChanged"
+	// ReasonManifestMismatch surfaces when the adapter serves a manifest other than
+	// spec.manifest.
+	ReasonManifestMismatch = "ManifestMismatch"
+	// ReasonEvidencePending surfaces, with status Unknown, until the first evidence is read
+	// from a deployed adapter.
+	ReasonEvidencePending = "EvidencePending"
 	// ReasonCapabilityProbeFailed surfaces when a capability probe failed; the message names it.
 	ReasonCapabilityProbeFailed = "CapabilityProbeFailed"
 	// ReasonIndexLagging surfaces when an adapter that claims immediate search reports index lag.

@@ -4,6 +4,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 // MemoryAdapterSpec is the desired state of a MemoryAdapter: the contract
 // it publishes and the backend, lifecycle and checks it runs with.
+// +kubebuilder:validation:XValidation:rule="!has(self.deletionPolicy) || self.deletionPolicy != 'Delete' || self.backend.type == 'SQLite'",message="deletionPolicy Delete is supported for SQLite only: the operator does not yet remove items from a shared PostgreSQL or Redis server"
 // +kubebuilder:validation:XValidation:rule="self.backend.type != 'SQLite' || !has(self.replicas) || self.replicas <= 1",message="replicas must be at most 1 when backend.type is 'SQLite': one database file has one writer"
 type MemoryAdapterSpec struct {
 	// manifest is the fidelity manifest the adapter publishes (lionagi
@@ -47,7 +48,30 @@ type MemoryAdapterSpec struct {
 	// health controls how the operator watches the adapter's health evidence.
 	// +optional
 	Health *HealthSpec `json:"health,omitempty"`
+
+	// deletionPolicy says what happens to the adapter's items when the
+	// MemoryAdapter is deleted: Retain (the default) keeps them (the SQLite
+	// volume is left unowned, the backend scope untouched), Delete removes
+	// the SQLite volume with the adapter. Conformance runs' disposable
+	// scopes are always removed.
+	// +optional
+	// +kubebuilder:default=Retain
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 }
+
+// DeletionPolicy says whether deleting a MemoryAdapter deletes its items.
+// +kubebuilder:validation:Enum=Retain;Delete
+type DeletionPolicy string
+
+// The deletion policies of a MemoryAdapter.
+const (
+	// DeletionRetain keeps the adapter's items when the MemoryAdapter is
+	// deleted, as StatefulSet's PVC retention and Crossplane's
+	// deletionPolicy do by default.
+	DeletionRetain DeletionPolicy = "Retain"
+	// DeletionDelete removes the adapter's items with the MemoryAdapter.
+	DeletionDelete DeletionPolicy = "Delete"
+)
 
 // ConformanceSpec controls the live conformance runs. A run also starts
 // whenever the manifest hash, the service version or the adapter version
@@ -133,6 +157,27 @@ type MemoryAdapterStatus struct {
 	// evidence is the last health evidence read from the adapter.
 	// +optional
 	Evidence *EvidenceStatus `json:"evidence,omitempty"`
+
+	// lifecycle is the effective lifecycle the adapter runs with: spec.lifecycle
+	// with every omitted field filled from the backend adapter's documented
+	// default.
+	// +optional
+	Lifecycle *LifecycleSpec `json:"lifecycle,omitempty"`
+
+	// binding names the Secret a workload uses to reach the adapter (Service
+	// Binding's Provisioned Service duck type): keys type, provider, url and
+	// token.
+	// +optional
+	Binding *BindingReference `json:"binding,omitempty"`
+}
+
+// BindingReference names the binding Secret of a provisioned service.
+type BindingReference struct {
+	// name is the Secret's name, in the MemoryAdapter's namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
 }
 
 // ConformanceCaseID is the stable id of one case of the required
@@ -180,6 +225,12 @@ type ConformanceResult struct {
 	// +kubebuilder:validation:MaxLength=256
 	AdapterVersion string `json:"adapterVersion,omitempty"`
 
+	// rerunToken is the value of the memory.agentmem.io/rerun-conformance
+	// annotation the run answered; a new value asks for a new run.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	RerunToken string `json:"rerunToken,omitempty"`
+
 	// completionTime is when the run finished.
 	// +required
 	CompletionTime metav1.Time `json:"completionTime"`
@@ -201,6 +252,13 @@ type ConformanceResult struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=64
 	NotApplicable int32 `json:"notApplicable"`
+
+	// message is the run-level failure: a check of the deployed adapter that
+	// failed, or why the Job ended without a readable report. Empty when the
+	// run itself raised nothing.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
 
 	// cases holds one entry per matrix case id.
 	// +optional
@@ -244,7 +302,9 @@ const (
 // EvidenceStatus is the last health evidence read from the adapter's
 // evidence endpoint.
 type EvidenceStatus struct {
-	// observedTime is when the operator read the evidence.
+	// observedTime is when the operator first read evidence with this
+	// content; reads that find the same evidence do not move it, so a steady
+	// adapter causes no status writes.
 	// +required
 	ObservedTime metav1.Time `json:"observedTime"`
 
@@ -294,6 +354,7 @@ type EvidenceStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=madp,categories=agentmem
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 40 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS label of at most 40 characters starting with a letter: it names the adapter's Service and its conformance Jobs"
 // +kubebuilder:printcolumn:name="Backend",type=string,JSONPath=`.spec.backend.type`
 // +kubebuilder:printcolumn:name="Consistency",type=string,JSONPath=`.spec.manifest.searchConsistency`
 // +kubebuilder:printcolumn:name="Conformant",type=string,JSONPath=`.status.conditions[?(@.type=="Conformant")].status`

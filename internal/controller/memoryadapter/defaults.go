@@ -1,0 +1,130 @@
+package memoryadapter
+
+import (
+	"time"
+
+	"k8s.io/utils/ptr"
+
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+)
+
+// Defaults of the spec's optional fields that do not depend on the backend. The CRD
+// documents the same values.
+const (
+	defaultConformanceInterval = 24 * time.Hour
+	defaultConformanceTimeout  = 10 * time.Minute
+	defaultHealthPeriod        = 30 * time.Second
+	defaultFailureThreshold    = 3
+	defaultSQLiteStorageSize   = "1Gi"
+)
+
+// settings are the effective values of a MemoryAdapter's optional spec fields.
+type settings struct {
+	replicas            int32
+	image               string
+	conformanceInterval time.Duration
+	conformanceTimeout  time.Duration
+	healthPeriod        time.Duration
+	failureThreshold    int
+	stalenessGrace      time.Duration
+	lifecycle           memoryv1alpha1.LifecycleSpec
+}
+
+// effectiveSettings fills every omitted field; defaultImage is the manager's --adapter-image.
+func effectiveSettings(ma *memoryv1alpha1.MemoryAdapter, defaultImage string) settings {
+	s := settings{
+		replicas:            ptr.Deref(ma.Spec.Replicas, 1),
+		image:               ptr.Deref(ma.Spec.Image, defaultImage),
+		conformanceInterval: defaultConformanceInterval,
+		conformanceTimeout:  defaultConformanceTimeout,
+		healthPeriod:        defaultHealthPeriod,
+		failureThreshold:    defaultFailureThreshold,
+		lifecycle:           effectiveLifecycle(ma.Spec.Backend.Type, ma.Spec.Lifecycle),
+	}
+	if c := ma.Spec.Conformance; c != nil {
+		s.conformanceInterval = c.Interval.Or(s.conformanceInterval)
+		s.conformanceTimeout = c.Timeout.Or(s.conformanceTimeout)
+	}
+	if h := ma.Spec.Health; h != nil {
+		s.healthPeriod = h.Period.Or(s.healthPeriod)
+		if h.FailureThreshold != nil {
+			s.failureThreshold = int(*h.FailureThreshold)
+		}
+	}
+	s.stalenessGrace = 3 * s.healthPeriod
+	if h := ma.Spec.Health; h != nil {
+		s.stalenessGrace = h.StalenessGrace.Or(s.stalenessGrace)
+	}
+	return s
+}
+
+// backendLifecycle is each backend adapter's documented D4 lifecycle (docs/adapters/*.md).
+func backendLifecycle(t memoryv1alpha1.BackendType) memoryv1alpha1.LifecycleSpec {
+	once := &memoryv1alpha1.RetryPolicy{MaxAttempts: ptr.To[int32](1)}
+	l := memoryv1alpha1.LifecycleSpec{
+		ConcurrencySafe:      ptr.To(true),
+		DuplicateIDBehaviour: memoryv1alpha1.DuplicateIDOverwrite,
+		ConnectionCreation:   memoryv1alpha1.ConnectionAtConstructor,
+	}
+	switch t {
+	case memoryv1alpha1.BackendPostgres:
+		// One retry when pgx reports the failure happened before the statement was sent.
+		retry := &memoryv1alpha1.RetryPolicy{MaxAttempts: ptr.To[int32](2)}
+		l.RequestTimeout = memoryv1alpha1.NewDuration(5 * time.Second)
+		l.ConnectTimeout = memoryv1alpha1.NewDuration(5 * time.Second)
+		l.Retry = &memoryv1alpha1.RetryPolicies{Store: retry, Retrieve: retry.DeepCopy(), Search: retry.DeepCopy()}
+	case memoryv1alpha1.BackendRedis:
+		// Reads retry twice after a transport error; a write is never retried inside the
+		// adapter because a reply lost after EXEC leaves it applied.
+		read := &memoryv1alpha1.RetryPolicy{
+			MaxAttempts: ptr.To[int32](3),
+			Backoff:     memoryv1alpha1.NewDuration(25 * time.Millisecond),
+			MaxBackoff:  memoryv1alpha1.NewDuration(200 * time.Millisecond),
+			Jitter:      memoryv1alpha1.JitterEqual,
+		}
+		l.RequestTimeout = memoryv1alpha1.NewDuration(2 * time.Second)
+		l.ConnectTimeout = memoryv1alpha1.NewDuration(2 * time.Second)
+		l.Retry = &memoryv1alpha1.RetryPolicies{Store: once, Retrieve: read, Search: read.DeepCopy()}
+	default: // SQLite: a local failure does not clear within a retry's pause.
+		l.RequestTimeout = memoryv1alpha1.NewDuration(5 * time.Second)
+		l.ConnectTimeout = memoryv1alpha1.NewDuration(30 * time.Second)
+		l.Retry = &memoryv1alpha1.RetryPolicies{Store: once, Retrieve: once.DeepCopy(), Search: once.DeepCopy()}
+	}
+	return l
+}
+
+// effectiveLifecycle overlays the user's fields on the backend's documented lifecycle, so
+// status shows every value the adapter runs with.
+func effectiveLifecycle(t memoryv1alpha1.BackendType, user *memoryv1alpha1.LifecycleSpec) memoryv1alpha1.LifecycleSpec {
+	l := backendLifecycle(t)
+	if user == nil {
+		return l
+	}
+	if user.RequestTimeout != nil {
+		l.RequestTimeout = user.RequestTimeout
+	}
+	if user.ConnectTimeout != nil {
+		l.ConnectTimeout = user.ConnectTimeout
+	}
+	if user.ConnectionCreation != "" {
+		l.ConnectionCreation = user.ConnectionCreation
+	}
+	if user.ConcurrencySafe != nil {
+		l.ConcurrencySafe = user.ConcurrencySafe
+	}
+	if user.DuplicateIDBehaviour != "" {
+		l.DuplicateIDBehaviour = user.DuplicateIDBehaviour
+	}
+	if r := user.Retry; r != nil {
+		if r.Store != nil {
+			l.Retry.Store = r.Store
+		}
+		if r.Retrieve != nil {
+			l.Retry.Retrieve = r.Retrieve
+		}
+		if r.Search != nil {
+			l.Retry.Search = r.Search
+		}
+	}
+	return *l.DeepCopy()
+}

@@ -1,0 +1,229 @@
+package memoryadapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+)
+
+// Reconciler deploys, verifies and watches MemoryAdapters.
+type Reconciler struct {
+	// Client reads through the manager's cache and writes to the API server.
+	Client client.Client
+	// Recorder records an Event for each action and condition transition.
+	Recorder events.EventRecorder
+	// Evidence reads the deployed adapters' evidence.
+	Evidence EvidenceReader
+	// DefaultImage is the adapter image when spec.image is omitted (--adapter-image).
+	DefaultImage string
+	// OperatorNamespace is where the manager runs; the NetworkPolicy admits it. Empty admits
+	// the manager's pods from any namespace.
+	OperatorNamespace string
+	// ServiceURL overrides the adapter address the evidence is read from; nil uses the
+	// Service's cluster DNS name. Tests and a manager run outside the cluster set it.
+	ServiceURL func(*memoryv1alpha1.MemoryAdapter) string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// JobHistory is how many finished conformance Jobs are kept per adapter; 0 means 3.
+	JobHistory int
+
+	health sync.Map // types.NamespacedName → *healthState
+}
+
+// healthState is the evidence the controller keeps in memory between reconciles: reads that
+// find nothing new write nothing to the API server.
+type healthState struct {
+	mu          sync.Mutex
+	evidence    *memory.EvidenceReport
+	lastSuccess time.Time
+	lastAttempt time.Time
+	failures    int
+	lastErr     string
+}
+
+// +kubebuilder:rbac:groups=memory.agentmem.io,resources=memoryadapters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=memory.agentmem.io,resources=memoryadapters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=memory.agentmem.io,resources=memoryadapters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=services;serviceaccounts;configmaps;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile moves one MemoryAdapter through deploy → conform → watch health and records the
+// outcome in one status patch.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
+	ma := &memoryv1alpha1.MemoryAdapter{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ma); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.health.Delete(req.NamespacedName)
+			forgetMetrics(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("get MemoryAdapter: %w", err)
+	}
+	if !ma.DeletionTimestamp.IsZero() {
+		// Owner references let the garbage collector remove what the adapter owns.
+		return ctrl.Result{}, nil
+	}
+	s := &scope{ma: ma, orig: ma.DeepCopy(), settings: effectiveSettings(ma, r.DefaultImage), now: r.now()}
+	defer func() {
+		if err := r.patchStatus(ctx, s, reterr == nil); err != nil {
+			reterr = errors.Join(reterr, err)
+		}
+	}()
+
+	var errs []error
+	for _, phase := range []func(context.Context, *scope) error{r.reconcileManifest, r.reconcileDeploy, r.reconcileHealth, r.reconcileConformance} {
+		if err := phase(ctx, s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return ctrl.Result{RequeueAfter: s.requeueAfter}, errors.Join(errs...)
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// scope carries one reconcile's object, effective settings and observations between phases.
+type scope struct {
+	ma       *memoryv1alpha1.MemoryAdapter
+	orig     *memoryv1alpha1.MemoryAdapter
+	settings settings
+	now      time.Time
+
+	manifestErr error
+	deploy      deployObservation
+	token       string
+	health      healthObservation
+	conform     conformObservation
+	// requeueAfter is the earliest time a phase wants to look again.
+	requeueAfter time.Duration
+}
+
+// requeue keeps the earliest positive delay.
+func (s *scope) requeue(d time.Duration) {
+	if d <= 0 {
+		d = time.Second
+	}
+	if s.requeueAfter == 0 || d < s.requeueAfter {
+		s.requeueAfter = d
+	}
+}
+
+// patchStatus decides every condition from the phases' observations and writes status once,
+// only when it changed, recording an Event per condition transition.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope, ok bool) error {
+	st := &s.ma.Status
+	st.ManifestHash = s.ma.Spec.Manifest.Hash()
+	st.Lifecycle = s.settings.lifecycle.DeepCopy()
+	st.Binding = &memoryv1alpha1.BindingReference{Name: bindingName(s.ma)}
+	for _, c := range []metav1.Condition{
+		manifestCondition(s.manifestErr),
+		deployedCondition(s.deploy),
+		conformantCondition(s.conform),
+		healthyCondition(s.health),
+	} {
+		setCondition(st, c, s.ma.Generation)
+	}
+	setCondition(st, availableCondition(st.Conditions), s.ma.Generation)
+	if ok {
+		st.ObservedGeneration = s.ma.Generation
+	}
+	recordConditionMetrics(client.ObjectKeyFromObject(s.ma), st.Conditions)
+	if equality.Semantic.DeepEqual(s.orig.Status, *st) {
+		return nil
+	}
+	for _, c := range st.Conditions {
+		old := meta.FindStatusCondition(s.orig.Status.Conditions, c.Type)
+		if old == nil || old.Status != c.Status || old.Reason != c.Reason {
+			kind := corev1.EventTypeNormal
+			if c.Status == metav1.ConditionFalse {
+				kind = corev1.EventTypeWarning
+			}
+			r.Recorder.Eventf(s.ma, nil, kind, c.Reason, "Set"+c.Type, "%s is %s: %s", c.Type, c.Status, c.Message)
+		}
+	}
+	if err := r.Client.Status().Patch(ctx, s.ma, client.MergeFrom(s.orig)); err != nil {
+		return fmt.Errorf("patch MemoryAdapter status: %w", err)
+	}
+	return nil
+}
+
+// setCondition sets c with the generation it describes; LastTransitionTime moves only when
+// the status does.
+func setCondition(st *memoryv1alpha1.MemoryAdapterStatus, c metav1.Condition, gen int64) {
+	c.ObservedGeneration = gen
+	meta.SetStatusCondition(&st.Conditions, c)
+}
+
+func (r *Reconciler) reconcileManifest(_ context.Context, s *scope) error {
+	s.manifestErr = s.ma.Spec.Manifest.Validate()
+	return nil
+}
+
+// CacheOptions restricts the manager's Secret and Pod caches to the objects the operator
+// labels, so it never holds other Secrets in memory. The manager and the envtest suites use
+// the same options.
+func CacheOptions() cache.Options {
+	managed := labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue})
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {Label: managed},
+		&corev1.Pod{}:    {Label: managed},
+	}}
+}
+
+// SetupWithManager registers the controller: it owns the adapter's objects and Jobs and
+// follows the pods of both (their waiting reasons explain stuck rollouts and runs).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	podToAdapter := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		name := o.GetLabels()[LabelAdapter]
+		if name == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&memoryv1alpha1.MemoryAdapter{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ServiceAccount{}).
+		Owns(&corev1.Secret{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.PersistentVolumeClaim{}).
+		Owns(&networkingv1.NetworkPolicy{}).
+		Owns(&batchv1.Job{}).
+		Watches(&corev1.Pod{}, podToAdapter).
+		Named("memoryadapter").
+		Complete(r)
+}

@@ -1,0 +1,549 @@
+package memoryadapter
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/conformance"
+)
+
+// ensure creates obj or brings the fields mutate sets back to what they should be, with the
+// adapter as controlling owner (unless owned is false). It writes only when something
+// differs, so a steady adapter causes no writes, and a hand edit of an owned object is
+// reverted on the next reconcile.
+func (r *Reconciler) ensure(ctx context.Context, s *scope, obj client.Object, owned bool, mutate func()) error {
+	res, err := controllerutil.CreateOrUpdate(ctx, r.Client, obj, func() error {
+		mutate()
+		l := obj.GetLabels()
+		if l == nil {
+			l = map[string]string{}
+		}
+		for k, v := range commonLabels(s.ma) {
+			l[k] = v
+		}
+		obj.SetLabels(l)
+		if !owned {
+			return nil
+		}
+		return controllerutil.SetControllerReference(s.ma, obj, r.Client.Scheme())
+	})
+	kind := fmt.Sprintf("%T", obj)
+	kind = kind[strings.LastIndex(kind, ".")+1:]
+	if err != nil {
+		return fmt.Errorf("ensure %s %s: %w", kind, obj.GetName(), err)
+	}
+	switch res {
+	case controllerutil.OperationResultCreated:
+		r.Recorder.Eventf(s.ma, obj, corev1.EventTypeNormal, "Created", "Create", "created %s %s", kind, obj.GetName())
+	case controllerutil.OperationResultUpdated:
+		r.Recorder.Eventf(s.ma, obj, corev1.EventTypeNormal, "Updated", "Update", "brought %s %s back to the desired state", kind, obj.GetName())
+	}
+	return nil
+}
+
+// reconcileDeploy makes the adapter's objects exist as the spec says and observes the
+// rollout.
+func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
+	ma := s.ma
+	s.deploy = deployObservation{replicas: s.settings.replicas, backendSecret: backendSecretName(ma)}
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+
+	want := desiredServiceAccount(ma)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: ma.Namespace}}
+	add(r.ensure(ctx, s, sa, true, func() { sa.AutomountServiceAccountToken = want.AutomountServiceAccountToken }))
+
+	token, err := r.ensureBinding(ctx, s)
+	add(err)
+	s.token = token
+
+	manifestJSON, err := json.Marshal(ma.Spec.Manifest.ToMemory())
+	add(err)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: manifestName(ma), Namespace: ma.Namespace}}
+	add(r.ensure(ctx, s, cm, true, func() { cm.Data = map[string]string{"manifest.json": string(manifestJSON)} }))
+
+	wantSvc := desiredService(ma)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: wantSvc.Name, Namespace: ma.Namespace}}
+	add(r.ensure(ctx, s, svc, true, func() {
+		svc.Spec.Type = wantSvc.Spec.Type
+		svc.Spec.Selector = wantSvc.Spec.Selector
+		if !equality.Semantic.DeepDerivative(wantSvc.Spec.Ports, svc.Spec.Ports) {
+			svc.Spec.Ports = wantSvc.Spec.Ports
+		}
+	}))
+
+	wantNP := desiredNetworkPolicy(ma, r.OperatorNamespace)
+	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: wantNP.Name, Namespace: ma.Namespace}}
+	add(r.ensure(ctx, s, np, true, func() {
+		if !equality.Semantic.DeepDerivative(wantNP.Spec, np.Spec) {
+			np.Spec = wantNP.Spec
+		}
+	}))
+
+	if ma.Spec.Backend.Type == memoryv1alpha1.BackendSQLite {
+		add(r.ensureDataClaim(ctx, s))
+	}
+	if s.deploy.specErr != nil || token == "" {
+		return errors.Join(errs...)
+	}
+
+	sum := sha256.Sum256([]byte(token))
+	wantDep := desiredDeployment(ma, s.settings, hex.EncodeToString(sum[:8]))
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: wantDep.Name, Namespace: ma.Namespace}}
+	add(r.ensure(ctx, s, dep, true, func() {
+		// A restart ordered after a verified version change stays in the template.
+		if v := dep.Spec.Template.Annotations[annotationRestartedFor]; v != "" {
+			wantDep.Spec.Template.Annotations[annotationRestartedFor] = v
+		}
+		if dep.CreationTimestamp.IsZero() {
+			dep.Spec = wantDep.Spec
+			return
+		}
+		dep.Spec.Replicas = wantDep.Spec.Replicas
+		if dep.Spec.Strategy.Type != wantDep.Spec.Strategy.Type {
+			dep.Spec.Strategy = wantDep.Spec.Strategy
+		}
+		if !equality.Semantic.DeepDerivative(wantDep.Spec.Template, dep.Spec.Template) {
+			dep.Spec.Template = wantDep.Spec.Template
+		}
+	}))
+	if dep.CreationTimestamp.IsZero() {
+		return errors.Join(errs...)
+	}
+	s.deploy.deployment = dep
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(ma.Namespace), client.MatchingLabels(selectorLabels(ma))); err != nil {
+		errs = append(errs, fmt.Errorf("list adapter pods: %w", err))
+	}
+	s.deploy.pods = pods.Items
+	return errors.Join(errs...)
+}
+
+// ensureBinding keeps the binding Secret: a token generated once, and the url, type and
+// provider a workload needs. It returns the token, which is never logged.
+func (r *Reconciler) ensureBinding(ctx context.Context, s *scope) (string, error) {
+	ma := s.ma
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: bindingName(ma), Namespace: ma.Namespace}}
+	var token string
+	err := r.ensure(ctx, s, sec, true, func() {
+		token = string(sec.Data["token"])
+		if token == "" {
+			b := make([]byte, 32)
+			_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms.
+			token = hex.EncodeToString(b)
+		}
+		if sec.CreationTimestamp.IsZero() {
+			sec.Type = BindingSecretType
+		}
+		want := map[string][]byte{
+			"type":     []byte("memory-adapter"),
+			"provider": []byte("agentmem"),
+			"url":      []byte(serviceURL(ma)),
+			"token":    []byte(token),
+		}
+		if !equality.Semantic.DeepEqual(want, sec.Data) {
+			sec.Data = want
+		}
+		sec.StringData = nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return token, nil
+}
+
+// ensureDataClaim keeps SQLite's claim. Under deletionPolicy Retain it is not owned, so
+// deleting the MemoryAdapter leaves the data; under Delete the adapter owns it.
+func (r *Reconciler) ensureDataClaim(ctx context.Context, s *scope) error {
+	want, err := desiredDataClaim(s.ma)
+	if err != nil {
+		s.deploy.specErr = err
+		return nil
+	}
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: s.ma.Namespace}}
+	owned := s.ma.Spec.DeletionPolicy == memoryv1alpha1.DeletionDelete
+	return r.ensure(ctx, s, pvc, owned, func() {
+		if pvc.CreationTimestamp.IsZero() {
+			pvc.Spec = want.Spec
+		}
+		if !owned {
+			// Switching to Retain releases the claim from the garbage collector.
+			refs := slices.DeleteFunc(pvc.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.UID == s.ma.UID })
+			pvc.SetOwnerReferences(refs)
+		}
+	})
+}
+
+// reconcileHealth reads the evidence when a period has passed since the last read, keeping
+// the result in memory; status records it only when its content changes.
+func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) error {
+	key := client.ObjectKeyFromObject(s.ma)
+	v, _ := r.health.LoadOrStore(key, &healthState{})
+	hs := v.(*healthState)
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+
+	url := serviceURL(s.ma)
+	if r.ServiceURL != nil {
+		url = r.ServiceURL(s.ma)
+	}
+	deployed := deployedCondition(s.deploy).Status == metav1.ConditionTrue
+	period := s.settings.healthPeriod
+	if deployed && s.token != "" {
+		if hs.lastAttempt.IsZero() || s.now.Sub(hs.lastAttempt) >= period {
+			hs.lastAttempt = s.now
+			ev, err := r.Evidence.ReadEvidence(ctx, url, s.token)
+			if err != nil {
+				hs.failures++
+				hs.lastErr = err.Error()
+				evidenceReadFailures.Inc()
+			} else {
+				hs.evidence, hs.lastSuccess, hs.failures, hs.lastErr = ev, s.now, 0, ""
+			}
+		}
+		s.requeue(period - s.now.Sub(hs.lastAttempt))
+	}
+	s.health = healthObservation{
+		deployed:     deployed,
+		evidence:     hs.evidence,
+		lastSuccess:  hs.lastSuccess,
+		failures:     hs.failures,
+		lastErr:      hs.lastErr,
+		url:          url,
+		manifestHash: s.ma.Spec.Manifest.Hash(),
+		immediate:    s.ma.Spec.Manifest.SearchConsistency == memoryv1alpha1.SearchConsistency(memory.ConsistencyImmediate),
+		threshold:    s.settings.failureThreshold,
+		grace:        s.settings.stalenessGrace,
+		now:          s.now,
+	}
+	if hs.evidence != nil {
+		s.ma.Status.Evidence = evidenceStatus(hs.evidence, s.ma.Status.Evidence, s.now)
+		s.ma.Status.ServiceVersion = hs.evidence.ServiceVersion
+		s.ma.Status.AdapterVersion = hs.evidence.AdapterVersion
+	}
+	return nil
+}
+
+// evidenceStatus turns a report into status, keeping the previous observedTime when nothing
+// else changed.
+func evidenceStatus(ev *memory.EvidenceReport, prev *memoryv1alpha1.EvidenceStatus, now time.Time) *memoryv1alpha1.EvidenceStatus {
+	st := &memoryv1alpha1.EvidenceStatus{
+		Verdict:        memoryv1alpha1.EvidenceValid,
+		ServiceVersion: truncate(ev.ServiceVersion, 256),
+		AdapterVersion: truncate(ev.AdapterVersion, 256),
+		ManifestHash:   ev.ManifestHash,
+		Message:        truncate(ev.Reason, 1024),
+	}
+	if !strings.HasPrefix(st.ManifestHash, "sha256:") || len(st.ManifestHash) != 71 {
+		st.ManifestHash = "" // the schema's pattern would refuse the whole status patch
+	}
+	if !ev.ManifestValid {
+		st.Verdict = memoryv1alpha1.EvidenceInvalid
+	}
+	for _, p := range ev.Probes {
+		if !p.OK && len(st.FailedProbes) < 32 {
+			st.FailedProbes = append(st.FailedProbes, truncate(p.Name, 64))
+		}
+	}
+	slices.Sort(st.FailedProbes)
+	st.FailedProbes = slices.Compact(st.FailedProbes)
+	if prev != nil {
+		st.ObservedTime = prev.ObservedTime
+		st.IndexLag = prev.IndexLag
+		if equality.Semantic.DeepEqual(st, prev) {
+			return prev
+		}
+	}
+	st.ObservedTime = metav1.NewTime(now.Truncate(time.Second))
+	return st
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8Start(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// passedRun returns the run when it verified the manifest, else nil.
+func passedRun(r *memoryv1alpha1.ConformanceResult) *memoryv1alpha1.ConformanceResult {
+	if r == nil || r.Failed > 0 || r.Passed == 0 || r.Message != "" {
+		return nil
+	}
+	return r
+}
+
+// reconcileConformance makes sure one run exists for the current key, records a finished
+// run in status, restarts the adapter after a verified version change, and trims history.
+func (r *Reconciler) reconcileConformance(ctx context.Context, s *scope) error {
+	ma := s.ma
+	var ev *memory.EvidenceReport
+	if s.health.evidence != nil {
+		ev = s.health.evidence
+	}
+	s.health.verified = passedRun(ma.Status.Conformance)
+	if ev == nil {
+		return nil
+	}
+	key := runKey{manifestHash: ma.Spec.Manifest.Hash(), serviceVersion: ev.ServiceVersion, adapterVersion: ev.AdapterVersion}
+	s.conform.key = &key
+	s.conform.last = ma.Status.Conformance
+	rerun := truncate(ma.Annotations[AnnotationRerunConformance], 63)
+	last := ma.Status.Conformance
+
+	after := ""
+	if key.matches(last) && last.RerunToken == rerun {
+		due := last.CompletionTime.Add(s.settings.conformanceInterval)
+		if s.now.Before(due) {
+			s.requeue(due.Sub(s.now))
+			return r.afterVerified(ctx, s, ev)
+		}
+		after = last.CompletionTime.UTC().Format(time.RFC3339)
+	}
+	name := jobName(ma, runSeed(key, rerun, after))
+	s.conform.job = jobObservation{name: name, phase: jobAbsent}
+
+	job := &batchv1.Job{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ma.Namespace, Name: name}, job)
+	switch {
+	case apierrors.IsNotFound(err):
+		if deployedCondition(s.deploy).Status != metav1.ConditionTrue {
+			return nil // a run verifies a deployed adapter; the rollout event brings us back
+		}
+		job = desiredJob(ma, s.settings, name, key, rerun)
+		if err := controllerutil.SetControllerReference(ma, job, r.Client.Scheme()); err != nil {
+			return fmt.Errorf("own Job %s: %w", name, err)
+		}
+		if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create conformance Job %s: %w", name, err)
+		}
+		s.conform.job.phase = jobRunning
+		r.Recorder.Eventf(ma, job, corev1.EventTypeNormal, "ConformanceStarted", "CreateJob", "job %s runs the matrix for %s", name, key)
+		return nil
+	case err != nil:
+		return fmt.Errorf("get conformance Job %s: %w", name, err)
+	}
+
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(ma.Namespace), client.MatchingLabels{LabelAdapter: ma.Name, LabelComponent: componentConformance, batchv1.JobNameLabel: name}); err != nil {
+		return fmt.Errorf("list pods of Job %s: %w", name, err)
+	}
+	finished, failMsg := jobFinished(job)
+	if !finished {
+		s.conform.job.phase = jobRunning
+		if msg := blockedReason(pods.Items); msg != "" {
+			s.conform.job.phase, s.conform.job.message = jobBlocked, msg
+		}
+		return nil
+	}
+	res := resultFromJob(job, pods.Items, key, rerun, failMsg, s.now)
+	ma.Status.Conformance = res
+	s.conform.last = res
+	s.health.verified = passedRun(res)
+	outcome := "passed"
+	switch {
+	case res.Passed == 0 && res.Failed == 0:
+		outcome = "broken"
+	case passedRun(res) == nil:
+		outcome = "failed"
+	}
+	conformanceRuns.WithLabelValues(outcome).Inc()
+	if job.Status.StartTime != nil {
+		conformanceDuration.Observe(res.CompletionTime.Sub(job.Status.StartTime.Time).Seconds())
+	}
+	r.Recorder.Eventf(ma, job, eventType(outcome == "passed"), "ConformanceFinished", "RecordRun", "job %s %s: %d passed, %d failed, %d not applicable", name, outcome, res.Passed, res.Failed, res.NotApplicable)
+	s.requeue(s.settings.conformanceInterval)
+	return errors.Join(r.trimHistory(ctx, s, name), r.afterVerified(ctx, s, ev))
+}
+
+func eventType(ok bool) string {
+	if ok {
+		return corev1.EventTypeNormal
+	}
+	return corev1.EventTypeWarning
+}
+
+// afterVerified restarts the adapter pods when a run verified a service version the running
+// instance did not start on: the server's invalidation on a version change is sticky by
+// design, so only a fresh instance publishes against the verified version.
+func (r *Reconciler) afterVerified(ctx context.Context, s *scope, ev *memory.EvidenceReport) error {
+	run := passedRun(s.ma.Status.Conformance)
+	if run == nil || ev.ManifestValid || ev.InitialServiceVersion == "" || ev.InitialServiceVersion == run.ServiceVersion || ev.ServiceVersion != run.ServiceVersion {
+		return nil
+	}
+	dep := s.deploy.deployment
+	if dep == nil || dep.Spec.Template.Annotations[annotationRestartedFor] == run.ServiceVersion {
+		return nil
+	}
+	patch := client.MergeFrom(dep.DeepCopy())
+	if dep.Spec.Template.Annotations == nil {
+		dep.Spec.Template.Annotations = map[string]string{}
+	}
+	dep.Spec.Template.Annotations[annotationRestartedFor] = run.ServiceVersion
+	if err := r.Client.Patch(ctx, dep, patch); err != nil {
+		return fmt.Errorf("restart adapter pods: %w", err)
+	}
+	r.Recorder.Eventf(s.ma, dep, corev1.EventTypeNormal, "RestartedAdapter", "Restart",
+		"restarted the adapter pods: job %s verified service version %q, and the running instance started on %q", run.JobName, run.ServiceVersion, ev.InitialServiceVersion)
+	return nil
+}
+
+// jobFinished reports whether the Job ended, and why when it failed.
+func jobFinished(job *batchv1.Job) (bool, string) {
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			return true, ""
+		case batchv1.JobFailed:
+			return true, strings.TrimSpace(c.Reason + ": " + c.Message)
+		}
+	}
+	return false, ""
+}
+
+// blockedReason names why a run's pod cannot start, or "" while it starts or runs normally.
+func blockedReason(pods []corev1.Pod) string {
+	for _, p := range pods {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				return fmt.Sprintf("pod %s is unschedulable: %s", p.Name, c.Message)
+			}
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if w := cs.State.Waiting; w != nil {
+				switch w.Reason {
+				case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError":
+					return fmt.Sprintf("pod %s: %s: %s", p.Name, w.Reason, w.Message)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// resultFromJob reads the compact report from the run pod's termination message. A Job that
+// ended without one is recorded as a run with no case and the reason, so the interval and
+// the rerun annotation apply to it as to any run.
+func resultFromJob(job *batchv1.Job, pods []corev1.Pod, key runKey, rerun, failMsg string, now time.Time) *memoryv1alpha1.ConformanceResult {
+	res := &memoryv1alpha1.ConformanceResult{
+		JobName: job.Name, ManifestHash: key.manifestHash, ServiceVersion: truncate(key.serviceVersion, 256),
+		AdapterVersion: truncate(key.adapterVersion, 256), RerunToken: rerun, CompletionTime: metav1.NewTime(now.Truncate(time.Second)),
+	}
+	if job.Status.CompletionTime != nil {
+		res.CompletionTime = *job.Status.CompletionTime
+	}
+	var report *conformance.CompactReport
+	var problem string
+	for _, p := range pods {
+		for _, cs := range p.Status.ContainerStatuses {
+			t := cs.State.Terminated
+			if t == nil {
+				continue
+			}
+			rep, err := conformance.ParseCompact([]byte(t.Message))
+			if err == nil {
+				report = rep
+				break
+			}
+			problem = fmt.Sprintf("pod %s exited %d (%s) without a readable report: %v", p.Name, t.ExitCode, t.Reason, err)
+		}
+	}
+	if report == nil {
+		msg := failMsg
+		if problem != "" {
+			msg = strings.TrimPrefix(msg+"; "+problem, "; ")
+		}
+		if msg == "" {
+			msg = "the run's pod is gone"
+		}
+		res.Message = truncate(msg, 1024)
+		return res
+	}
+	known := map[memoryv1alpha1.ConformanceCaseID]bool{}
+	for _, id := range memoryv1alpha1.AllConformanceCaseIDs {
+		known[id] = true
+	}
+	for _, c := range report.Cases {
+		id := memoryv1alpha1.ConformanceCaseID(c.ID)
+		if !known[id] || len(res.Cases) >= 32 {
+			continue
+		}
+		res.Cases = append(res.Cases, memoryv1alpha1.ConformanceCaseResult{ID: id, Outcome: memoryv1alpha1.ConformanceOutcome(c.Outcome), Message: truncate(c.Message, 1024)})
+		switch c.Outcome {
+		case conformance.Passed:
+			res.Passed++
+		case conformance.Failed:
+			res.Failed++
+		case conformance.NotApplicable:
+			res.NotApplicable++
+		}
+	}
+	if report.Result != conformance.Passed {
+		msg := report.Error
+		if msg == "" && res.Failed == 0 {
+			msg = "the run reported Failed without a failing case"
+		}
+		res.Message = truncate(msg, 1024)
+	}
+	if len(res.Cases) != len(memoryv1alpha1.AllConformanceCaseIDs) && res.Message == "" && res.Failed == 0 {
+		res.Message = fmt.Sprintf("the report holds %d of the %d matrix cases", len(res.Cases), len(memoryv1alpha1.AllConformanceCaseIDs))
+	}
+	return res
+}
+
+// trimHistory deletes finished conformance Jobs beyond the newest JobHistory.
+func (r *Reconciler) trimHistory(ctx context.Context, s *scope, current string) error {
+	keep := r.JobHistory
+	if keep <= 0 {
+		keep = 3
+	}
+	jobs := &batchv1.JobList{}
+	if err := r.Client.List(ctx, jobs, client.InNamespace(s.ma.Namespace), client.MatchingLabels{LabelAdapter: s.ma.Name, LabelComponent: componentConformance}); err != nil {
+		return fmt.Errorf("list conformance Jobs: %w", err)
+	}
+	var finished []batchv1.Job
+	for _, j := range jobs.Items {
+		if done, _ := jobFinished(&j); done && j.Name != current && metav1.IsControlledBy(&j, s.ma) {
+			finished = append(finished, j)
+		}
+	}
+	slices.SortFunc(finished, func(a, b batchv1.Job) int { return b.CreationTimestamp.Compare(a.CreationTimestamp.Time) })
+	var errs []error
+	for i := keep - 1; i < len(finished); i++ {
+		if err := r.Client.Delete(ctx, &finished[i], client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("delete old conformance Job %s: %w", finished[i].Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

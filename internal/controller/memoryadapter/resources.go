@@ -1,0 +1,395 @@
+package memoryadapter
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+)
+
+// Labels and annotations the operator puts on what it owns.
+const (
+	// LabelManagedBy marks every object the operator owns; the manager's Secret and Pod caches
+	// select on it, so it never caches other Secrets or Pods.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is LabelManagedBy's value.
+	ManagedByValue = "memory-adapter-operator"
+	// LabelAdapter names the MemoryAdapter an object belongs to.
+	LabelAdapter = "memory.agentmem.io/adapter"
+	// LabelComponent tells adapter pods from conformance pods.
+	LabelComponent = "app.kubernetes.io/component"
+	// LabelBoundTo is the label a bound workload's pods carry; the NetworkPolicy admits them.
+	LabelBoundTo = "memory.agentmem.io/bound-to"
+	// AnnotationRerunConformance asks for a new conformance run whenever its value changes.
+	AnnotationRerunConformance = "memory.agentmem.io/rerun-conformance"
+	// annotationRestartedFor is set on the adapter pod template to restart the pods after a
+	// run verified a new service version: the server's version invalidation is sticky.
+	annotationRestartedFor = "memory.agentmem.io/restarted-for-service-version"
+	// annotationTokenHash rolls the pods when the binding token changes, since the server
+	// reads its token file at start.
+	annotationTokenHash = "memory.agentmem.io/token-sha256"
+	// annotationRunKey records the run key on a conformance Job.
+	annotationRunKey = "memory.agentmem.io/run-key"
+	// annotationRerunToken records the rerun annotation value a Job answers.
+	annotationRerunToken = "memory.agentmem.io/rerun-token"
+
+	componentAdapter     = "adapter"
+	componentConformance = "conformance"
+
+	adapterPort       = 8080
+	tokenMountDir     = "/var/run/memory-adapter/binding"
+	manifestMountDir  = "/etc/memory-adapter/manifest"
+	dataMountDir      = "/var/lib/memory-adapter"
+	connectionEnvName = "MEMORY_ADAPTER_CONNECTION"
+	// nonRootUID is the distroless nonroot user the images run as.
+	nonRootUID = 65532
+	// BindingSecretType is the Secret type of the binding, per the Service Binding spec.
+	BindingSecretType corev1.SecretType = "servicebinding.io/memory-adapter"
+)
+
+// Names of the owned objects.
+func deploymentName(ma *memoryv1alpha1.MemoryAdapter) string { return ma.Name }
+func serviceName(ma *memoryv1alpha1.MemoryAdapter) string    { return ma.Name }
+func bindingName(ma *memoryv1alpha1.MemoryAdapter) string    { return ma.Name + "-binding" }
+func manifestName(ma *memoryv1alpha1.MemoryAdapter) string   { return ma.Name + "-manifest" }
+func dataClaimName(ma *memoryv1alpha1.MemoryAdapter) string  { return ma.Name + "-data" }
+
+// serviceURL is the in-cluster address of the adapter.
+func serviceURL(ma *memoryv1alpha1.MemoryAdapter) string {
+	return fmt.Sprintf("http://%s.%s.svc:%d", serviceName(ma), ma.Namespace, adapterPort)
+}
+
+// commonLabels are on every owned object.
+func commonLabels(ma *memoryv1alpha1.MemoryAdapter) map[string]string {
+	return map[string]string{
+		LabelManagedBy:               ManagedByValue,
+		"app.kubernetes.io/name":     "memory-adapter",
+		"app.kubernetes.io/instance": ma.Name,
+		LabelAdapter:                 ma.Name,
+	}
+}
+
+func componentLabels(ma *memoryv1alpha1.MemoryAdapter, component string) map[string]string {
+	l := commonLabels(ma)
+	l[LabelComponent] = component
+	return l
+}
+
+// selectorLabels select the adapter's own pods; they never change, since a Deployment's
+// selector is immutable.
+func selectorLabels(ma *memoryv1alpha1.MemoryAdapter) map[string]string {
+	return map[string]string{"app.kubernetes.io/instance": ma.Name, LabelAdapter: ma.Name, LabelComponent: componentAdapter}
+}
+
+func objectMeta(ma *memoryv1alpha1.MemoryAdapter, name, component string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: ma.Namespace, Labels: componentLabels(ma, component)}
+}
+
+// backendFlag is the serve/conformance --backend value of a backend type.
+func backendFlag(t memoryv1alpha1.BackendType) string { return strings.ToLower(string(t)) }
+
+// backendArgs are the flags serve and conformance share: the backend and the manifest's
+// adapter id and filter set, so the adapter publishes exactly spec.manifest when it can.
+func backendArgs(ma *memoryv1alpha1.MemoryAdapter) []string {
+	m := ma.Spec.Manifest
+	filters := make([]string, 0, len(m.SupportedFilters))
+	for _, f := range m.SupportedFilters {
+		filters = append(filters, string(f))
+	}
+	return []string{
+		"--backend", backendFlag(ma.Spec.Backend.Type),
+		"--adapter-id", m.Adapter,
+		"--supported-filters=" + strings.Join(filters, ","),
+	}
+}
+
+// connectionEnv passes the user's connection Secret by reference: the kubelet resolves it,
+// the operator never reads it, and a missing Secret or key is the kubelet's
+// CreateContainerConfigError, which heals by itself once the Secret exists.
+func connectionEnv(ma *memoryv1alpha1.MemoryAdapter) []corev1.EnvVar {
+	ref := ma.Spec.Backend.ConnectionSecretRef
+	if ref == nil {
+		return nil
+	}
+	key := ref.Key
+	if key == "" {
+		key = "dsn"
+	}
+	return []corev1.EnvVar{{
+		Name: connectionEnvName,
+		ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name}, Key: key,
+		}},
+	}}
+}
+
+// backendSecretName describes the connection Secret reference for messages.
+func backendSecretName(ma *memoryv1alpha1.MemoryAdapter) string {
+	ref := ma.Spec.Backend.ConnectionSecretRef
+	if ref == nil {
+		return ""
+	}
+	key := ref.Key
+	if key == "" {
+		key = "dsn"
+	}
+	return fmt.Sprintf("Secret %s/%s key %q", ma.Namespace, ref.Name, key)
+}
+
+// hardened is the container security context of every pod the operator creates; it meets
+// Pod Security "restricted".
+func hardened() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsNonRoot:             ptr.To(true),
+		RunAsUser:                ptr.To[int64](nonRootUID),
+		RunAsGroup:               ptr.To[int64](nonRootUID),
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Privileged:               ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+func podSecurity() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		FSGroup:        ptr.To[int64](nonRootUID),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+func emptyDir(name string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("64Mi"))}}}
+}
+
+func bindingVolume(ma *memoryv1alpha1.MemoryAdapter) corev1.Volume {
+	return corev1.Volume{Name: "binding", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: bindingName(ma), Items: []corev1.KeyToPath{{Key: "token", Path: "token"}}, DefaultMode: ptr.To[int32](0o440),
+	}}}
+}
+
+func adapterResources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
+	}
+}
+
+// desiredDeployment is the adapter Deployment: `memory-adapter serve` with the binding token,
+// the connection Secret by reference, and for SQLite the data claim with one writer.
+func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings, tokenHash string) *appsv1.Deployment {
+	args := append([]string{"serve"}, backendArgs(ma)...)
+	args = append(args,
+		"--scope", ma.Spec.Backend.Scope,
+		"--listen", fmt.Sprintf(":%d", adapterPort),
+		"--token-file", tokenMountDir+"/token",
+		"--operation-timeout", s.lifecycle.RequestTimeout.Or(defaultHealthPeriod).String(),
+		"--open-timeout", s.lifecycle.ConnectTimeout.Or(defaultHealthPeriod).String(),
+	)
+	volumes := []corev1.Volume{bindingVolume(ma), emptyDir("tmp")}
+	mounts := []corev1.VolumeMount{
+		{Name: "binding", MountPath: tokenMountDir, ReadOnly: true},
+		{Name: "tmp", MountPath: "/tmp"},
+	}
+	strategy := appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType}
+	if ma.Spec.Backend.Type == memoryv1alpha1.BackendSQLite {
+		args = append(args, "--sqlite-path", dataMountDir+"/memory.db")
+		volumes = append(volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: dataClaimName(ma)},
+		}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "data", MountPath: dataMountDir})
+		// One database file has one writer: the old pod must stop before the new one opens it.
+		strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+	}
+	env := append([]corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}, connectionEnv(ma)...)
+	probe := func(path string, period int32) *corev1.Probe {
+		return &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("http")}},
+			PeriodSeconds: period, TimeoutSeconds: 2, FailureThreshold: 3,
+		}
+	}
+	d := &appsv1.Deployment{
+		ObjectMeta: objectMeta(ma, deploymentName(ma), componentAdapter),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(s.replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: selectorLabels(ma)},
+			Strategy: strategy,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: componentLabels(ma, componentAdapter), Annotations: map[string]string{annotationTokenHash: tokenHash}},
+				Spec: corev1.PodSpec{
+					ServiceAccountName:           ma.Name,
+					AutomountServiceAccountToken: ptr.To(false),
+					SecurityContext:              podSecurity(),
+					Volumes:                      volumes,
+					Containers: []corev1.Container{{
+						Name:            "adapter",
+						Image:           s.image,
+						ImagePullPolicy: corev1.PullIfNotPresent,
+						Args:            args,
+						Env:             env,
+						Ports:           []corev1.ContainerPort{{Name: "http", ContainerPort: adapterPort, Protocol: corev1.ProtocolTCP}},
+						ReadinessProbe:  probe("/readyz", 5),
+						LivenessProbe:   probe("/healthz", 10),
+						Resources:       adapterResources(),
+						SecurityContext: hardened(),
+						VolumeMounts:    mounts,
+					}},
+				},
+			},
+		},
+	}
+	return d
+}
+
+func desiredService(ma *memoryv1alpha1.MemoryAdapter) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: objectMeta(ma, serviceName(ma), componentAdapter),
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeClusterIP,
+			Selector: selectorLabels(ma),
+			Ports:    []corev1.ServicePort{{Name: "http", Port: adapterPort, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+}
+
+func desiredServiceAccount(ma *memoryv1alpha1.MemoryAdapter) *corev1.ServiceAccount {
+	// The adapter never calls the Kubernetes API, so it gets no token.
+	return &corev1.ServiceAccount{ObjectMeta: objectMeta(ma, ma.Name, componentAdapter), AutomountServiceAccountToken: ptr.To(false)}
+}
+
+// desiredNetworkPolicy admits the operator, the adapter's own conformance Jobs and the pods
+// bound to it, and nothing else.
+func desiredNetworkPolicy(ma *memoryv1alpha1.MemoryAdapter, operatorNamespace string) *networkingv1.NetworkPolicy {
+	operatorNS := &metav1.LabelSelector{}
+	if operatorNamespace != "" {
+		operatorNS.MatchLabels = map[string]string{"kubernetes.io/metadata.name": operatorNamespace}
+	}
+	port := intstr.FromInt32(adapterPort)
+	return &networkingv1.NetworkPolicy{
+		ObjectMeta: objectMeta(ma, ma.Name, componentAdapter),
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: selectorLabels(ma)},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{
+				Ports: []networkingv1.NetworkPolicyPort{{Port: &port, Protocol: ptr.To(corev1.ProtocolTCP)}},
+				From: []networkingv1.NetworkPolicyPeer{
+					{NamespaceSelector: operatorNS, PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"control-plane": "controller-manager"}}},
+					{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelAdapter: ma.Name, LabelComponent: componentConformance}}},
+					{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelBoundTo: ma.Name}}},
+				},
+			}},
+		},
+	}
+}
+
+// desiredDataClaim is SQLite's database volume.
+func desiredDataClaim(ma *memoryv1alpha1.MemoryAdapter) (*corev1.PersistentVolumeClaim, error) {
+	size := defaultSQLiteStorageSize
+	var class *string
+	if o := ma.Spec.Backend.SQLite; o != nil {
+		if o.StorageSize != "" {
+			size = o.StorageSize
+		}
+		class = o.StorageClassName
+	}
+	q, err := resource.ParseQuantity(size)
+	if err != nil {
+		return nil, fmt.Errorf("spec.backend.sqlite.storageSize %q: %w", size, err)
+	}
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: objectMeta(ma, dataClaimName(ma), componentAdapter),
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: class,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: q}},
+		},
+	}, nil
+}
+
+// jobName derives a conformance Job's name from what it verifies, so a manager restart finds
+// the Job it created instead of creating another.
+func jobName(ma *memoryv1alpha1.MemoryAdapter, seed string) string {
+	sum := sha256.Sum256([]byte(seed))
+	return ma.Name + "-conformance-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// desiredJob runs `memory-adapter conformance` for one run key: the matrix in a disposable
+// scope (SQLite: its own disposable file with the same build) plus the read-only checks of
+// the deployed adapter through its Service.
+func desiredJob(ma *memoryv1alpha1.MemoryAdapter, s settings, name string, key runKey, rerun string) *batchv1.Job {
+	args := append([]string{"conformance"}, backendArgs(ma)...)
+	// The whole run must end, and write its report, before the Job's deadline kills it.
+	budget := s.conformanceTimeout - s.conformanceTimeout/10
+	args = append(args,
+		"--server-url", serviceURL(ma),
+		"--server-token-file", tokenMountDir+"/token",
+		"--expected-manifest-file", manifestMountDir+"/manifest.json",
+		"--report-file=",
+		"--termination-log", corev1.TerminationMessagePathDefault,
+		"--timeout", budget.String(),
+		"--progress",
+	)
+	volumes := []corev1.Volume{bindingVolume(ma), emptyDir("tmp"), {
+		Name: "manifest", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: manifestName(ma)}}},
+	}}
+	mounts := []corev1.VolumeMount{
+		{Name: "binding", MountPath: tokenMountDir, ReadOnly: true},
+		{Name: "tmp", MountPath: "/tmp"},
+		{Name: "manifest", MountPath: manifestMountDir, ReadOnly: true},
+	}
+	if ma.Spec.Backend.Type == memoryv1alpha1.BackendSQLite {
+		args = append(args, "--sqlite-path", "/tmp/conformance.db")
+	}
+	podLabels := componentLabels(ma, componentConformance)
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: ma.Namespace, Labels: podLabels,
+			Annotations: map[string]string{annotationRunKey: key.String(), annotationRerunToken: rerun},
+		},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:          ptr.To[int32](0),
+			ActiveDeadlineSeconds: ptr.To(int64(s.conformanceTimeout.Seconds())),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                corev1.RestartPolicyNever,
+					ServiceAccountName:           ma.Name,
+					AutomountServiceAccountToken: ptr.To(false),
+					SecurityContext:              podSecurity(),
+					Volumes:                      volumes,
+					Containers: []corev1.Container{{
+						Name:                     "conformance",
+						Image:                    s.image,
+						ImagePullPolicy:          corev1.PullIfNotPresent,
+						Args:                     args,
+						Env:                      connectionEnv(ma),
+						Resources:                adapterResources(),
+						SecurityContext:          hardened(),
+						VolumeMounts:             mounts,
+						TerminationMessagePath:   corev1.TerminationMessagePathDefault,
+						TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+					}},
+				},
+			},
+		},
+	}
+}
+
+// runSeed is what a Job name is derived from: the run key, the rerun token, and for a
+// periodic re-run the completion time of the run it repeats.
+func runSeed(key runKey, rerun string, after string) string {
+	return strings.Join([]string{key.manifestHash, key.serviceVersion, key.adapterVersion, rerun, after, strconv.Itoa(1)}, "\n")
+}

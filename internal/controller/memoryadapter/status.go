@@ -1,0 +1,325 @@
+package memoryadapter
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+)
+
+// This file holds only decisions: each function turns observations into one condition and
+// touches neither the API server nor the clock, so table tests cover every reason.
+
+// condition is a shorthand for the condition values every decision returns.
+func condition(t string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {
+	return metav1.Condition{Type: t, Status: s, Reason: reason, Message: bound(msg)}
+}
+
+// bound keeps a message within metav1.Condition's 32768-byte limit with a wide margin; the
+// messages quote evidence that the adapter wrote.
+func bound(s string) string {
+	const limit = 2048
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8Start(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// manifestCondition reports the Go verdict on spec.manifest.
+func manifestCondition(err error) metav1.Condition {
+	if err != nil {
+		return condition(memoryv1alpha1.ConditionManifestValid, metav1.ConditionFalse, memoryv1alpha1.ReasonManifestIncoherent, err.Error())
+	}
+	return condition(memoryv1alpha1.ConditionManifestValid, metav1.ConditionTrue, memoryv1alpha1.ReasonManifestCoherent, "spec.manifest passes the six coherence rules")
+}
+
+// deployObservation is what the deploy phase saw.
+type deployObservation struct {
+	// specErr is a spec value that could not be turned into objects.
+	specErr error
+	// replicas is the effective spec.replicas.
+	replicas int32
+	// deployment is the adapter's Deployment as stored; nil when it does not exist yet.
+	deployment *appsv1.Deployment
+	// pods are the Deployment's pods, read to find why a rollout is stuck.
+	pods []corev1.Pod
+	// backendSecret names the connection Secret and key, empty for SQLite.
+	backendSecret string
+}
+
+// deployedCondition decides Deployed from the Deployment's status and its pods.
+func deployedCondition(o deployObservation) metav1.Condition {
+	const t = memoryv1alpha1.ConditionDeployed
+	if o.specErr != nil {
+		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonInvalidSpec, o.specErr.Error())
+	}
+	if o.replicas == 0 {
+		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonScaledToZero, "spec.replicas is 0: no adapter pod serves the manifest")
+	}
+	// A missing connection Secret shows up as the kubelet's CreateContainerConfigError; the
+	// operator never reads the Secret itself.
+	if o.backendSecret != "" {
+		for _, p := range o.pods {
+			for _, cs := range p.Status.ContainerStatuses {
+				if w := cs.State.Waiting; w != nil && w.Reason == "CreateContainerConfigError" && strings.Contains(w.Message, "ecret") {
+					return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonBackendSecretMissing,
+						fmt.Sprintf("pod %s cannot start: %s (spec.backend.connectionSecretRef is %s); creating it lets the pod start with no other step", p.Name, w.Message, o.backendSecret))
+				}
+			}
+		}
+	}
+	d := o.deployment
+	if d == nil {
+		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, "the adapter Deployment is being created")
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
+			return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentFailed,
+				fmt.Sprintf("Deployment %s exceeded its progress deadline: %s%s", d.Name, c.Message, podProblems(o.pods)))
+		}
+	}
+	if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas < o.replicas ||
+		d.Status.AvailableReplicas < o.replicas || d.Status.Replicas > o.replicas {
+		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing,
+			fmt.Sprintf("Deployment %s: %d of %d replicas updated, %d available%s", d.Name,
+				d.Status.UpdatedReplicas, o.replicas, d.Status.AvailableReplicas, podProblems(o.pods)))
+	}
+	return condition(t, metav1.ConditionTrue, memoryv1alpha1.ReasonDeploymentReady,
+		fmt.Sprintf("Deployment %s: %d of %d replicas updated and available", d.Name, d.Status.AvailableReplicas, o.replicas))
+}
+
+// podProblems quotes the first container that waits for a reason other than starting, so a
+// stuck rollout names its cause (an image pull, a crash loop).
+func podProblems(pods []corev1.Pod) string {
+	for _, p := range pods {
+		for _, cs := range p.Status.ContainerStatuses {
+			if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" {
+				return fmt.Sprintf("; pod %s: %s %s", p.Name, w.Reason, w.Message)
+			}
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+				return fmt.Sprintf("; pod %s not scheduled: %s", p.Name, c.Message)
+			}
+		}
+	}
+	return ""
+}
+
+// runKey identifies what one conformance run verifies.
+type runKey struct {
+	manifestHash   string
+	serviceVersion string
+	adapterVersion string
+}
+
+func (k runKey) String() string {
+	return fmt.Sprintf("manifest %s, service version %q, adapter version %q", k.manifestHash, k.serviceVersion, k.adapterVersion)
+}
+
+// matches reports whether a recorded run verified this key.
+func (k runKey) matches(r *memoryv1alpha1.ConformanceResult) bool {
+	return r != nil && r.ManifestHash == k.manifestHash && r.ServiceVersion == k.serviceVersion && r.AdapterVersion == k.adapterVersion
+}
+
+// jobPhase is where a conformance Job stands.
+type jobPhase int
+
+const (
+	jobAbsent jobPhase = iota
+	jobRunning
+	jobBlocked
+)
+
+// jobObservation is what the conform phase saw of the Job for the current key.
+type jobObservation struct {
+	phase jobPhase
+	name  string
+	// message explains a blocked or broken Job.
+	message string
+}
+
+// conformObservation is everything Conformant depends on.
+type conformObservation struct {
+	// key is the current run key; nil while no evidence has told the versions.
+	key *runKey
+	// last is status.conformance after this reconcile recorded any finished run.
+	last *memoryv1alpha1.ConformanceResult
+	// job is the Job for key, when one is wanted.
+	job jobObservation
+}
+
+// conformantCondition decides Conformant.
+func conformantCondition(o conformObservation) metav1.Condition {
+	const t = memoryv1alpha1.ConditionConformant
+	if o.key == nil {
+		return condition(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonConformancePending,
+			"waiting for the deployed adapter's first evidence, which names the service and adapter versions to verify")
+	}
+	if o.key.matches(o.last) {
+		if o.last.Passed == 0 && o.last.Failed == 0 {
+			return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceJobFailed,
+				fmt.Sprintf("job %s ended without a readable report: %s", o.last.JobName, o.last.Message))
+		}
+		if o.last.Failed > 0 {
+			msg := fmt.Sprintf("job %s failed %d of %d cases: %s", o.last.JobName, o.last.Failed, len(o.last.Cases), strings.Join(failedCases(o.last), ", "))
+			if o.last.Message != "" {
+				msg += "; " + o.last.Message
+			}
+			return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceFailed, msg)
+		}
+		if o.last.Message != "" {
+			return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceFailed,
+				fmt.Sprintf("job %s passed every case but failed a run-level check: %s", o.last.JobName, o.last.Message))
+		}
+		return condition(t, metav1.ConditionTrue, memoryv1alpha1.ReasonConformancePassed,
+			fmt.Sprintf("job %s passed %d cases (%d not applicable) for %s", o.last.JobName, o.last.Passed, o.last.NotApplicable, o.key))
+	}
+	if o.job.phase == jobBlocked {
+		return condition(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonConformanceJobBlocked,
+			fmt.Sprintf("job %s cannot start: %s", o.job.name, o.job.message))
+	}
+	if o.last != nil && o.last.ManifestHash == o.key.manifestHash {
+		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceOutdated,
+			fmt.Sprintf("the last run (job %s) verified service version %q and adapter version %q; the adapter now reports %q and %q, verified by job %s",
+				o.last.JobName, o.last.ServiceVersion, o.last.AdapterVersion, o.key.serviceVersion, o.key.adapterVersion, o.job.name))
+	}
+	return condition(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonConformanceRunning,
+		fmt.Sprintf("job %s runs the matrix for %s", o.job.name, o.key))
+}
+
+func failedCases(r *memoryv1alpha1.ConformanceResult) []string {
+	var ids []string
+	for _, c := range r.Cases {
+		if c.Outcome == memoryv1alpha1.OutcomeFailed {
+			ids = append(ids, string(c.ID))
+		}
+	}
+	return ids
+}
+
+// healthObservation is everything Healthy depends on.
+type healthObservation struct {
+	deployed bool
+	// evidence is the last successfully read evidence; nil before the first read.
+	evidence *memory.EvidenceReport
+	// lastSuccess is when evidence was read; zero before the first read.
+	lastSuccess time.Time
+	// failures counts consecutive failed reads, and lastErr says why the last one failed.
+	failures int
+	lastErr  string
+	url      string
+	// verified is the passing run the evidence must agree with; nil before one passed.
+	verified     *memoryv1alpha1.ConformanceResult
+	manifestHash string
+	immediate    bool
+	threshold    int
+	grace        time.Duration
+	now          time.Time
+}
+
+// healthyCondition decides Healthy: unreachable, pending and stale evidence first, then every
+// way evidence can contradict the verified manifest.
+func healthyCondition(o healthObservation) metav1.Condition {
+	const t = memoryv1alpha1.ConditionHealthy
+	switch {
+	case !o.deployed && o.evidence == nil:
+		return condition(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidencePending, "the adapter is not deployed yet, so no evidence has been read")
+	case o.failures >= o.threshold:
+		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceUnreachable,
+			fmt.Sprintf("%d consecutive reads of %s/v1/evidence failed (threshold %d); last error: %s", o.failures, o.url, o.threshold, o.lastErr))
+	case o.evidence == nil:
+		return condition(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidencePending, "no evidence has been read from "+o.url+"/v1/evidence yet")
+	case o.now.Sub(o.lastSuccess) > o.grace:
+		return condition(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidenceStale,
+			fmt.Sprintf("the last evidence was read at %s, more than stalenessGrace %s ago", o.lastSuccess.UTC().Format(time.RFC3339), o.grace))
+	}
+	ev := o.evidence
+	if v := o.verified; v != nil {
+		if ev.ServiceVersion != v.ServiceVersion {
+			return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonServiceVersionChanged,
+				fmt.Sprintf("the passing conformance run (job %s) tested service version %q, but the adapter reports %q", v.JobName, v.ServiceVersion, ev.ServiceVersion))
+		}
+		if ev.AdapterVersion != v.AdapterVersion {
+			return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonAdapterVersionChanged,
+				fmt.Sprintf("the passing conformance run (job %s) tested adapter version %q, but the adapter reports %q", v.JobName, v.AdapterVersion, ev.AdapterVersion))
+		}
+	}
+	if ev.ManifestHash != o.manifestHash {
+		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonManifestMismatch,
+			fmt.Sprintf("the adapter serves manifest %s, but spec.manifest hashes to %s", ev.ManifestHash, o.manifestHash))
+	}
+	if failed := failedProbes(ev); len(failed) > 0 {
+		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonCapabilityProbeFailed,
+			"capability probes failed: "+strings.Join(failed, "; "))
+	}
+	if o.immediate && ev.IndexLag != nil && *ev.IndexLag > 0 {
+		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonIndexLagging,
+			fmt.Sprintf("the manifest claims immediate search, but %d acknowledged writes are not searchable yet", *ev.IndexLag))
+	}
+	if !ev.ManifestValid {
+		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceInvalidatesManifest,
+			"the adapter reports its own manifest unavailable: "+ev.Reason)
+	}
+	return condition(t, metav1.ConditionTrue, memoryv1alpha1.ReasonEvidenceValid,
+		fmt.Sprintf("evidence upholds the manifest: service version %q, adapter version %q, %d probes passed", ev.ServiceVersion, ev.AdapterVersion, len(ev.Probes)))
+}
+
+func failedProbes(ev *memory.EvidenceReport) []string {
+	var out []string
+	for _, p := range ev.Probes {
+		if !p.OK {
+			s := p.Name
+			if p.Detail != "" {
+				s += " (" + p.Detail + ")"
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// summaryOrder is the order in which Available looks for the first condition that is not
+// True.
+var summaryOrder = []string{
+	memoryv1alpha1.ConditionManifestValid, memoryv1alpha1.ConditionDeployed,
+	memoryv1alpha1.ConditionConformant, memoryv1alpha1.ConditionHealthy,
+}
+
+// availableCondition summarizes: True only when every other condition is, else the status,
+// reason and message of the first one that is not, prefixed with its type.
+func availableCondition(conds []metav1.Condition) metav1.Condition {
+	const t = memoryv1alpha1.ConditionAvailable
+	for _, ct := range summaryOrder {
+		c := meta.FindStatusCondition(conds, ct)
+		if c == nil {
+			return condition(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonConformancePending, ct+" has not been decided yet")
+		}
+		if c.Status != metav1.ConditionTrue {
+			st := metav1.ConditionFalse
+			if c.Status == metav1.ConditionUnknown {
+				st = metav1.ConditionUnknown
+			}
+			return condition(t, st, c.Reason, ct+": "+c.Message)
+		}
+	}
+	return condition(t, metav1.ConditionTrue, memoryv1alpha1.ReasonAdapterAvailable,
+		"the manifest is valid, deployed, verified by conformance and upheld by health evidence")
+}
+
+// conditionTypes lists every condition the controller owns, for metrics.
+var conditionTypes = append(slices.Clone(summaryOrder), memoryv1alpha1.ConditionAvailable)
