@@ -243,6 +243,12 @@ func checkDeployed(ctx context.Context, baseURL, token string, expected *memory.
 		add("evidence", false, err.Error())
 	case ev.ManifestHash != published.Hash():
 		add("evidence", false, fmt.Sprintf("evidence names manifest %s but the server publishes %s", ev.ManifestHash, published.Hash()))
+	case !ev.ManifestValid && versionMovedTo(ev, matrixVersion):
+		// The instance started on another service version and invalidated itself when the
+		// service moved, as it must (the invalidation is sticky). The matrix has just verified
+		// the version the service runs now, so the operator restarts the instance.
+		sv = ev.ServiceVersion
+		add("evidence", true, fmt.Sprintf("the instance started on service version %q and now sees %q, which this run verified; it needs a restart to publish again", ev.InitialServiceVersion, ev.ServiceVersion))
 	case !ev.ManifestValid:
 		add("evidence", false, "the server considers its manifest invalid: "+ev.Reason)
 	default:
@@ -263,6 +269,20 @@ func checkDeployed(ctx context.Context, baseURL, token string, expected *memory.
 	}
 	add(checkUnsupportedFilter(ctx, baseURL, token, published))
 	return out, sv
+}
+
+// versionMovedTo reports whether the evidence is invalid only because the service version
+// changed since the instance started, to the version the matrix ran against.
+func versionMovedTo(ev memory.EvidenceReport, matrixVersion string) bool {
+	if ev.InitialServiceVersion == "" || ev.InitialServiceVersion == ev.ServiceVersion || ev.ServiceVersion != matrixVersion {
+		return false
+	}
+	for _, p := range ev.Probes {
+		if !p.OK {
+			return false
+		}
+	}
+	return ev.IndexLag == nil || *ev.IndexLag == 0
 }
 
 // checkUnsupportedFilter sends a query with a key outside the manifest straight to the
