@@ -282,7 +282,7 @@ func versionMovedTo(ev memory.EvidenceReport, matrixVersion string) bool {
 			return false
 		}
 	}
-	return ev.IndexLag == nil || *ev.IndexLag == 0
+	return true
 }
 
 // checkUnsupportedFilter sends a query with a key outside the manifest straight to the
