@@ -1,0 +1,256 @@
+package memoryadapter
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+)
+
+// want is the part of a condition a table row pins: status, reason and words the message
+// must carry (the evidence it names).
+type want struct {
+	status metav1.ConditionStatus
+	reason string
+	words  []string
+}
+
+func check(t *testing.T, got metav1.Condition, w want) {
+	t.Helper()
+	if got.Status != w.status || got.Reason != w.reason {
+		t.Fatalf("got %s/%s (%q), want %s/%s", got.Status, got.Reason, got.Message, w.status, w.reason)
+	}
+	for _, word := range w.words {
+		if !strings.Contains(got.Message, word) {
+			t.Errorf("message %q does not name %q", got.Message, word)
+		}
+	}
+	if got.Status != metav1.ConditionTrue && got.Message == "" {
+		t.Errorf("a %s condition needs a message", got.Status)
+	}
+}
+
+func readyDeployment(gen, observed int64, updated, available int32) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "mem", Generation: gen},
+		Status:     appsv1.DeploymentStatus{ObservedGeneration: observed, Replicas: updated, UpdatedReplicas: updated, AvailableReplicas: available, ReadyReplicas: available},
+	}
+}
+
+func waitingPod(reason, msg string) corev1.Pod {
+	return corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "mem-abc"},
+		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}},
+		}}},
+	}
+}
+
+func TestManifestCondition(t *testing.T) {
+	check(t, manifestCondition(nil), want{metav1.ConditionTrue, memoryv1alpha1.ReasonManifestCoherent, nil})
+	check(t, manifestCondition(errors.New("full search fidelity must preserve all fields and tags")),
+		want{metav1.ConditionFalse, memoryv1alpha1.ReasonManifestIncoherent, []string{"full search fidelity"}})
+}
+
+func TestDeployedCondition(t *testing.T) {
+	stuck := appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: "ReplicaSet has timed out"}
+	failed := readyDeployment(2, 2, 0, 0)
+	failed.Status.Conditions = []appsv1.DeploymentCondition{stuck}
+	for name, tc := range map[string]struct {
+		obs  deployObservation
+		want want
+	}{
+		"invalid spec": {deployObservation{specErr: errors.New("spec.backend.sqlite.storageSize \"x\": bad"), replicas: 1},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonInvalidSpec, []string{"storageSize"}}},
+		"scaled to zero": {deployObservation{replicas: 0, deployment: readyDeployment(1, 1, 0, 0)},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonScaledToZero, []string{"spec.replicas is 0"}}},
+		"not created yet": {deployObservation{replicas: 1},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, []string{"being created"}}},
+		"missing backend secret": {deployObservation{replicas: 1, deployment: readyDeployment(1, 1, 1, 0), backendSecret: `Secret ns/pg key "dsn"`,
+			pods: []corev1.Pod{waitingPod("CreateContainerConfigError", `secret "pg" not found`)}},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonBackendSecretMissing, []string{`secret "pg" not found`, "Secret ns/pg"}}},
+		"progressing with a pull error": {deployObservation{replicas: 1, deployment: readyDeployment(1, 1, 1, 0), pods: []corev1.Pod{waitingPod("ImagePullBackOff", "no such image")}},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, []string{"0 available", "ImagePullBackOff"}}},
+		"old generation": {deployObservation{replicas: 1, deployment: readyDeployment(3, 2, 1, 1)},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, nil}},
+		"deadline exceeded": {deployObservation{replicas: 1, deployment: failed},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentFailed, []string{"timed out"}}},
+		"ready": {deployObservation{replicas: 1, deployment: readyDeployment(2, 2, 1, 1)},
+			want{metav1.ConditionTrue, memoryv1alpha1.ReasonDeploymentReady, nil}},
+	} {
+		t.Run(name, func(t *testing.T) { check(t, deployedCondition(tc.obs), tc.want) })
+	}
+}
+
+const hashA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+func run(sv, av string, passed, failed int32, msg string, failedIDs ...memoryv1alpha1.ConformanceCaseID) *memoryv1alpha1.ConformanceResult {
+	r := &memoryv1alpha1.ConformanceResult{JobName: "mem-conformance-1", ManifestHash: hashA, ServiceVersion: sv, AdapterVersion: av, Passed: passed, Failed: failed, Message: msg}
+	for _, id := range failedIDs {
+		r.Cases = append(r.Cases, memoryv1alpha1.ConformanceCaseResult{ID: id, Outcome: memoryv1alpha1.OutcomeFailed})
+	}
+	return r
+}
+
+func TestConformantCondition(t *testing.T) {
+	key := &runKey{manifestHash: hashA, serviceVersion: "3.50", adapterVersion: "v1"}
+	for name, tc := range map[string]struct {
+		obs  conformObservation
+		want want
+	}{
+		"no evidence yet":  {conformObservation{}, want{metav1.ConditionUnknown, memoryv1alpha1.ReasonConformancePending, []string{"evidence"}}},
+		"first run going":  {conformObservation{key: key, job: jobObservation{phase: jobRunning, name: "job-x"}}, want{metav1.ConditionUnknown, memoryv1alpha1.ReasonConformanceRunning, []string{"job-x", "3.50"}}},
+		"blocked":          {conformObservation{key: key, job: jobObservation{phase: jobBlocked, name: "job-x", message: "ErrImagePull"}}, want{metav1.ConditionUnknown, memoryv1alpha1.ReasonConformanceJobBlocked, []string{"job-x", "ErrImagePull"}}},
+		"passed":           {conformObservation{key: key, last: run("3.50", "v1", 17, 0, "")}, want{metav1.ConditionTrue, memoryv1alpha1.ReasonConformancePassed, nil}},
+		"failed cases":     {conformObservation{key: key, last: run("3.50", "v1", 15, 2, "", "limit", "consistency")}, want{metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceFailed, []string{"limit, consistency"}}},
+		"run-level check":  {conformObservation{key: key, last: run("3.50", "v1", 17, 0, "deployed server: manifest: differs")}, want{metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceFailed, []string{"manifest: differs"}}},
+		"no report":        {conformObservation{key: key, last: run("3.50", "v1", 0, 0, "DeadlineExceeded: Job was active longer than specified deadline")}, want{metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceJobFailed, []string{"DeadlineExceeded"}}},
+		"version outdated": {conformObservation{key: key, last: run("3.49", "v1", 17, 0, ""), job: jobObservation{phase: jobRunning, name: "job-y"}}, want{metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceOutdated, []string{`"3.49"`, `"3.50"`, "job-y"}}},
+	} {
+		t.Run(name, func(t *testing.T) { check(t, conformantCondition(tc.obs), tc.want) })
+	}
+}
+
+func TestHealthyCondition(t *testing.T) {
+	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	good := func() *memory.EvidenceReport {
+		return &memory.EvidenceReport{ServiceVersion: "3.50", AdapterVersion: "v1", ManifestHash: hashA, ManifestValid: true,
+			Probes: []memory.ProbeResult{{Name: "json1", OK: true}}}
+	}
+	base := func(mut func(*healthObservation)) healthObservation {
+		o := healthObservation{deployed: true, evidence: good(), lastSuccess: now, url: "http://mem.ns.svc:8080", verified: run("3.50", "v1", 17, 0, ""),
+			manifestHash: hashA, immediate: true, threshold: 3, grace: 90 * time.Second, now: now}
+		if mut != nil {
+			mut(&o)
+		}
+		return o
+	}
+	lag := int64(4)
+	for name, tc := range map[string]struct {
+		obs  healthObservation
+		want want
+	}{
+		"not deployed":   {base(func(o *healthObservation) { o.deployed, o.evidence = false, nil }), want{metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidencePending, nil}},
+		"first read due": {base(func(o *healthObservation) { o.evidence = nil }), want{metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidencePending, []string{"/v1/evidence"}}},
+		"below threshold keeps the verdict": {base(func(o *healthObservation) { o.failures, o.lastErr = 2, "connection refused" }),
+			want{metav1.ConditionTrue, memoryv1alpha1.ReasonEvidenceValid, nil}},
+		"unreachable": {base(func(o *healthObservation) { o.failures, o.lastErr = 3, "connection refused" }),
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceUnreachable, []string{"3 consecutive", "connection refused", "http://mem.ns.svc:8080"}}},
+		"stale": {base(func(o *healthObservation) { o.lastSuccess = now.Add(-2 * time.Minute) }),
+			want{metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidenceStale, []string{"stalenessGrace"}}},
+		"service version changed": {base(func(o *healthObservation) { o.evidence.ServiceVersion = "3.51" }),
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonServiceVersionChanged, []string{`"3.50"`, `"3.51"`}}},
+		"adapter version changed": {base(func(o *healthObservation) { o.evidence.AdapterVersion = "v2" }),
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonAdapterVersionChanged, []string{`"v1"`, `"v2"`}}},
+		"other manifest": {base(func(o *healthObservation) { o.evidence.ManifestHash = "sha256:bb" }),
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonManifestMismatch, []string{"sha256:bb", hashA}}},
+		"probe failed": {base(func(o *healthObservation) {
+			o.evidence.Probes = append(o.evidence.Probes, memory.ProbeResult{Name: "jsonb", Detail: "missing"})
+		}), want{metav1.ConditionFalse, memoryv1alpha1.ReasonCapabilityProbeFailed, []string{"jsonb (missing)"}}},
+		"immediate index lags": {base(func(o *healthObservation) { o.evidence.IndexLag = &lag }),
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonIndexLagging, []string{"4 acknowledged writes"}}},
+		"eventual index lags": {base(func(o *healthObservation) { o.evidence.IndexLag, o.immediate = &lag, false }),
+			want{metav1.ConditionTrue, memoryv1alpha1.ReasonEvidenceValid, nil}},
+		"adapter invalidated itself": {base(func(o *healthObservation) { o.evidence.ManifestValid, o.evidence.Reason = false, "probe wal_mode failed" }),
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceInvalidatesManifest, []string{"wal_mode"}}},
+		"no verified run yet": {base(func(o *healthObservation) { o.verified = nil; o.evidence.ServiceVersion = "anything" }),
+			want{metav1.ConditionTrue, memoryv1alpha1.ReasonEvidenceValid, nil}},
+		"valid": {base(nil), want{metav1.ConditionTrue, memoryv1alpha1.ReasonEvidenceValid, []string{"3.50"}}},
+	} {
+		t.Run(name, func(t *testing.T) { check(t, healthyCondition(tc.obs), tc.want) })
+	}
+}
+
+func TestAvailableCondition(t *testing.T) {
+	c := func(typ string, st metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: st, Reason: reason, Message: typ + " says " + reason}
+	}
+	allTrue := []metav1.Condition{
+		c(memoryv1alpha1.ConditionManifestValid, metav1.ConditionTrue, "A"), c(memoryv1alpha1.ConditionDeployed, metav1.ConditionTrue, "B"),
+		c(memoryv1alpha1.ConditionConformant, metav1.ConditionTrue, "C"), c(memoryv1alpha1.ConditionHealthy, metav1.ConditionTrue, "D"),
+	}
+	check(t, availableCondition(allTrue), want{metav1.ConditionTrue, memoryv1alpha1.ReasonAdapterAvailable, nil})
+	some := append([]metav1.Condition(nil), allTrue...)
+	some[2] = c(memoryv1alpha1.ConditionConformant, metav1.ConditionUnknown, "Running")
+	some[3] = c(memoryv1alpha1.ConditionHealthy, metav1.ConditionFalse, "Bad")
+	check(t, availableCondition(some), want{metav1.ConditionUnknown, "Running", []string{"Conformant: Conformant says Running"}})
+	check(t, availableCondition(allTrue[:3]), want{metav1.ConditionUnknown, memoryv1alpha1.ReasonConformancePending, []string{"Healthy"}})
+}
+
+func TestRunNamesAreStableAndDistinct(t *testing.T) {
+	ma := &memoryv1alpha1.MemoryAdapter{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("a", 40)}}
+	k := runKey{manifestHash: hashA, serviceVersion: "3.50", adapterVersion: "v1"}
+	seen := map[string]string{}
+	for what, seed := range map[string]string{
+		"initial":     runSeed(k, "", ""),
+		"rerun":       runSeed(k, "now", ""),
+		"interval":    runSeed(k, "", "2026-12-03T10:00:00Z"),
+		"new version": runSeed(runKey{manifestHash: hashA, serviceVersion: "3.51", adapterVersion: "v1"}, "", ""),
+		"new adapter": runSeed(runKey{manifestHash: hashA, serviceVersion: "3.50", adapterVersion: "v2"}, "", ""),
+	} {
+		n := jobName(ma, seed)
+		if n != jobName(ma, seed) {
+			t.Fatalf("%s: the name is not deterministic", what)
+		}
+		if len(n) > 63 {
+			t.Errorf("%s: %q is longer than a label value may be", what, n)
+		}
+		if other, dup := seen[n]; dup {
+			t.Errorf("%s and %s share the Job name %s", what, other, n)
+		}
+		seen[n] = what
+	}
+}
+
+func TestEffectiveSettings(t *testing.T) {
+	ma := &memoryv1alpha1.MemoryAdapter{Spec: memoryv1alpha1.MemoryAdapterSpec{
+		Backend: memoryv1alpha1.BackendSpec{Type: memoryv1alpha1.BackendRedis},
+		Health:  &memoryv1alpha1.HealthSpec{Period: memoryv1alpha1.NewDuration(10 * time.Second)},
+		Lifecycle: &memoryv1alpha1.LifecycleSpec{RequestTimeout: memoryv1alpha1.NewDuration(time.Second),
+			Retry: &memoryv1alpha1.RetryPolicies{Search: &memoryv1alpha1.RetryPolicy{MaxAttempts: ptr.To[int32](1)}}},
+	}}
+	s := effectiveSettings(ma, "img:dev")
+	if s.image != "img:dev" || s.replicas != 1 || s.healthPeriod != 10*time.Second || s.stalenessGrace != 30*time.Second ||
+		s.failureThreshold != 3 || s.conformanceInterval != 24*time.Hour || s.conformanceTimeout != 10*time.Minute {
+		t.Fatalf("defaults: %+v", s)
+	}
+	l := s.lifecycle
+	if l.RequestTimeout.Or(0) != time.Second || l.ConnectTimeout.Or(0) != 2*time.Second {
+		t.Errorf("timeouts: user request %v, backend connect %v", l.RequestTimeout, l.ConnectTimeout)
+	}
+	if *l.Retry.Search.MaxAttempts != 1 || *l.Retry.Retrieve.MaxAttempts != 3 || *l.Retry.Store.MaxAttempts != 1 {
+		t.Errorf("retry overlay: %+v", l.Retry)
+	}
+	if l.DuplicateIDBehaviour != memoryv1alpha1.DuplicateIDOverwrite || !*l.ConcurrencySafe {
+		t.Errorf("documented facts missing: %+v", l)
+	}
+}
+
+func TestEvidenceStatusMovesOnlyOnChange(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	ev := &memory.EvidenceReport{ServiceVersion: "3.50", AdapterVersion: "v1", ManifestHash: hashA, ManifestValid: true, ObservedAt: t0}
+	first := evidenceStatus(ev, nil, t0)
+	again := *ev
+	again.ObservedAt = t0.Add(time.Minute) // the adapter probes again and finds the same
+	if got := evidenceStatus(&again, first, t0.Add(time.Minute)); got != first {
+		t.Fatalf("unchanged evidence produced a new status: %+v", got)
+	}
+	again.ManifestValid, again.Reason = false, "service version changed"
+	got := evidenceStatus(&again, first, t0.Add(2*time.Minute))
+	if got.Verdict != memoryv1alpha1.EvidenceInvalid || !got.ObservedTime.Equal(&metav1.Time{Time: t0.Add(2 * time.Minute)}) {
+		t.Fatalf("changed evidence: %+v", got)
+	}
+	bad := *ev
+	bad.ManifestHash = "not a hash"
+	if evidenceStatus(&bad, nil, t0).ManifestHash != "" {
+		t.Error("a malformed hash would make the API server refuse the whole status patch")
+	}
+}
