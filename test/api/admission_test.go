@@ -224,6 +224,17 @@ var _ = Describe("MemoryAdapter admission", func() {
 			Entry("a staleness grace shorter than the period", func(a *v1alpha1.MemoryAdapter) {
 				a.Spec.Health = &v1alpha1.HealthSpec{Period: v1alpha1.NewDuration(60e9), StalenessGrace: v1alpha1.NewDuration(30e9)}
 			}, "stalenessGrace must not be shorter than period"),
+			Entry("deletionPolicy Delete on a shared server", func(a *v1alpha1.MemoryAdapter) {
+				a.Spec.Backend.Type = v1alpha1.BackendRedis
+				a.Spec.Backend.ConnectionSecretRef = &v1alpha1.SecretKeyReference{Name: "redis"}
+				a.Spec.DeletionPolicy = v1alpha1.DeletionDelete
+			}, "deletionPolicy Delete is supported for SQLite only"),
+			Entry("a name too long for the adapter's Jobs", func(a *v1alpha1.MemoryAdapter) {
+				a.GenerateName, a.Name = "", "a-name-that-is-much-too-long-for-conformance-jobs"
+			}, "metadata.name must be a DNS label of at most 40 characters starting with a letter"),
+			Entry("a name that is not a Service name", func(a *v1alpha1.MemoryAdapter) {
+				a.GenerateName, a.Name = "", "1st-adapter"
+			}, "metadata.name must be a DNS label of at most 40 characters starting with a letter"),
 		)
 	})
 

@@ -1,0 +1,435 @@
+package memoryadapter
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/conformance"
+)
+
+const (
+	timeout = 60 * time.Second
+	poll    = 100 * time.Millisecond
+)
+
+// sqliteAdapter is the SQLite sample's contract, which `memory-adapter serve --backend sqlite`
+// publishes.
+func sqliteAdapter(ns, name string) *memoryv1alpha1.MemoryAdapter {
+	return &memoryv1alpha1.MemoryAdapter{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: memoryv1alpha1.MemoryAdapterSpec{
+			Manifest: memoryv1alpha1.ManifestSpec{
+				Adapter:           "sqlite",
+				NativeItemFields:  []memoryv1alpha1.ItemField{"id", "created_at", "metadata", "content", "tags"},
+				SupportedFilters:  []memoryv1alpha1.FilterKey{"branch_id", "source"},
+				SearchConsistency: "immediate",
+				RetrieveFidelity:  "full",
+				SearchFidelity:    "full",
+				SearchReturnsTags: true,
+				PreservesMetadata: true,
+			},
+			Backend: memoryv1alpha1.BackendSpec{Type: memoryv1alpha1.BackendSQLite, Scope: "agents"},
+			Health:  &memoryv1alpha1.HealthSpec{Period: memoryv1alpha1.NewDuration(time.Second)},
+		},
+	}
+}
+
+func getMA(key types.NamespacedName) *memoryv1alpha1.MemoryAdapter {
+	ma := &memoryv1alpha1.MemoryAdapter{}
+	ExpectWithOffset(1, k8sClient.Get(context.Background(), key, ma)).To(Succeed())
+	return ma
+}
+
+func conditionOf(ma *memoryv1alpha1.MemoryAdapter, t string) metav1.Condition {
+	if c := meta.FindStatusCondition(ma.Status.Conditions, t); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+// markAvailable plays the Deployment controller and kubelet: every replica updated and ready.
+func markAvailable(ctx context.Context, key types.NamespacedName) {
+	Eventually(func(g Gomega) {
+		dep := &appsv1.Deployment{}
+		g.Expect(k8sClient.Get(ctx, key, dep)).To(Succeed())
+		n := ptr.Deref(dep.Spec.Replicas, 1)
+		dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+		g.Expect(k8sClient.Status().Update(ctx, dep)).To(Succeed())
+	}, timeout, poll).Should(Succeed())
+}
+
+func conformanceJobs(ctx context.Context, key types.NamespacedName) []batchv1.Job {
+	jobs := &batchv1.JobList{}
+	ExpectWithOffset(1, k8sClient.List(ctx, jobs, client.InNamespace(key.Namespace), client.MatchingLabels{LabelAdapter: key.Name, LabelComponent: componentConformance})).To(Succeed())
+	return jobs.Items
+}
+
+// waitForNewJob returns the one conformance Job whose name is not in seen.
+func waitForNewJob(ctx context.Context, key types.NamespacedName, seen ...string) batchv1.Job {
+	var job batchv1.Job
+	Eventually(func(g Gomega) {
+		var fresh []batchv1.Job
+		for _, j := range conformanceJobs(ctx, key) {
+			if !slices.Contains(seen, j.Name) {
+				fresh = append(fresh, j)
+			}
+		}
+		g.Expect(fresh).To(HaveLen(1))
+		job = fresh[0]
+	}, timeout, poll).Should(Succeed())
+	return job
+}
+
+// realReport runs `memory-adapter conformance` as the Job would: the matrix on its own
+// disposable SQLite file, plus the checks of the deployed adapter (the local server) against
+// the manifest the controller wrote into the adapter's ConfigMap.
+func realReport(ctx context.Context, key types.NamespacedName) []byte {
+	cm := &corev1.ConfigMap{}
+	Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-manifest"}, cm)).To(Succeed())
+	dir := GinkgoT().TempDir()
+	manifest := filepath.Join(dir, "manifest.json")
+	Expect(os.WriteFile(manifest, []byte(cm.Data["manifest.json"]), 0o600)).To(Succeed())
+	term := filepath.Join(dir, "termination-log")
+	cmd := exec.CommandContext(ctx, adapterBin, "conformance", "--backend", "sqlite", "--adapter-id", "sqlite",
+		"--supported-filters=branch_id,source", "--sqlite-path", filepath.Join(dir, "conformance.db"),
+		"--server-url", server.url, "--server-token-file", server.tokenFile, "--expected-manifest-file", manifest,
+		"--report-file=", "--termination-log", term)
+	cmd.Stdout, cmd.Stderr = GinkgoWriter, GinkgoWriter
+	Expect(cmd.Run()).To(Succeed(), "the real conformance run must pass against the local adapter")
+	b, err := os.ReadFile(term)
+	Expect(err).NotTo(HaveOccurred())
+	return b
+}
+
+// finishJob plays the Job controller and kubelet: a pod of the Job that terminated with the
+// report as its termination message, and the Job's terminal conditions.
+func finishJob(ctx context.Context, job batchv1.Job, report []byte, succeeded bool) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-pod", Labels: map[string]string{}},
+		Spec:       *job.Spec.Template.Spec.DeepCopy(),
+	}
+	for k, v := range job.Spec.Template.Labels {
+		pod.Labels[k] = v
+	}
+	pod.Labels[batchv1.JobNameLabel] = job.Name
+	Expect(k8sClient.Create(ctx, pod)).To(Succeed())
+	exit := int32(0)
+	if !succeeded {
+		exit = 1
+	}
+	now := metav1.Now()
+	pod.Status = corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: "conformance", Image: job.Spec.Template.Spec.Containers[0].Image,
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit, Message: string(report), StartedAt: now, FinishedAt: now}},
+	}}}
+	if !succeeded {
+		pod.Status.Phase = corev1.PodFailed
+	}
+	Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
+
+	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&job), &job)).To(Succeed())
+	start := metav1.NewTime(now.Add(-10 * time.Second))
+	job.Status.StartTime = &start
+	if succeeded {
+		job.Status.Succeeded = 1
+		job.Status.CompletionTime = &now
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		}
+	} else {
+		job.Status.Failed = 1
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastTransitionTime: now},
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", LastTransitionTime: now},
+		}
+	}
+	Expect(k8sClient.Status().Update(ctx, &job)).To(Succeed())
+}
+
+// failingReport turns a passing report into one where the given cases failed.
+func failingReport(passing []byte, ids ...conformance.CaseID) []byte {
+	rep, err := conformance.ParseCompact(passing)
+	Expect(err).NotTo(HaveOccurred())
+	for i, c := range rep.Cases {
+		if slices.Contains(ids, c.ID) {
+			rep.Cases[i].Outcome, rep.Cases[i].Message = conformance.Failed, "planted failure"
+			rep.Counts.Passed--
+			rep.Counts.Failed++
+		}
+	}
+	rep.Result = conformance.Failed
+	b, err := json.Marshal(rep)
+	Expect(err).NotTo(HaveOccurred())
+	return b
+}
+
+// resourceVersions maps every object the adapter owns, and the adapter, to its version.
+func resourceVersions(ctx context.Context, key types.NamespacedName) map[string]string {
+	out := map[string]string{"adapter": getMA(key).ResourceVersion}
+	for name, obj := range map[string]client.Object{
+		"deployment": &appsv1.Deployment{}, "service": &corev1.Service{}, "serviceaccount": &corev1.ServiceAccount{},
+		"networkpolicy": &networkingv1.NetworkPolicy{},
+	} {
+		ExpectWithOffset(1, k8sClient.Get(ctx, key, obj)).To(Succeed())
+		out[name] = obj.GetResourceVersion()
+	}
+	for name, obj := range map[string]client.Object{"-binding": &corev1.Secret{}, "-manifest": &corev1.ConfigMap{}, "-data": &corev1.PersistentVolumeClaim{}} {
+		ExpectWithOffset(1, k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name + name}, obj)).To(Succeed())
+		out[name] = obj.GetResourceVersion()
+	}
+	return out
+}
+
+var _ = Describe("the MemoryAdapter controller", Ordered, func() {
+	var (
+		ctx      context.Context
+		stopMgr  func()
+		key      types.NamespacedName
+		passing  []byte
+		seenJobs []string
+	)
+
+	BeforeAll(func() {
+		ctx = context.Background()
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "madp-"}}
+		Expect(k8sClient.Create(ctx, ns)).To(Succeed())
+		key = types.NamespacedName{Namespace: ns.Name, Name: "mem"}
+		stopMgr = startManager()
+	})
+	AfterAll(func() {
+		if stopMgr != nil {
+			stopMgr()
+		}
+	})
+
+	It("creates the adapter's objects, owned by it and labelled alike", func() {
+		Expect(k8sClient.Create(ctx, sqliteAdapter(key.Namespace, key.Name))).To(Succeed())
+		ma := getMA(key)
+		owned := func(g Gomega, obj client.Object) {
+			g.Expect(metav1.IsControlledBy(obj, ma)).To(BeTrue(), "%s %s is not controlled by the adapter", obj.GetObjectKind(), obj.GetName())
+			g.Expect(obj.GetLabels()).To(HaveKeyWithValue(LabelManagedBy, ManagedByValue))
+			g.Expect(obj.GetLabels()).To(HaveKeyWithValue(LabelAdapter, key.Name))
+		}
+		Eventually(func(g Gomega) {
+			for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev1.ServiceAccount{}, &networkingv1.NetworkPolicy{}} {
+				g.Expect(k8sClient.Get(ctx, key, obj)).To(Succeed())
+				owned(g, obj)
+			}
+			sec := &corev1.Secret{}
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-binding"}, sec)).To(Succeed())
+			owned(g, sec)
+			g.Expect(sec.Type).To(Equal(BindingSecretType))
+			g.Expect(sec.Data).To(HaveKeyWithValue("url", []byte("http://mem."+key.Namespace+".svc:8080")))
+			g.Expect(sec.Data["token"]).To(HaveLen(64))
+			cm := &corev1.ConfigMap{}
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-manifest"}, cm)).To(Succeed())
+			owned(g, cm)
+			// deletionPolicy Retain: the data outlives the adapter, so the claim is not owned.
+			pvc := &corev1.PersistentVolumeClaim{}
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-data"}, pvc)).To(Succeed())
+			g.Expect(pvc.OwnerReferences).To(BeEmpty())
+			g.Expect(pvc.Spec.Resources.Requests.Storage().String()).To(Equal("1Gi"))
+		}, timeout, poll).Should(Succeed())
+
+		dep := &appsv1.Deployment{}
+		Expect(k8sClient.Get(ctx, key, dep)).To(Succeed())
+		Expect(dep.Spec.Strategy.Type).To(Equal(appsv1.RecreateDeploymentStrategyType), "one SQLite file has one writer")
+		pod := dep.Spec.Template.Spec
+		Expect(pod.AutomountServiceAccountToken).To(Equal(ptr.To(false)))
+		c := pod.Containers[0]
+		Expect(c.SecurityContext.ReadOnlyRootFilesystem).To(Equal(ptr.To(true)))
+		Expect(c.SecurityContext.RunAsNonRoot).To(Equal(ptr.To(true)))
+		Expect(c.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
+		Expect(c.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
+		Expect(c.LivenessProbe.HTTPGet.Path).To(Equal("/healthz"))
+		Expect(strings.Join(c.Args, " ")).To(ContainSubstring("serve --backend sqlite --adapter-id sqlite --supported-filters=branch_id,source --scope agents"))
+
+		Eventually(func(g Gomega) {
+			ma := getMA(key)
+			g.Expect(conditionOf(ma, memoryv1alpha1.ConditionDeployed).Reason).To(Equal(memoryv1alpha1.ReasonDeploymentProgressing))
+			g.Expect(conditionOf(ma, memoryv1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(ma.Status.Lifecycle).NotTo(BeNil())
+			g.Expect(ma.Status.Lifecycle.RequestTimeout).To(Equal(memoryv1alpha1.NewDuration(5 * time.Second)))
+			g.Expect(ma.Status.Binding).To(Equal(&memoryv1alpha1.BindingReference{Name: key.Name + "-binding"}))
+			g.Expect(ma.Status.ObservedGeneration).To(Equal(ma.Generation))
+		}, timeout, poll).Should(Succeed())
+	})
+
+	It("reads evidence with the binding token and starts one conformance Job once deployed", func() {
+		markAvailable(ctx, key)
+		job := waitForNewJob(ctx, key)
+		seenJobs = append(seenJobs, job.Name)
+		Expect(job.Spec.BackoffLimit).To(Equal(ptr.To[int32](0)))
+		Expect(job.Spec.ActiveDeadlineSeconds).To(Equal(ptr.To[int64](600)))
+		args := strings.Join(job.Spec.Template.Spec.Containers[0].Args, " ")
+		Expect(args).To(ContainSubstring("--server-url http://mem." + key.Namespace + ".svc:8080"))
+		Expect(args).To(ContainSubstring("--sqlite-path /tmp/conformance.db"))
+
+		sec := &corev1.Secret{}
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-binding"}, sec)).To(Succeed())
+		Expect(evidence.lastToken()).To(Equal(string(sec.Data["token"])))
+		Eventually(func(g Gomega) {
+			ma := getMA(key)
+			g.Expect(conditionOf(ma, memoryv1alpha1.ConditionDeployed).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(conditionOf(ma, memoryv1alpha1.ConditionHealthy).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(conditionOf(ma, memoryv1alpha1.ConditionConformant).Reason).To(Equal(memoryv1alpha1.ReasonConformanceRunning))
+			g.Expect(ma.Status.ServiceVersion).NotTo(BeEmpty())
+		}, timeout, poll).Should(Succeed())
+	})
+
+	It("records a real passing run: Conformant, Available and 17 cases", func() {
+		passing = realReport(ctx, key)
+		finishJob(ctx, waitForNewJob(ctx, key), passing, true)
+		Eventually(func(g Gomega) {
+			ma := getMA(key)
+			g.Expect(conditionOf(ma, memoryv1alpha1.ConditionConformant).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(conditionOf(ma, memoryv1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(ma.Status.Conformance).NotTo(BeNil())
+			g.Expect(ma.Status.Conformance.Cases).To(HaveLen(17))
+			g.Expect(ma.Status.Conformance.Passed + ma.Status.Conformance.NotApplicable).To(BeEquivalentTo(17))
+			g.Expect(ma.Status.Conformance.JobName).To(Equal(seenJobs[0]))
+			g.Expect(ma.Status.Conformance.ServiceVersion).To(Equal(ma.Status.ServiceVersion))
+		}, timeout, poll).Should(Succeed())
+	})
+
+	It("writes nothing while the adapter is steady", func() {
+		before := resourceVersions(ctx, key)
+		// Evidence is read every second; three periods of unchanged evidence must not move
+		// any object.
+		Consistently(func() map[string]string { return resourceVersions(ctx, key) }, 4*time.Second, 500*time.Millisecond).Should(Equal(before))
+	})
+
+	It("reverts a hand edit of an owned object", func() {
+		dep := &appsv1.Deployment{}
+		Expect(k8sClient.Get(ctx, key, dep)).To(Succeed())
+		dep.Spec.Template.Spec.Containers[0].Args = []string{"serve", "--backend", "inmemory"}
+		Expect(k8sClient.Update(ctx, dep)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, key, dep)).To(Succeed())
+			g.Expect(strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " ")).To(ContainSubstring("--backend sqlite"))
+		}, timeout, poll).Should(Succeed())
+		markAvailable(ctx, key)
+	})
+
+	It("reports a failing run with its case ids", func() {
+		ma := getMA(key)
+		ma.Annotations = map[string]string{AnnotationRerunConformance: "1"}
+		Expect(k8sClient.Update(ctx, ma)).To(Succeed())
+		job := waitForNewJob(ctx, key, seenJobs...)
+		seenJobs = append(seenJobs, job.Name)
+		// The last verdict stands while the rerun is under way.
+		Expect(conditionOf(getMA(key), memoryv1alpha1.ConditionConformant).Status).To(Equal(metav1.ConditionTrue))
+		finishJob(ctx, job, failingReport(passing, "limit", "consistency"), false)
+		Eventually(func(g Gomega) {
+			ma := getMA(key)
+			c := conditionOf(ma, memoryv1alpha1.ConditionConformant)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(memoryv1alpha1.ReasonConformanceFailed))
+			g.Expect(c.Message).To(ContainSubstring("limit, consistency"))
+			g.Expect(conditionOf(ma, memoryv1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionFalse))
+		}, timeout, poll).Should(Succeed())
+
+		ma = getMA(key)
+		ma.Annotations[AnnotationRerunConformance] = "2"
+		Expect(k8sClient.Update(ctx, ma)).To(Succeed())
+		job = waitForNewJob(ctx, key, seenJobs...)
+		seenJobs = append(seenJobs, job.Name)
+		finishJob(ctx, job, passing, true)
+		Eventually(func(g Gomega) {
+			g.Expect(conditionOf(getMA(key), memoryv1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
+		}, timeout, poll).Should(Succeed())
+	})
+
+	It("withdraws Available on a service version change, runs exactly one new Job, and survives a manager restart", func() {
+		verified := getMA(key).Status.Conformance.ServiceVersion
+		const upgraded = "9.99.0-upgraded"
+		// What the real server reports after its backend moved: the new version, and its
+		// own sticky invalidation.
+		evidence.setMutation(func(ev *memory.EvidenceReport) {
+			ev.InitialServiceVersion = ev.ServiceVersion
+			ev.ServiceVersion = upgraded
+			ev.ManifestValid = false
+			ev.Reason = "service version changed from " + ev.InitialServiceVersion + " to " + upgraded
+		})
+		Eventually(func(g Gomega) {
+			ma := getMA(key)
+			c := conditionOf(ma, memoryv1alpha1.ConditionAvailable)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Message).To(ContainSubstring(verified))
+			g.Expect(c.Message).To(ContainSubstring(upgraded))
+			h := conditionOf(ma, memoryv1alpha1.ConditionHealthy)
+			g.Expect(h.Reason).To(Equal(memoryv1alpha1.ReasonServiceVersionChanged))
+		}, timeout, poll).Should(Succeed())
+		job := waitForNewJob(ctx, key, seenJobs...)
+		seenJobs = append(seenJobs, job.Name)
+		Consistently(func() []batchv1.Job { return conformanceJobs(ctx, key) }, 3*time.Second, 250*time.Millisecond).
+			Should(ContainElement(HaveField("ObjectMeta.Name", job.Name)))
+
+		By("restarting the manager while the run is under way")
+		count := func() int {
+			n := 0
+			for _, j := range conformanceJobs(ctx, key) {
+				if done, _ := jobFinished(&j); !done {
+					n++
+				}
+			}
+			return n
+		}
+		Expect(count()).To(Equal(1))
+		stopMgr()
+		stopMgr = startManager()
+		Consistently(count, 4*time.Second, 250*time.Millisecond).Should(Equal(1), "a restarted manager must find the running Job, not create another")
+
+		By("finishing the run for the new version: the stale instance is restarted")
+		finishJob(ctx, job, passing, true)
+		Eventually(func(g Gomega) {
+			dep := &appsv1.Deployment{}
+			g.Expect(k8sClient.Get(ctx, key, dep)).To(Succeed())
+			g.Expect(dep.Spec.Template.Annotations).To(HaveKeyWithValue(annotationRestartedFor, upgraded))
+			g.Expect(getMA(key).Status.Conformance.ServiceVersion).To(Equal(upgraded))
+		}, timeout, poll).Should(Succeed())
+		// The fresh instance starts on the new version and publishes a valid manifest.
+		evidence.setMutation(func(ev *memory.EvidenceReport) {
+			ev.ServiceVersion, ev.InitialServiceVersion = upgraded, upgraded
+		})
+		markAvailable(ctx, key)
+		Eventually(func(g Gomega) {
+			ma := getMA(key)
+			g.Expect(conditionOf(ma, memoryv1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(ma.Status.ServiceVersion).To(Equal(upgraded))
+		}, timeout, poll).Should(Succeed())
+		Expect(len(conformanceJobs(ctx, key))).To(BeNumerically("<=", 3), "history keeps the last few runs")
+	})
+
+	It("turns Healthy False when the evidence cannot be read", func() {
+		evidence.setMutation(nil)
+		server.stop()
+		Eventually(func(g Gomega) {
+			c := conditionOf(getMA(key), memoryv1alpha1.ConditionHealthy)
+			g.Expect(c.Reason).To(Equal(memoryv1alpha1.ReasonEvidenceUnreachable))
+			g.Expect(c.Message).To(ContainSubstring("3 consecutive reads"))
+		}, timeout, poll).Should(Succeed())
+	})
+})

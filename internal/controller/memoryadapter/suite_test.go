@@ -1,0 +1,191 @@
+package memoryadapter
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+)
+
+// One control plane and one real adapter server per test binary: the controller runs in a
+// manager against a real kube-apiserver and etcd, and reads evidence from a real
+// `memory-adapter serve` on the embedded SQLite backend. Nothing here runs a kubelet, so the
+// specs play its part: they mark the Deployment available and finish Jobs with the
+// termination message of a real `memory-adapter conformance` run.
+var (
+	testEnv   *envtest.Environment
+	cfg       *rest.Config
+	k8sClient client.Client
+	scheme    = runtime.NewScheme()
+	workDir   string
+	adapterBin string
+	server    *localAdapter
+	evidence  *routedEvidence
+)
+
+func TestMemoryAdapterController(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "MemoryAdapter Controller Suite")
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(memoryv1alpha1.AddToScheme(scheme))
+
+	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(),
+		"KUBEBUILDER_ASSETS is not set: run `make test`, or export KUBEBUILDER_ASSETS=\"$(hack/k8s-binaries.sh)\"")
+	testEnv = &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	var err error
+	cfg, err = testEnv.Start()
+	Expect(err).NotTo(HaveOccurred())
+	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+
+	workDir = GinkgoT().TempDir()
+	By("building the memory-adapter binary")
+	adapterBin = filepath.Join(workDir, "memory-adapter")
+	build := exec.Command("go", "build", "-o", adapterBin, "../../../cmd/memory-adapter")
+	build.Stdout, build.Stderr = GinkgoWriter, GinkgoWriter
+	Expect(build.Run()).To(Succeed())
+
+	By("starting a real adapter server on the embedded SQLite backend")
+	server = startLocalAdapter(workDir)
+	evidence = &routedEvidence{target: server}
+})
+
+var _ = AfterSuite(func() {
+	if server != nil {
+		server.stop()
+	}
+	if testEnv != nil {
+		Expect(testEnv.Stop()).To(Succeed())
+	}
+})
+
+// startManager runs the controller in its own manager, configured as cmd/main.go configures
+// it; the returned function stops it and waits until it has.
+func startManager() (stop func()) {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:     scheme,
+		Cache:      CacheOptions(),
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	Expect((&Reconciler{
+		Client:       mgr.GetClient(),
+		Recorder:     mgr.GetEventRecorder("memory-adapter-operator"),
+		Evidence:     evidence,
+		DefaultImage: "ghcr.io/agentmem/memory-adapter:dev",
+	}).SetupWithManager(mgr)).To(Succeed())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+	return func() { cancel(); <-done }
+}
+
+// localAdapter is a `memory-adapter serve` process on loopback.
+type localAdapter struct {
+	url, token, tokenFile string
+	cmd                   *exec.Cmd
+}
+
+func startLocalAdapter(dir string) *localAdapter {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	addr := l.Addr().String()
+	Expect(l.Close()).To(Succeed())
+	a := &localAdapter{url: "http://" + addr, token: "local-test-token", tokenFile: filepath.Join(dir, "token")}
+	Expect(os.WriteFile(a.tokenFile, []byte(a.token), 0o600)).To(Succeed())
+	a.cmd = exec.Command(adapterBin, "serve", "--backend", "sqlite", "--sqlite-path", filepath.Join(dir, "serve.db"),
+		"--adapter-id", "sqlite", "--supported-filters=branch_id,source", "--scope", "agents", "--listen", addr, "--token-file", a.tokenFile)
+	a.cmd.Stdout, a.cmd.Stderr = GinkgoWriter, GinkgoWriter
+	Expect(a.cmd.Start()).To(Succeed())
+	Eventually(func() error {
+		resp, err := http.Get(a.url + "/readyz")
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("readyz: %d", resp.StatusCode)
+		}
+		return nil
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	return a
+}
+
+func (a *localAdapter) stop() {
+	_ = a.cmd.Process.Kill()
+	_ = a.cmd.Wait()
+}
+
+// routedEvidence reads the real local server's evidence wherever the controller asks (the
+// Service's DNS name does not resolve outside a cluster), records the token the controller
+// presented, and lets a spec change what the evidence says, as a backend upgrade would.
+type routedEvidence struct {
+	target *localAdapter
+	mu     sync.Mutex
+	tokens []string
+	mutate func(*memory.EvidenceReport)
+}
+
+func (r *routedEvidence) ReadEvidence(ctx context.Context, _ string, token string) (*memory.EvidenceReport, error) {
+	r.mu.Lock()
+	r.tokens = append(r.tokens, token)
+	mutate := r.mutate
+	r.mu.Unlock()
+	ev, err := (&HTTPEvidenceReader{}).ReadEvidence(ctx, r.target.url, r.target.token)
+	if err == nil && mutate != nil {
+		mutate(ev)
+	}
+	return ev, err
+}
+
+func (r *routedEvidence) setMutation(f func(*memory.EvidenceReport)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.mutate = f
+}
+
+func (r *routedEvidence) lastToken() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.tokens) == 0 {
+		return ""
+	}
+	return r.tokens[len(r.tokens)-1]
+}
