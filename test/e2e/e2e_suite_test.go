@@ -25,7 +25,6 @@ import (
 // Image names are the ones the Dockerfile and the Makefile produce.
 const (
 	adapterImage = "ghcr.io/agentmem/memory-adapter:dev"
-	pauseImage   = "registry.k8s.io/pause:3.10"
 	nodeName     = "mao-node"
 	bridgeName   = "mao0"
 	podCIDR      = "10.244.0.0/24"
@@ -40,7 +39,39 @@ var (
 	clientset      *kubernetes.Clientset
 	namespace      string
 	startedCluster bool
+	// pauseImage and helperImage are the cluster's own images, named from hack/versions.env
+	// as hack/cluster-up.sh names them: the pod sandbox, and Debian's busybox-static (the
+	// local-path-provisioner's helper image, the one image of the cluster with a shell).
+	pauseImage  string
+	helperImage string
+	// nodeIP is the node's InternalIP: the host address pods reach the host's servers on.
+	nodeIP string
 )
+
+// readVersions parses hack/versions.env (KEY=value lines; # comments) with the environment
+// overriding it, as hack/versions.sh does for the scripts.
+func readVersions(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return nil, fmt.Errorf("%s: not KEY=value: %q", path, line)
+		}
+		if env := os.Getenv(k); env != "" {
+			v = env
+		}
+		out[k] = v
+	}
+	return out, nil
+}
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -68,6 +99,12 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		clusterDir = "/var/tmp/mao-cluster"
 	}
 	Expect(os.Geteuid()).To(BeZero(), "the e2e suite starts containerd, a kubelet and iptables rules: run it as root")
+	versions, err := readVersions(filepath.Join(repoRoot, "hack", "versions.env"))
+	Expect(err).NotTo(HaveOccurred())
+	pauseImage = versions["PAUSE_IMAGE"]
+	helperImage = "mao.local/busybox-static:" + versions["BUSYBOX_VERSION"]
+	Expect(pauseImage).NotTo(BeEmpty())
+	Expect(versions["BUSYBOX_VERSION"]).NotTo(BeEmpty())
 
 	// Whether a cluster is already running decides whether we tear it down afterwards.
 	tool := filepath.Join(GinkgoT().TempDir(), "cluster")
@@ -96,6 +133,12 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	node, err := clientset.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(node.Status.NodeInfo.ContainerRuntimeVersion).To(HavePrefix("containerd://"))
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			nodeIP = a.Address
+		}
+	}
+	Expect(nodeIP).NotTo(BeEmpty(), "node %s has no InternalIP", nodeName)
 
 	ns, err := clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"},
