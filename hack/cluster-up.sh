@@ -44,10 +44,11 @@ echo "$BIN_DIR" >"$MAO_CLUSTER_DIR/bin-dir"
 
 # 3. Third-party Go programs the cluster runs as pods, built from the Go module proxy once
 # and cached by version: CoreDNS (cluster DNS) and Rancher's local-path-provisioner (the
-# default StorageClass). go_program NAME MODULE VERSION prints the cached binary's path.
+# default StorageClass). go_program NAME MODULE VERSION [LDFLAGS] prints the cached binary's
+# path; LDFLAGS are extra -X settings a program's release build would make.
 CACHE_ROOT="${MAO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/memory-adapter-operator}"
 go_program() {
-  local name=$1 module=$2 version=$3
+  local name=$1 module=$2 version=$3 ldflags=${4:-}
   local bin="$CACHE_ROOT/$name/$version/$name"
   if [ ! -x "$bin" ]; then
     mkdir -p "$(dirname "$bin")" "$CACHE_ROOT/build"
@@ -65,7 +66,7 @@ go_program() {
           printf '//go:build tools\n\npackage %s\n\nimport _ "%s"\n' "${name//-/}build" "$module" >"$wrap/tools.go"
           (cd "$wrap" && GOFLAGS=-mod=mod go mod tidy -e >&2)
         fi
-        (cd "$wrap" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$bin.tmp" "$module" >&2)
+        (cd "$wrap" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w $ldflags" -o "$bin.tmp" "$module" >&2)
         mv "$bin.tmp" "$bin"
       fi
     )
@@ -73,7 +74,9 @@ go_program() {
   echo "$bin"
 }
 COREDNS_BIN=$(go_program coredns github.com/coredns/coredns "$COREDNS_VERSION")
-LOCAL_PATH_BIN=$(go_program local-path-provisioner github.com/rancher/local-path-provisioner "$LOCAL_PATH_PROVISIONER_VERSION")
+# Its release build stamps the tag into main.VERSION (--version); otherwise it says 0.0.1.
+LOCAL_PATH_BIN=$(go_program local-path-provisioner github.com/rancher/local-path-provisioner "$LOCAL_PATH_PROVISIONER_VERSION" \
+  "-X main.VERSION=$LOCAL_PATH_PROVISIONER_VERSION")
 
 # 4. The provisioner's helper pods run /bin/sh scripts (mkdir, rm) on the node's disk, so their
 # image needs a real shell: Debian's busybox-static, a single static binary. The package is
