@@ -9,7 +9,9 @@
 # hack/k8s-binaries.sh builds, so no separate kustomize download is needed. The image is set
 # through an `images:` override in a throwaway kustomization that names the real one as its
 # base, so no checked-in file changes (kubebuilder's `kustomize edit set image` would rewrite
-# config/manager/kustomization.yaml on every deploy).
+# config/manager/kustomization.yaml on every deploy). kustomize refuses absolute paths to a
+# base, so the throwaway directory sits in the checkout (gitignored, removed on exit) and names
+# the base relatively.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,13 +38,13 @@ case "$img" in
 esac
 
 kubectl="$(hack/k8s-binaries.sh kubectl)/kubectl"
-tmp=$(mktemp -d)
+tmp=$(mktemp -d .render-install.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 {
   echo "apiVersion: kustomize.config.k8s.io/v1beta1"
   echo "kind: Kustomization"
   echo "resources:"
-  echo "- $(pwd)/$base"
+  echo "- ../${base%/}"
   echo "images:"
   # "controller" is the placeholder image name in config/manager/manager.yaml.
   echo "- name: controller"
