@@ -25,6 +25,7 @@ import (
 // Image names are the ones the Dockerfile and the Makefile produce.
 const (
 	adapterImage = "ghcr.io/agentmem/memory-adapter:dev"
+	managerImage = "ghcr.io/agentmem/memory-adapter-operator:dev"
 	nodeName     = "mao-node"
 	bridgeName   = "mao0"
 	podCIDR      = "10.244.0.0/24"
@@ -117,11 +118,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred(), "hack/cluster-up.sh failed; its output is above")
 	Expect(out).To(ContainSubstring("export KUBECONFIG="))
 
-	By("building the adapter image and loading it into the cluster's containerd")
+	By("building the adapter and manager images and loading them into the cluster's containerd")
 	_, err = run(ctx, filepath.Join(clusterDir, "tools", "images"),
 		"-out", filepath.Join(clusterDir, "images"),
 		"-load", filepath.Join(clusterDir, "containerd", "containerd.sock"),
-		adapterImage+"=./cmd/memory-adapter:/memory-adapter")
+		adapterImage+"=./cmd/memory-adapter:/memory-adapter", managerImage+"=./cmd:/manager")
 	Expect(err).NotTo(HaveOccurred(), "building/loading images")
 
 	restConfig, err = clientcmd.BuildConfigFromFlags("", filepath.Join(clusterDir, "admin.kubeconfig"))
