@@ -72,6 +72,39 @@ build: manifests generate ## Build the manager binary into bin/manager.
 run: manifests generate ## Run the manager against the cluster in the current kubeconfig.
 	go run ./cmd/main.go
 
+##@ Deployment (kustomize through the kubectl that hack/k8s-binaries.sh builds; cluster = current KUBECONFIG)
+
+# Not a download: hack/k8s-binaries.sh builds kubectl from the Go module proxy once (cached by
+# version) and prints its directory. Evaluated only inside recipes that use it.
+KUBECTL = "$$(hack/k8s-binaries.sh kubectl)/kubectl"
+# Server-side apply: the CRD is too large for client-side apply's last-applied annotation to
+# stay comfortable, and the field manager makes re-deploys converge.
+APPLY = apply --server-side --force-conflicts --field-manager=memory-adapter-operator
+ignore-not-found ?= true
+
+.PHONY: install
+install: manifests ## Install the CRDs into the cluster in KUBECONFIG.
+	kubectl=$(KUBECTL); $$kubectl kustomize config/crd | $$kubectl $(APPLY) -f -
+
+.PHONY: uninstall
+uninstall: manifests ## Remove the CRDs (and with them every MemoryAdapter) from the cluster in KUBECONFIG.
+	kubectl=$(KUBECTL); $$kubectl kustomize config/crd | $$kubectl delete --ignore-not-found=$(ignore-not-found) -f -
+
+.PHONY: deploy
+deploy: manifests ## Install CRDs, RBAC and the manager (image IMG) into the cluster in KUBECONFIG; checked-in files stay as they are.
+	kubectl=$(KUBECTL); hack/render-install.sh "$(IMG)" | $$kubectl $(APPLY) -f -
+
+.PHONY: undeploy
+undeploy: ## Remove everything deploy installed, CRDs included, from the cluster in KUBECONFIG.
+	kubectl=$(KUBECTL); hack/render-install.sh "$(IMG)" | $$kubectl delete --ignore-not-found=$(ignore-not-found) -f -
+
+.PHONY: build-installer
+build-installer: manifests ## Render CRDs, RBAC and the manager (image IMG) into dist/install.yaml, as deploy applies them.
+	mkdir -p dist
+	hack/render-install.sh "$(IMG)" >dist/install.yaml.tmp
+	mv dist/install.yaml.tmp dist/install.yaml
+	@echo "wrote dist/install.yaml (manager image $(IMG))"
+
 ##@ Dependencies
 
 $(LOCALBIN):
@@ -108,7 +141,7 @@ MAO_CLUSTER_DIR ?= /var/tmp/mao-cluster
 export MAO_CLUSTER_DIR
 
 .PHONY: cluster-up
-cluster-up: ## Start (or reuse) the local single-node cluster; prints export KUBECONFIG=...
+cluster-up: ## Start (or reuse) the local single-node cluster (CoreDNS, default StorageClass local-path; versions in hack/versions.env); prints export KUBECONFIG=...
 	hack/cluster-up.sh
 
 .PHONY: cluster-down
@@ -116,7 +149,7 @@ cluster-down: ## Stop the local cluster and remove every process, mount, rule an
 	hack/cluster-down.sh
 
 .PHONY: images
-images: ## Build the adapter and manager images without Docker; load them into the local cluster when it runs.
+images: ## Build the adapter (ADAPTER_IMG) and manager (IMG) images without Docker; load them into the local cluster when it runs.
 	sock="$(MAO_CLUSTER_DIR)/containerd/containerd.sock"; load=""; \
 	if ctr -a "$$sock" version >/dev/null 2>&1; then load="-load $$sock"; fi; \
 	go run ./hack/images -out "$(MAO_CLUSTER_DIR)/images" $$load \

@@ -2,13 +2,17 @@
 # Brings up (or reuses) the local single-node cluster: installs containerd, runc and the CNI
 # plugins with apt when missing, builds the Kubernetes binaries and kubectl from the Go
 # module proxy when missing (cached by version outside the checkout, shared with envtest),
-# builds CoreDNS and the pause image, then runs hack/cluster (Go) to start and wait for every component.
+# builds CoreDNS and local-path-provisioner, fetches Debian's busybox-static, images them and
+# the pause program with hack/images, then runs hack/cluster (Go) to start and wait for every
+# component. Every version comes from hack/versions.env.
 # Prints "export KUBECONFIG=..." on stdout; progress goes to stderr. Idempotent.
 #
 # Env: MAO_CLUSTER_DIR (state, default /var/tmp/mao-cluster), MAO_NODE_IP (default: the
-#      default route's source address), K8S_VERSION/MAO_CACHE_DIR (see hack/k8s-binaries.sh).
+#      default route's source address), MAO_CACHE_DIR (see hack/k8s-binaries.sh), and any
+#      key of hack/versions.env to override it for one run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. hack/versions.sh
 
 export MAO_CLUSTER_DIR="${MAO_CLUSTER_DIR:-/var/tmp/mao-cluster}"
 log() { printf '[cluster-up] %s\n' "$*" >&2; }
@@ -38,41 +42,89 @@ log "ensuring Kubernetes binaries (first build takes ~15 minutes on 2 cores; cac
 BIN_DIR=$(hack/k8s-binaries.sh etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
 echo "$BIN_DIR" >"$MAO_CLUSTER_DIR/bin-dir"
 
-# 3. CoreDNS for cluster DNS, built from the Go module proxy once and cached by version. The
-# version must match corednsImage in hack/cluster/dns.go.
-COREDNS_VERSION=v1.15.0
+# 3. Third-party Go programs the cluster runs as pods, built from the Go module proxy once
+# and cached by version: CoreDNS (cluster DNS) and Rancher's local-path-provisioner (the
+# default StorageClass). go_program NAME MODULE VERSION [LDFLAGS] prints the cached binary's
+# path; LDFLAGS are extra -X settings a program's release build would make.
 CACHE_ROOT="${MAO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/memory-adapter-operator}"
-COREDNS_BIN="$CACHE_ROOT/coredns/$COREDNS_VERSION/coredns"
-if [ ! -x "$COREDNS_BIN" ]; then
-  mkdir -p "$(dirname "$COREDNS_BIN")" "$CACHE_ROOT/build"
-  (
-    # The same lock as hack/k8s-binaries.sh: one large build at a time on small machines.
-    exec 9>"$CACHE_ROOT/build/.lock"
-    flock 9
-    if [ ! -x "$COREDNS_BIN" ]; then
-      log "building CoreDNS $COREDNS_VERSION from the Go module proxy (~5 minutes on 2 cores, once)"
-      wrap="$CACHE_ROOT/build/coredns-$COREDNS_VERSION"
-      mkdir -p "$wrap"
-      if [ ! -f "$wrap/go.sum" ]; then
-        printf 'module mao.local/corednsbuild\n\ngo 1.26\n\nrequire github.com/coredns/coredns %s\n' "$COREDNS_VERSION" >"$wrap/go.mod"
-        printf '//go:build tools\n\npackage corednsbuild\n\nimport _ "github.com/coredns/coredns"\n' >"$wrap/tools.go"
-        (cd "$wrap" && GOFLAGS=-mod=mod go mod tidy -e >&2)
+go_program() {
+  local name=$1 module=$2 version=$3 ldflags=${4:-}
+  local bin="$CACHE_ROOT/$name/$version/$name"
+  if [ ! -x "$bin" ]; then
+    mkdir -p "$(dirname "$bin")" "$CACHE_ROOT/build"
+    (
+      # The same lock as hack/k8s-binaries.sh: one large build at a time on small machines.
+      exec 9>"$CACHE_ROOT/build/.lock"
+      flock 9
+      if [ ! -x "$bin" ]; then
+        log "building $name $version from the Go module proxy (several minutes on 2 cores, once)"
+        local wrap="$CACHE_ROOT/build/$name-$version" mod="mao.local/${name//-/}build"
+        mkdir -p "$wrap"
+        if [ ! -f "$wrap/go.sum" ]; then
+          # A wrapper module: the program's own go.mod decides its dependencies' versions.
+          printf 'module %s\n\ngo 1.26\n\nrequire %s %s\n' "$mod" "$module" "$version" >"$wrap/go.mod"
+          printf '//go:build tools\n\npackage %s\n\nimport _ "%s"\n' "${name//-/}build" "$module" >"$wrap/tools.go"
+          (cd "$wrap" && GOFLAGS=-mod=mod go mod tidy -e >&2)
+        fi
+        (cd "$wrap" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w $ldflags" -o "$bin.tmp" "$module" >&2)
+        mv "$bin.tmp" "$bin"
       fi
-      (cd "$wrap" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$COREDNS_BIN.tmp" github.com/coredns/coredns >&2)
-      mv "$COREDNS_BIN.tmp" "$COREDNS_BIN"
-    fi
-  )
-fi
+    )
+  fi
+  echo "$bin"
+}
+COREDNS_BIN=$(go_program coredns github.com/coredns/coredns "$COREDNS_VERSION")
+# Its release build stamps the tag into main.VERSION (--version); otherwise it says 0.0.1.
+LOCAL_PATH_BIN=$(go_program local-path-provisioner github.com/rancher/local-path-provisioner "$LOCAL_PATH_PROVISIONER_VERSION" \
+  "-X main.VERSION=$LOCAL_PATH_PROVISIONER_VERSION")
 
-# 4. The cluster tool, and the images every cluster needs: the pod sandbox (pause) and
-# CoreDNS (there is no registry to pull them from).
+# 4. The provisioner's helper pods run /bin/sh scripts (mkdir, rm) on the node's disk, so their
+# image needs a real shell: Debian's busybox-static, a single static binary. The package is
+# downloaded and unpacked into the cache, not installed, so the host's own /bin (and a host
+# busybox package, which conflicts with busybox-static) stay untouched.
+BUSYBOX_BIN="$CACHE_ROOT/busybox/$BUSYBOX_VERSION/busybox"
+if [ ! -x "$BUSYBOX_BIN" ]; then
+  log "fetching Debian's busybox-static (for the local-path-provisioner helper image)"
+  bb_tmp=$(mktemp -d)
+  if ! (cd "$bb_tmp" && apt-get download busybox-static >&2 2>/dev/null); then
+    apt-get update -qq >&2
+    (cd "$bb_tmp" && apt-get download busybox-static >&2)
+  fi
+  dpkg-deb -x "$bb_tmp"/busybox-static_*.deb "$bb_tmp/root"
+  got=$("$bb_tmp/root/bin/busybox" 2>/dev/null | head -n 1 || true)
+  case "$got" in
+    "BusyBox v$BUSYBOX_VERSION "*) ;;
+    *)
+      rm -rf "$bb_tmp"
+      log "Debian's busybox-static reports '$got', not v$BUSYBOX_VERSION: set BUSYBOX_VERSION in hack/versions.env to the version apt offers"
+      exit 1
+      ;;
+  esac
+  mkdir -p "$(dirname "$BUSYBOX_BIN")"
+  install -m 0755 "$bb_tmp/root/bin/busybox" "$BUSYBOX_BIN"
+  rm -rf "$bb_tmp"
+fi
+# Every applet at its usual path (/bin/sh, /bin/mkdir, /usr/bin/env, ...), as in a busybox image.
+BUSYBOX_LINKS=$("$BUSYBOX_BIN" --list-full | sed 's#^#/#' | paste -sd, -)
+
+# 5. The cluster tool, and the images every cluster needs (there is no registry to pull them
+# from): the pod sandbox (pause), CoreDNS, the provisioner and its helper.
+COREDNS_IMAGE="registry.k8s.io/coredns/coredns:$COREDNS_VERSION"
+LOCAL_PATH_IMAGE="docker.io/rancher/local-path-provisioner:$LOCAL_PATH_PROVISIONER_VERSION"
+# Not busybox's own image (Docker Hub's is built differently): our name for Debian's binary.
+LOCAL_PATH_HELPER_IMAGE="mao.local/busybox-static:$BUSYBOX_VERSION"
 go build -o "$MAO_CLUSTER_DIR/tools/cluster" ./hack/cluster
 go build -o "$MAO_CLUSTER_DIR/tools/images" ./hack/images
 "$MAO_CLUSTER_DIR/tools/images" -out "$MAO_CLUSTER_DIR/images" \
-  registry.k8s.io/pause:3.10=./hack/images/pause:/pause:65535 \
-  "registry.k8s.io/coredns/coredns:$COREDNS_VERSION=@$COREDNS_BIN:/coredns"
+  "$PAUSE_IMAGE=./hack/images/pause:/pause:65535" \
+  "$COREDNS_IMAGE=@$COREDNS_BIN:/coredns" \
+  "$LOCAL_PATH_IMAGE=@$LOCAL_PATH_BIN:/usr/bin/local-path-provisioner" \
+  "$LOCAL_PATH_HELPER_IMAGE=@$BUSYBOX_BIN:/bin/busybox::$BUSYBOX_LINKS"
+tarball() { printf '%s/images/%s.tar' "$MAO_CLUSTER_DIR" "$(printf '%s' "$1" | tr '/:' '__')"; }
 
-# 5. Start or reuse every component.
+# 6. Start or reuse every component.
 "$MAO_CLUSTER_DIR/tools/cluster" -bin-dir "$BIN_DIR" \
-  -import "$MAO_CLUSTER_DIR/images/registry.k8s.io_pause_3.10.tar:$MAO_CLUSTER_DIR/images/registry.k8s.io_coredns_coredns_$COREDNS_VERSION.tar" up
+  -pause-image "$PAUSE_IMAGE" -coredns-image "$COREDNS_IMAGE" \
+  -local-path-image "$LOCAL_PATH_IMAGE" -local-path-helper-image "$LOCAL_PATH_HELPER_IMAGE" \
+  -import "$(tarball "$PAUSE_IMAGE"):$(tarball "$COREDNS_IMAGE"):$(tarball "$LOCAL_PATH_IMAGE"):$(tarball "$LOCAL_PATH_HELPER_IMAGE")" up
 log "kubectl: $BIN_DIR/kubectl"

@@ -13,8 +13,8 @@
 # The directory is printed on stdout; progress goes to stderr.
 set -euo pipefail
 
-K8S_VERSION="${K8S_VERSION:-v1.37.2}"
-ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
+# K8S_VERSION and ETCD_VERSION come from hack/versions.env unless set in the environment.
+. "$(dirname "${BASH_SOURCE[0]}")/versions.sh"
 CACHE_ROOT="${MAO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/memory-adapter-operator}"
 BIN_DIR="$CACHE_ROOT/k8s/${K8S_VERSION}-etcd-${ETCD_VERSION}"
 STAGING_VERSION="v0.${K8S_VERSION#v1.}"

@@ -7,6 +7,14 @@
 #   hack/postgres-server.sh crash  <dir>   kill it the hard way (immediate shutdown, no checkpoint)
 #   hack/postgres-server.sh resume <dir>   start the same cluster again on the same port
 #
+# LISTEN_ADDR=<ip> (start only) makes the server listen on that address too, for clients that
+# cannot reach the host's loopback: pods of the local cluster reach it through a Service
+# without a selector whose EndpointSlice names the node's address (test/e2e does this). Its
+# pg_hba.conf then also admits password logins from the networks the host is directly on
+# ("samenet", which includes the cluster's pod bridge); start prints a second line,
+# MAO_TEST_POSTGRES_LISTEN_URL=postgres://...@<ip>:PORT/..., and resume keeps the address.
+# Unset (the default), the server listens on 127.0.0.1 only, as before.
+#
 # When the server binaries are missing they are installed with apt-get if we run as root;
 # otherwise the script fails naming the package. PostgreSQL refuses to run as root, so as root
 # the server runs as the "postgres" user (created if missing). The password is random per
@@ -62,14 +70,27 @@ setup_user() {
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# listen_addresses: loopback, plus the extra address start recorded (see LISTEN_ADDR above).
+listen_addresses() {
+  if [[ -s "$dir/listen_addr" ]]; then
+    echo "127.0.0.1,$(cat "$dir/listen_addr")"
+  else
+    echo 127.0.0.1
+  fi
+}
+
 pg_start() {
   run_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
-    -o "-p $1 -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=200" \
+    -o "-p $1 -k $dir -c listen_addresses=$(listen_addresses) -c fsync=off -c full_page_writes=off -c max_connections=200" \
     start >/dev/null
 }
 
 case "$cmd" in
   start)
+    listen_addr=${LISTEN_ADDR:-}
+    if [[ -n "$listen_addr" && ! "$listen_addr" =~ ^[0-9]{1,3}(\.[0-9]{1,3}){3}$ ]]; then
+      die "LISTEN_ADDR=$listen_addr is not an IPv4 address"
+    fi
     ensure_binaries
     setup_user
     mkdir -p "$dir"
@@ -84,6 +105,12 @@ case "$cmd" in
     run_pg "$bindir/initdb" -D "$dir/data" -U mao --pwfile="$dir/pwfile" \
       --auth-local=trust --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
       || { cat "$dir/initdb.log" >&2; die "initdb failed"; }
+    if [[ -n "$listen_addr" ]]; then
+      echo "$listen_addr" >"$dir/listen_addr"
+      # Password (SCRAM) logins from the host's directly connected networks; initdb's own
+      # entries already cover loopback.
+      printf 'host all all samenet scram-sha-256\n' >>"$dir/data/pg_hba.conf"
+    fi
     started=
     for _ in $(seq 1 20); do
       port=$(( 20000 + RANDOM % 40000 ))
@@ -94,6 +121,9 @@ case "$cmd" in
     echo "$port" >"$dir/port"
     echo "$bindir" >"$dir/bindir"
     echo "MAO_TEST_POSTGRES_URL=postgres://mao:${password}@127.0.0.1:${port}/postgres?sslmode=disable"
+    if [[ -n "$listen_addr" ]]; then
+      echo "MAO_TEST_POSTGRES_LISTEN_URL=postgres://mao:${password}@${listen_addr}:${port}/postgres?sslmode=disable"
+    fi
     ;;
   stop|crash)
     [[ -f "$dir/bindir" ]] || die "no server state in $dir"

@@ -6,8 +6,16 @@
 #   hack/redis-server.sh stop <dir>    stop it (SHUTDOWN NOSAVE, then SIGTERM) and wait
 #   hack/redis-server.sh kill <dir>    SIGKILL it (a crash), for recovery tests
 #
-# A second `start` on the same <dir> reuses its port and data, so a test can kill and restart
-# the server behind a running adapter. The server persists with AOF (appendfsync everysec)
+# A second `start` on the same <dir> reuses its port and data (and its listen address and
+# password, below), so a test can kill and restart the server behind a running adapter.
+#
+# LISTEN_ADDR=<ip> (start) makes the server listen on that address too, for clients that
+# cannot reach the host's loopback: pods of the local cluster reach it through a Service
+# without a selector whose EndpointSlice names the node's address (test/e2e does this). A
+# server reachable beyond loopback requires a password: a random one, kept in <dir>/password
+# (mode 0600); start then also prints MAO_TEST_REDIS_URL=redis://:PASSWORD@127.0.0.1:PORT/0
+# and MAO_TEST_REDIS_LISTEN_URL=redis://:PASSWORD@<ip>:PORT/0. Unset (the default), the
+# server listens on 127.0.0.1 only with no password, as before. The server persists with AOF (appendfsync everysec)
 # and no RDB snapshots; the adapter's docs explain what that setting can lose.
 set -euo pipefail
 
@@ -48,6 +56,12 @@ alive() {
   [[ $state != Z ]]
 }
 
+# redis-cli takes the password from REDISCLI_AUTH, so it never shows on a command line.
+if [[ -f $dir/password ]]; then
+  REDISCLI_AUTH=$(cat "$dir/password")
+  export REDISCLI_AUTH
+fi
+
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 wait_ready() {
@@ -64,13 +78,41 @@ wait_ready() {
   return 1
 }
 
+# print_addrs prints start's result lines for the server on port $1.
+print_addrs() {
+  echo "MAO_TEST_REDIS_ADDR=127.0.0.1:$1"
+  if [[ -f $dir/listen_addr ]]; then
+    local pw
+    pw=$(cat "$dir/password")
+    echo "MAO_TEST_REDIS_URL=redis://:$pw@127.0.0.1:$1/0"
+    echo "MAO_TEST_REDIS_LISTEN_URL=redis://:$pw@$(cat "$dir/listen_addr"):$1/0"
+  fi
+}
+
 start() {
   ensure_installed
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
   if [[ -f $dir/redis.pid ]] && kill -0 "$(cat "$dir/redis.pid")" 2>/dev/null; then
-    echo "MAO_TEST_REDIS_ADDR=127.0.0.1:$(cat "$dir/port")"
+    print_addrs "$(cat "$dir/port")"
     return
+  fi
+  if [[ -n ${LISTEN_ADDR:-} && ! -f $dir/listen_addr ]]; then
+    if [[ ! $LISTEN_ADDR =~ ^[0-9]{1,3}(\.[0-9]{1,3}){3}$ ]]; then
+      echo "redis-server.sh: LISTEN_ADDR=$LISTEN_ADDR is not an IPv4 address" >&2
+      exit 1
+    fi
+    (umask 077 && head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$dir/password")
+    echo "$LISTEN_ADDR" >"$dir/listen_addr"
+    REDISCLI_AUTH=$(cat "$dir/password")
+    export REDISCLI_AUTH
+  fi
+  local bind=(127.0.0.1) auth=()
+  if [[ -f $dir/listen_addr ]]; then
+    bind+=("$(cat "$dir/listen_addr")")
+    # The password goes in a config file read from stdin ("-"), not on the command line,
+    # where ps would show it to every user of the machine.
+    auth=(-)
   fi
   local tries=0 port
   while :; do
@@ -80,16 +122,17 @@ start() {
       port=$((20000 + RANDOM % 20000))
       port_free "$port" || continue
     fi
-    redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" \
-      --daemonize no --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" \
-      --appendonly yes --appendfsync everysec --save "" \
-      --protected-mode yes --databases 1 >/dev/null 2>&1 &
+    { [[ ${#auth[@]} -eq 0 ]] || printf 'requirepass %s\n' "$(cat "$dir/password")"; } |
+      redis-server "${auth[@]}" --bind "${bind[@]}" --port "$port" --dir "$dir" \
+        --daemonize no --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" \
+        --appendonly yes --appendfsync everysec --save "" \
+        --protected-mode yes --databases 1 >/dev/null 2>&1 &
     local pid=$!
     echo "$pid" >"$dir/redis.pid"
     if wait_ready "$port" "$pid"; then
       echo "$port" >"$dir/port"
       disown "$pid" 2>/dev/null || true
-      echo "MAO_TEST_REDIS_ADDR=127.0.0.1:$port"
+      print_addrs "$port"
       return
     fi
     kill "$pid" 2>/dev/null || true

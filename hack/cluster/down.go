@@ -17,7 +17,8 @@ import (
 // down stops the cluster and removes what it put on the host. It is safe to run at any
 // time, on a half-started cluster or twice in a row: every step tolerates absence. Kept
 // for the next up: the PKI (so exported kubeconfigs stay valid), containerd's content
-// store (imported images) and the logs.
+// store (imported images) and the logs. The local-path volumes go: the PersistentVolumes
+// that named them died with etcd's data, so nothing could ever use or reclaim them.
 func (c *cluster) down(ctx context.Context) error {
 	if os.Geteuid() != 0 {
 		return errors.New("cluster down needs root")
@@ -60,7 +61,7 @@ func (c *cluster) down(ctx context.Context) error {
 	keep(c.deleteLinks(ctx))
 	keep(c.restoreIPForward())
 	c.removeCgroups()
-	for _, d := range []string{"etcd", "kubelet", "pod-logs", "cni/ipam", "containerd/state", "containerd/runc", "apiserver-certs", "controller-manager-certs", "scheduler-certs", "run"} {
+	for _, d := range []string{"etcd", "kubelet", "pod-logs", "cni/ipam", "containerd/state", "containerd/runc", "apiserver-certs", "controller-manager-certs", "scheduler-certs", "run", localPathDir} {
 		keep(os.RemoveAll(filepath.Join(c.dir, d)))
 	}
 	left, err := c.leftovers()

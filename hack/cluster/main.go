@@ -31,9 +31,31 @@ const (
 	kubeletHealth = 10248
 	proxyHealth   = 10256
 	proxyMetrics  = 10249
-	// PauseImage is the sandbox image containerd runs for every pod; hack/images builds it.
-	pauseImage = "registry.k8s.io/pause:3.10"
 )
+
+// clusterImages names the images the cluster itself runs. Their versions live in hack/versions.env;
+// hack/cluster-up.sh builds the images and passes the names as flags, so no version is
+// repeated here.
+type clusterImages struct {
+	pause           string // containerd's sandbox image; built from ./hack/images/pause
+	coredns         string // cluster DNS
+	localPath       string // local-path-provisioner, the default StorageClass
+	localPathHelper string // the provisioner's helper pods: a shell for its setup/teardown scripts
+}
+
+// check fails up early, naming the missing flag, instead of creating pods that can never
+// start.
+func (im clusterImages) check() error {
+	for flagName, v := range map[string]string{
+		"-pause-image": im.pause, "-coredns-image": im.coredns,
+		"-local-path-image": im.localPath, "-local-path-helper-image": im.localPathHelper,
+	} {
+		if v == "" {
+			return fmt.Errorf("%s is required for up (hack/cluster-up.sh passes it from hack/versions.env)", flagName)
+		}
+	}
+	return nil
+}
 
 // cluster is one single-node cluster rooted at a state directory.
 type cluster struct {
@@ -41,6 +63,7 @@ type cluster struct {
 	binDir string // kube-* and etcd binaries (hack/k8s-binaries.sh output)
 	nodeIP string
 	quiet  bool
+	images clusterImages
 }
 
 func (c *cluster) logf(format string, args ...any) {
@@ -76,6 +99,11 @@ func main() {
 	binDir := fs.String("bin-dir", os.Getenv("MAO_K8S_BIN_DIR"), "directory with kube-* and etcd binaries (env MAO_K8S_BIN_DIR)")
 	images := fs.String("import", "", "colon-separated image tarballs to import into containerd before the kubelet starts")
 	timeout := fs.Duration("timeout", 10*time.Minute, "overall deadline for up/down")
+	var im clusterImages
+	fs.StringVar(&im.pause, "pause-image", "", "pod sandbox image (up)")
+	fs.StringVar(&im.coredns, "coredns-image", "", "CoreDNS image (up)")
+	fs.StringVar(&im.localPath, "local-path-image", "", "local-path-provisioner image (up)")
+	fs.StringVar(&im.localPathHelper, "local-path-helper-image", "", "image with /bin/sh for the provisioner's helper pods (up)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
@@ -88,7 +116,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "[cluster] invalid state directory:", *dir)
 		os.Exit(2)
 	}
-	c := &cluster{dir: abs, binDir: *binDir}
+	c := &cluster{dir: abs, binDir: *binDir, images: im}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	ctx, cancelT := context.WithTimeout(ctx, *timeout)
@@ -104,6 +132,10 @@ func main() {
 	}
 	switch fs.Arg(0) {
 	case "up":
+		if err := im.check(); err != nil {
+			fmt.Fprintln(os.Stderr, "[cluster] error:", err)
+			os.Exit(2)
+		}
 		err = c.withNodeIP(func() error { return c.up(ctx, splitList(*images)) })
 	case "down":
 		err = c.down(ctx)

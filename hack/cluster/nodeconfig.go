@@ -48,7 +48,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     bin_dir = %[8]q
     conf_dir = %[9]q
 `, filepath.Join(cd, "root"), filepath.Join(cd, "state"), c.containerdSock(), c.containerdSock()+".ttrpc",
-		filepath.Join(cd, "opt"), pauseImage, filepath.Join(cd, "runc"), cniBinDir, filepath.Join(c.dir, "cni", "net.d"))
+		filepath.Join(cd, "opt"), c.images.pause, filepath.Join(cd, "runc"), cniBinDir, filepath.Join(c.dir, "cni", "net.d"))
 	if err := writeFileAtomic(filepath.Join(cd, "config.toml"), []byte(containerd), 0o644); err != nil {
 		return err
 	}

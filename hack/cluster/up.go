@@ -209,6 +209,9 @@ func (c *cluster) up(ctx context.Context, images []string) error {
 	if err := c.ensureCoreDNS(ctx); err != nil {
 		return err
 	}
+	if err := c.ensureLocalPath(ctx); err != nil {
+		return err
+	}
 	c.logf("cluster is up in %s; node %s Ready", time.Since(start).Round(time.Second), nodeName)
 	fmt.Printf("export KUBECONFIG=%s\n", c.adminKubeconfig())
 	return nil

@@ -26,21 +26,24 @@ import (
 // nonrootUID is distroless's "nonroot" user; the Dockerfile's final stages use it too.
 const nonrootUID = 65532
 
-// imageSpec is one image to build: NAME=PACKAGE[:ENTRYPOINT[:UID]], where PACKAGE is a
-// ./relative Go package of this module or @/absolute/path of a static binary built
-// elsewhere (CoreDNS, built from the module proxy by hack/cluster-up.sh).
+// imageSpec is one image to build: NAME=PACKAGE[:ENTRYPOINT[:UID[:LINK,...]]], where PACKAGE
+// is a ./relative Go package of this module or @/absolute/path of a static binary built
+// elsewhere (CoreDNS, built from the module proxy by hack/cluster-up.sh). Each LINK is an
+// absolute path made a symlink to the entrypoint: a multi-call binary such as busybox picks
+// its applet from the name it was started as, so /bin/sh -> /bin/busybox is a real shell.
 type imageSpec struct {
 	ref        name.Tag
 	pkg        string
 	prebuilt   string
 	entrypoint string
 	uid        int
+	links      []string
 }
 
 func parseSpec(s string) (imageSpec, error) {
 	ref, rest, ok := strings.Cut(s, "=")
 	if !ok || rest == "" {
-		return imageSpec{}, fmt.Errorf("image %q: want NAME=PACKAGE[:ENTRYPOINT[:UID]]", s)
+		return imageSpec{}, fmt.Errorf("image %q: want NAME=PACKAGE[:ENTRYPOINT[:UID[:LINK,...]]]", s)
 	}
 	tag, err := name.NewTag(ref, name.StrictValidation)
 	if err != nil {
@@ -48,7 +51,7 @@ func parseSpec(s string) (imageSpec, error) {
 	}
 	parts := strings.Split(rest, ":")
 	prebuilt := strings.HasPrefix(parts[0], "@/") && !strings.Contains(parts[0], "..")
-	if len(parts) > 3 || (!strings.HasPrefix(parts[0], "./") && !prebuilt) {
+	if len(parts) > 4 || (!strings.HasPrefix(parts[0], "./") && !prebuilt) {
 		return imageSpec{}, fmt.Errorf("image %q: want a ./relative package or an @/absolute binary path", s)
 	}
 	spec := imageSpec{ref: tag, pkg: parts[0], entrypoint: "/" + filepath.Base(parts[0]), uid: nonrootUID}
@@ -61,21 +64,54 @@ func parseSpec(s string) (imageSpec, error) {
 		}
 		spec.entrypoint = parts[1]
 	}
-	if len(parts) > 2 {
+	if len(parts) > 2 && parts[2] != "" {
 		uid, err := strconv.Atoi(parts[2])
 		if err != nil || uid <= 0 || uid > 65535 {
 			return imageSpec{}, fmt.Errorf("image %q: uid must be 1..65535 (images never run as root)", s)
 		}
 		spec.uid = uid
 	}
+	if len(parts) > 3 {
+		links, err := parseLinks(parts[3], spec.entrypoint)
+		if err != nil {
+			return imageSpec{}, fmt.Errorf("image %q: %w", s, err)
+		}
+		spec.links = links
+	}
 	return spec, nil
+}
+
+// parseLinks checks a comma-separated list of absolute link paths: each must be clean (no
+// "..", no trailing slash), must not be the entrypoint itself or one of the files every image
+// carries, and may appear once. Empty items are skipped so a generated list may end in a comma.
+func parseLinks(list, entrypoint string) ([]string, error) {
+	seen := map[string]bool{entrypoint: true}
+	reserved := map[string]bool{"/etc/passwd": true, "/etc/group": true, "/etc/ssl/certs/ca-certificates.crt": true}
+	var out []string
+	for _, l := range strings.Split(list, ",") {
+		if l == "" {
+			continue
+		}
+		if !strings.HasPrefix(l, "/") || filepath.Clean(l) != l || l == "/" {
+			return nil, fmt.Errorf("link %q must be a clean absolute path", l)
+		}
+		if reserved[l] || seen[l] {
+			if l == entrypoint {
+				continue // busybox --list-full names busybox's own path too
+			}
+			return nil, fmt.Errorf("link %q is given twice or names a file the image already has", l)
+		}
+		seen[l] = true
+		out = append(out, l)
+	}
+	return out, nil
 }
 
 func main() {
 	out := flag.String("out", "", "directory for the image tarballs (required)")
 	load := flag.String("load", "", "containerd socket to import the images into (namespace k8s.io)")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: images -out DIR [-load SOCKET] NAME=PACKAGE[:ENTRYPOINT[:UID]] ...")
+		fmt.Fprintln(os.Stderr, "usage: images -out DIR [-load SOCKET] NAME=PACKAGE[:ENTRYPOINT[:UID[:LINK,...]]] ...")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -186,13 +222,35 @@ func epoch() time.Time {
 }
 
 // rootfs builds the single layer: the binary, the users and groups distroless's static
-// nonroot image has, a sticky /tmp, and the host's CA bundle for TLS to backends.
+// nonroot image has, a sticky /tmp, the host's CA bundle for TLS to backends, and the
+// spec's symlinks to the binary (none for the project's own images, which have no shell).
 func rootfs(spec imageSpec, bin []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	mt := epoch()
+	made, linked := map[string]bool{}, map[string]bool{}
 	dir := func(p string, mode int64, uid int) error {
+		made[p] = true
 		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: p + "/", Mode: mode, Uid: uid, Gid: uid, ModTime: mt, Format: tar.FormatPAX})
+	}
+	// parentsOf writes every missing directory above p, outermost first, as tar readers
+	// (containerd's unpacker among them) expect a directory before its entries.
+	parentsOf := func(p string) error {
+		d := filepath.Dir(p)
+		if d == "." {
+			return nil
+		}
+		for _, q := range parents(d) {
+			if linked[q] {
+				return fmt.Errorf("%s is a symlink in this image, so it cannot hold /%s", q, p)
+			}
+			if !made[q] {
+				if err := dir(q, 0o755, 0); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	}
 	file := func(p string, mode int64, data []byte) error {
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: p, Mode: mode, Size: int64(len(data)), ModTime: mt, Format: tar.FormatPAX}); err != nil {
@@ -200,6 +258,13 @@ func rootfs(spec imageSpec, bin []byte) ([]byte, error) {
 		}
 		_, err := tw.Write(data)
 		return err
+	}
+	link := func(p, target string) error {
+		if made[p] || linked[p] {
+			return fmt.Errorf("link /%s would replace a directory or link of the image", p)
+		}
+		linked[p] = true
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: p, Linkname: target, Mode: 0o777, ModTime: mt, Format: tar.FormatPAX})
 	}
 	passwd := fmt.Sprintf("root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:%d:%d:nonroot:/home/nonroot:/sbin/nologin\n", nonrootUID, nonrootUID)
 	group := fmt.Sprintf("root:x:0:\nnobody:x:65534:\nnonroot:x:%d:\n", nonrootUID)
@@ -218,12 +283,16 @@ func rootfs(spec imageSpec, bin []byte) ([]byte, error) {
 			func() error { return file("etc/ssl/certs/ca-certificates.crt", 0o644, ca) })
 	}
 	entry := strings.TrimPrefix(spec.entrypoint, "/")
-	if d := filepath.Dir(entry); d != "." {
-		for _, p := range parents(d) {
-			steps = append(steps, func() error { return dir(p, 0o755, 0) })
-		}
+	steps = append(steps,
+		func() error { return parentsOf(entry) },
+		func() error { return file(entry, 0o755, bin) })
+	for _, l := range spec.links {
+		p := strings.TrimPrefix(l, "/")
+		steps = append(steps,
+			func() error { return parentsOf(p) },
+			// Absolute targets resolve inside the container's root, wherever the link is.
+			func() error { return link(p, spec.entrypoint) })
 	}
-	steps = append(steps, func() error { return file(entry, 0o755, bin) })
 	for _, s := range steps {
 		if err := s(); err != nil {
 			return nil, err
@@ -238,16 +307,12 @@ func rootfs(spec imageSpec, bin []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// parents returns a/b/c as [a a/b a/b/c], skipping directories the layer already has.
+// parents returns a/b/c as [a a/b a/b/c].
 func parents(d string) []string {
 	var out []string
 	cur := ""
 	for _, p := range strings.Split(d, "/") {
 		cur = filepath.Join(cur, p)
-		switch cur {
-		case "etc", "home", "tmp", "etc/ssl", "etc/ssl/certs":
-			continue
-		}
 		out = append(out, cur)
 	}
 	return out

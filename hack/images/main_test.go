@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -16,6 +18,7 @@ func TestParseSpec(t *testing.T) {
 		wantPkg   string
 		wantEntry string
 		wantUID   int
+		wantLinks []string
 		wantErr   bool
 	}{
 		"defaults": {in: "ghcr.io/agentmem/memory-adapter:dev=./cmd/memory-adapter",
@@ -32,7 +35,13 @@ func TestParseSpec(t *testing.T) {
 		"relative entrypoint": {in: "example.com/x:dev=./cmd:x", wantErr: true},
 		"dotdot entrypoint":   {in: "example.com/x:dev=./cmd:/../x", wantErr: true},
 		"bad reference":       {in: "Not A Ref=./cmd", wantErr: true},
-		"too many parts":      {in: "example.com/x:dev=./cmd:/x:1:2", wantErr: true},
+		"too many parts":      {in: "example.com/x:dev=./cmd:/x:1:/a:/b", wantErr: true},
+		"links": {in: "mao.local/busybox:1=@/cache/busybox:/bin/busybox::/bin/sh,/usr/bin/awk,/bin/busybox,",
+			wantRef: "mao.local/busybox:1", wantEntry: "/bin/busybox", wantUID: nonrootUID, wantLinks: []string{"/bin/sh", "/usr/bin/awk"}},
+		"relative link":  {in: "example.com/x:dev=./cmd:/x::bin/sh", wantErr: true},
+		"unclean link":   {in: "example.com/x:dev=./cmd:/x::/bin/../sh", wantErr: true},
+		"duplicate link": {in: "example.com/x:dev=./cmd:/x::/bin/sh,/bin/sh", wantErr: true},
+		"reserved link":  {in: "example.com/x:dev=./cmd:/x::/etc/passwd", wantErr: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -43,8 +52,9 @@ func TestParseSpec(t *testing.T) {
 			if tc.wantErr {
 				return
 			}
-			if got.ref.String() != tc.wantRef || got.pkg != tc.wantPkg || got.entrypoint != tc.wantEntry || got.uid != tc.wantUID {
-				t.Fatalf("got %s %s %s %d", got.ref, got.pkg, got.entrypoint, got.uid)
+			if got.ref.String() != tc.wantRef || got.pkg != tc.wantPkg || got.entrypoint != tc.wantEntry || got.uid != tc.wantUID ||
+				!slices.Equal(got.links, tc.wantLinks) {
+				t.Fatalf("got %s %s %s %d %q", got.ref, got.pkg, got.entrypoint, got.uid, got.links)
 			}
 		})
 	}
@@ -96,5 +106,72 @@ func TestRootfsLayout(t *testing.T) {
 	}
 	if h := entries["home/nonroot/"]; h != nil && h.Uid != nonrootUID {
 		t.Errorf("home/nonroot owned by %d, want %d", h.Uid, nonrootUID)
+	}
+}
+
+// TestRootfsLinks checks the multi-call layout the local-path helper image needs: the binary
+// once, each applet name a symlink to it, every parent directory written before its entries
+// and exactly once.
+func TestRootfsLinks(t *testing.T) {
+	spec, err := parseSpec("mao.local/busybox:1=@/cache/busybox:/bin/busybox::/bin/sh,/bin/mkdir,/usr/sbin/chroot,/sbin/ip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer, err := rootfs(spec, []byte("multi-call"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	tr := tar.NewReader(bytes.NewReader(layer))
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[h.Name]++
+		if d := filepath.Dir(strings.TrimSuffix(h.Name, "/")); d != "." && seen[d+"/"] == 0 {
+			t.Errorf("%s comes before its directory %s/", h.Name, d)
+		}
+		switch h.Name {
+		case "bin/sh", "bin/mkdir", "usr/sbin/chroot", "sbin/ip":
+			if h.Typeflag != tar.TypeSymlink || h.Linkname != "/bin/busybox" {
+				t.Errorf("%s: type %c -> %q, want a symlink to /bin/busybox", h.Name, h.Typeflag, h.Linkname)
+			}
+		case "bin/busybox":
+			if h.Typeflag != tar.TypeReg || h.Mode&0o111 == 0 {
+				t.Errorf("bin/busybox: type %c mode %o, want an executable file", h.Typeflag, h.Mode)
+			}
+		}
+	}
+	for name, n := range seen {
+		if n != 1 {
+			t.Errorf("%s written %d times", name, n)
+		}
+	}
+	for _, want := range []string{"bin/", "usr/", "usr/sbin/", "sbin/", "bin/busybox", "bin/sh", "sbin/ip"} {
+		if seen[want] == 0 {
+			t.Errorf("layer lacks %s", want)
+		}
+	}
+
+	// A link may not stand where a directory of the image is, nor above another entry.
+	for _, bad := range []string{"/bin", "/tmp"} {
+		spec, err := parseSpec("mao.local/busybox:1=@/cache/busybox:/bin/busybox::" + bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rootfs(spec, []byte("x")); err == nil {
+			t.Errorf("link %s over a directory was accepted", bad)
+		}
+	}
+	spec, err = parseSpec("mao.local/busybox:1=@/cache/busybox:/bin/busybox::/usr,/usr/bin/env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rootfs(spec, []byte("x")); err == nil {
+		t.Error("an entry below a link was accepted")
 	}
 }

@@ -25,7 +25,7 @@ import (
 // Image names are the ones the Dockerfile and the Makefile produce.
 const (
 	adapterImage = "ghcr.io/agentmem/memory-adapter:dev"
-	pauseImage   = "registry.k8s.io/pause:3.10"
+	managerImage = "ghcr.io/agentmem/memory-adapter-operator:dev"
 	nodeName     = "mao-node"
 	bridgeName   = "mao0"
 	podCIDR      = "10.244.0.0/24"
@@ -40,7 +40,39 @@ var (
 	clientset      *kubernetes.Clientset
 	namespace      string
 	startedCluster bool
+	// pauseImage and helperImage are the cluster's own images, named from hack/versions.env
+	// as hack/cluster-up.sh names them: the pod sandbox, and Debian's busybox-static (the
+	// local-path-provisioner's helper image, the one image of the cluster with a shell).
+	pauseImage  string
+	helperImage string
+	// nodeIP is the node's InternalIP: the host address pods reach the host's servers on.
+	nodeIP string
 )
+
+// readVersions parses hack/versions.env (KEY=value lines; # comments) with the environment
+// overriding it, as hack/versions.sh does for the scripts.
+func readVersions(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return nil, fmt.Errorf("%s: not KEY=value: %q", path, line)
+		}
+		if env := os.Getenv(k); env != "" {
+			v = env
+		}
+		out[k] = v
+	}
+	return out, nil
+}
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -68,6 +100,12 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		clusterDir = "/var/tmp/mao-cluster"
 	}
 	Expect(os.Geteuid()).To(BeZero(), "the e2e suite starts containerd, a kubelet and iptables rules: run it as root")
+	versions, err := readVersions(filepath.Join(repoRoot, "hack", "versions.env"))
+	Expect(err).NotTo(HaveOccurred())
+	pauseImage = versions["PAUSE_IMAGE"]
+	helperImage = "mao.local/busybox-static:" + versions["BUSYBOX_VERSION"]
+	Expect(pauseImage).NotTo(BeEmpty())
+	Expect(versions["BUSYBOX_VERSION"]).NotTo(BeEmpty())
 
 	// Whether a cluster is already running decides whether we tear it down afterwards.
 	tool := filepath.Join(GinkgoT().TempDir(), "cluster")
@@ -80,11 +118,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred(), "hack/cluster-up.sh failed; its output is above")
 	Expect(out).To(ContainSubstring("export KUBECONFIG="))
 
-	By("building the adapter image and loading it into the cluster's containerd")
+	By("building the adapter and manager images and loading them into the cluster's containerd")
 	_, err = run(ctx, filepath.Join(clusterDir, "tools", "images"),
 		"-out", filepath.Join(clusterDir, "images"),
 		"-load", filepath.Join(clusterDir, "containerd", "containerd.sock"),
-		adapterImage+"=./cmd/memory-adapter:/memory-adapter")
+		adapterImage+"=./cmd/memory-adapter:/memory-adapter", managerImage+"=./cmd:/manager")
 	Expect(err).NotTo(HaveOccurred(), "building/loading images")
 
 	restConfig, err = clientcmd.BuildConfigFromFlags("", filepath.Join(clusterDir, "admin.kubeconfig"))
@@ -96,6 +134,12 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	node, err := clientset.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(node.Status.NodeInfo.ContainerRuntimeVersion).To(HavePrefix("containerd://"))
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			nodeIP = a.Address
+		}
+	}
+	Expect(nodeIP).NotTo(BeEmpty(), "node %s has no InternalIP", nodeName)
 
 	ns, err := clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"},

@@ -57,29 +57,7 @@ var _ = Describe("the local cluster", Ordered, func() {
 	)
 	BeforeAll(func() { ctx = context.Background() })
 
-	// On failure, print what a person would look at first: pod status, events, and the
-	// kubelet's and containerd's last log lines.
-	AfterEach(func() {
-		if !CurrentSpecReport().Failed() || clientset == nil {
-			return
-		}
-		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if pods, err := clientset.CoreV1().Pods(namespace).List(dctx, metav1.ListOptions{}); err == nil {
-			for _, p := range pods.Items {
-				b, _ := json.MarshalIndent(p.Status, "", "  ")
-				fmt.Fprintf(GinkgoWriter, "--- pod %s (node %q) status:\n%s\n", p.Name, p.Spec.NodeName, b)
-			}
-		}
-		if evs, err := clientset.CoreV1().Events(namespace).List(dctx, metav1.ListOptions{}); err == nil {
-			for _, e := range evs.Items {
-				fmt.Fprintf(GinkgoWriter, "--- event %s %s/%s %s: %s\n", e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
-			}
-		}
-		for _, c := range []string{"kubelet", "containerd", "kube-proxy", "kube-controller-manager", "kube-scheduler"} {
-			fmt.Fprintf(GinkgoWriter, "--- %s log tail:\n%s\n", c, tailFile(filepath.Join(clusterDir, "logs", c+".log"), 25))
-		}
-	})
+	AfterEach(func() { printDiagnostics(namespace) })
 
 	It("runs the adapter Deployment until Available and answers through its Service", func() {
 		const name = "adapter"
@@ -278,6 +256,32 @@ var _ = Describe("the local cluster", Ordered, func() {
 		}).WithTimeout(podDeadline).WithPolling(poll).Should(Succeed())
 	})
 })
+
+// printDiagnostics prints, when the current spec failed, what a person would look at first:
+// the pods' status and the events of each namespace, and the node components' last log lines.
+func printDiagnostics(namespaces ...string) {
+	if !CurrentSpecReport().Failed() || clientset == nil {
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, ns := range namespaces {
+		if pods, err := clientset.CoreV1().Pods(ns).List(dctx, metav1.ListOptions{}); err == nil {
+			for _, p := range pods.Items {
+				b, _ := json.MarshalIndent(p.Status, "", "  ")
+				fmt.Fprintf(GinkgoWriter, "--- pod %s/%s (node %q) status:\n%s\n", ns, p.Name, p.Spec.NodeName, b)
+			}
+		}
+		if evs, err := clientset.CoreV1().Events(ns).List(dctx, metav1.ListOptions{}); err == nil {
+			for _, e := range evs.Items {
+				fmt.Fprintf(GinkgoWriter, "--- event %s %s %s/%s %s: %s\n", ns, e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+			}
+		}
+	}
+	for _, c := range []string{"kubelet", "containerd", "kube-proxy", "kube-controller-manager", "kube-scheduler"} {
+		fmt.Fprintf(GinkgoWriter, "--- %s log tail:\n%s\n", c, tailFile(filepath.Join(clusterDir, "logs", c+".log"), 25))
+	}
+}
 
 // httpGet fetches url from the host, failing g on transport errors or non-200 answers.
 func httpGet(g Gomega, url string) []byte {

@@ -1,0 +1,83 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// operatorNamespace and managerDeployment are config/default's names (namespace plus the
+// memory-adapter-operator- name prefix).
+const (
+	operatorNamespace = "memory-adapter-operator-system"
+	managerDeployment = "memory-adapter-operator-controller-manager"
+)
+
+// makeTarget runs `make target IMG=<managerImage>` from the repository root against the local
+// cluster, as a user following docs/local-cluster.md would.
+func makeTarget(ctx context.Context, target string) {
+	GinkgoHelper()
+	cmd := exec.CommandContext(ctx, "make", target, "IMG="+managerImage)
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(clusterDir, "admin.kubeconfig"))
+	cmd.Stdout, cmd.Stderr = GinkgoWriter, GinkgoWriter
+	Expect(cmd.Run()).To(Succeed(), "make %s failed; its output is above", target)
+}
+
+var _ = Describe("installing the operator with make deploy", Ordered, func() {
+	AfterEach(func() { printDiagnostics(operatorNamespace) })
+
+	It("admits the manager pod into a namespace enforcing the restricted Pod Security Standard, and undeploy removes it all", func(ctx SpecContext) {
+		makeTarget(ctx, "deploy")
+
+		ns, err := clientset.CoreV1().Namespaces().Get(ctx, operatorNamespace, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ns.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "restricted"))
+
+		dep, err := clientset.AppsV1().Deployments(operatorNamespace).Get(ctx, managerDeployment, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		c := dep.Spec.Template.Spec.Containers[0]
+		Expect(c.Image).To(Equal(managerImage), "make deploy sets IMG")
+		Expect(c.Args).To(ContainElements("--leader-elect", "--health-probe-bind-address=:8081",
+			"--metrics-bind-address=:8443", "--adapter-image="+adapterImage))
+
+		By("the ReplicaSet creating the pod: Pod Security admission accepted it under restricted")
+		var pod corev1.Pod
+		Eventually(func(g Gomega) {
+			pods, err := clientset.CoreV1().Pods(operatorNamespace).List(ctx, metav1.ListOptions{LabelSelector: "control-plane=controller-manager"})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(pods.Items).To(HaveLen(1))
+			pod = pods.Items[0]
+			// The container ran: the image is the one make images built and the runtime
+			// accepted the security context (non-root user, read-only root, no capabilities).
+			g.Expect(pod.Status.ContainerStatuses).To(HaveLen(1))
+			st := pod.Status.ContainerStatuses[0]
+			g.Expect(st.State.Running != nil || st.LastTerminationState.Terminated != nil || st.State.Terminated != nil).
+				To(BeTrue(), "container not started yet: %+v", st.State)
+		}).WithTimeout(podDeadline).WithPolling(poll).Should(Succeed())
+		Expect(pod.Spec.Containers[0].Image).To(Equal(managerImage))
+		fmt.Fprintf(GinkgoWriter, "manager pod %s: phase %s, container %+v\n", pod.Name, pod.Status.Phase, pod.Status.ContainerStatuses[0].State)
+
+		By("make undeploy: the namespace and the CRD go")
+		makeTarget(ctx, "undeploy")
+		Eventually(func() bool {
+			_, err := clientset.CoreV1().Namespaces().Get(ctx, operatorNamespace, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}).WithTimeout(3*time.Minute).WithPolling(poll).Should(BeTrue(), "namespace %s not deleted", operatorNamespace)
+		Eventually(func() error {
+			_, err := clientset.Discovery().ServerResourcesForGroupVersion("memory.agentmem.io/v1alpha1")
+			return err
+		}).WithTimeout(time.Minute).WithPolling(poll).Should(Satisfy(apierrors.IsNotFound), "the MemoryAdapter API is still served")
+	}, SpecTimeout(15*time.Minute))
+})
