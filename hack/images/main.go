@@ -110,6 +110,7 @@ func parseLinks(list, entrypoint string) ([]string, error) {
 func main() {
 	out := flag.String("out", "", "directory for the image tarballs (required)")
 	load := flag.String("load", "", "containerd socket to import the images into (namespace k8s.io)")
+	flag.StringVar(&buildVersion, "version", "", "set main.version in the binaries, as the Dockerfile's VERSION build argument does (empty: the binaries' own default)")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: images -out DIR [-load SOCKET] NAME=PACKAGE[:ENTRYPOINT[:UID[:LINK,...]]] ...")
 		flag.PrintDefaults()
@@ -149,13 +150,26 @@ func run(ctx context.Context, outDir, sock string, args []string) error {
 	return nil
 }
 
+// buildVersion is the -version flag.
+var buildVersion string
+
+// ldflags are the Dockerfile's linker flags: stripped, and main.version when a version is
+// given (a main package without that variable is unaffected: the linker ignores -X for
+// symbols that do not exist).
+func ldflags(version string) string {
+	if version == "" {
+		return "-s -w"
+	}
+	return "-s -w -X main.version=" + version
+}
+
 // build compiles the package as a static binary and writes the image tarball; it returns
 // the tarball path.
 func build(ctx context.Context, spec imageSpec, outDir string) (string, error) {
 	binPath := spec.prebuilt
 	if binPath == "" {
 		binPath = filepath.Join(outDir, "bin", strings.TrimPrefix(spec.entrypoint, "/"))
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", binPath, spec.pkg)
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags="+ldflags(buildVersion), "-o", binPath, spec.pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		fmt.Fprintf(os.Stderr, "[images] building %s (CGO_ENABLED=0)\n", spec.pkg)
