@@ -1,0 +1,297 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/agentmem/memory-adapter-operator/adapters/remote"
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+)
+
+// The operator loop on the real cluster: the manager installed by `make deploy`, adapters
+// verified by real conformance Jobs, and real causes (a stopped PostgreSQL server, an image
+// upgrade, a deleted pod, a deleted manager) observed by the operator on its own.
+
+const (
+	availableDeadline = 8 * time.Minute
+	upgradedVersion   = "e2e-upgraded"
+)
+
+// kubectl runs the project-built kubectl against the local cluster, as a user would.
+func kubectl(ctx context.Context, args ...string) string {
+	GinkgoHelper()
+	b, err := os.ReadFile(filepath.Join(clusterDir, "bin-dir"))
+	Expect(err).NotTo(HaveOccurred())
+	cmd := exec.CommandContext(ctx, filepath.Join(strings.TrimSpace(string(b)), "kubectl"), args...)
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(clusterDir, "admin.kubeconfig"))
+	out, err := cmd.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "kubectl %s:\n%s", strings.Join(args, " "), out)
+	return string(out)
+}
+
+// waitAvailable is the user's check: kubectl wait on the Available condition.
+func waitAvailable(ctx context.Context, ns, name string) {
+	GinkgoHelper()
+	kubectl(ctx, "wait", "-n", ns, "--for=condition=Available", "madp/"+name, fmt.Sprintf("--timeout=%s", availableDeadline))
+}
+
+func loopClient() client.Client {
+	GinkgoHelper()
+	s := runtime.NewScheme()
+	Expect(clientgoscheme.AddToScheme(s)).To(Succeed())
+	Expect(memoryv1alpha1.AddToScheme(s)).To(Succeed())
+	c, err := client.New(restConfig, client.Options{Scheme: s})
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+// adapterStore is a client of the adapter's Service from the host, authenticated with the
+// token of the adapter's binding Secret.
+func adapterStore(ctx context.Context, c client.Client, ns, name string) *remote.Store {
+	GinkgoHelper()
+	sec := &corev1.Secret{}
+	Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-binding"}, sec)).To(Succeed())
+	svc := &corev1.Service{}
+	Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, svc)).To(Succeed())
+	var st *remote.Store
+	Eventually(func() error {
+		var err error
+		st, err = remote.New(ctx, remote.Options{BaseURL: fmt.Sprintf("http://%s:8080", svc.Spec.ClusterIP), Token: string(sec.Data["token"])})
+		return err
+	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	return st
+}
+
+func condition(ctx context.Context, c client.Client, ns, name, t string) metav1.Condition {
+	GinkgoHelper()
+	ma := &memoryv1alpha1.MemoryAdapter{}
+	Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ma)).To(Succeed())
+	if cond := meta.FindStatusCondition(ma.Status.Conditions, t); cond != nil {
+		return *cond
+	}
+	return metav1.Condition{}
+}
+
+func jobsOf(ctx context.Context, c client.Client, ns, name string) []batchv1.Job {
+	GinkgoHelper()
+	jobs := &batchv1.JobList{}
+	Expect(c.List(ctx, jobs, client.InNamespace(ns), client.MatchingLabels{"memory.agentmem.io/adapter": name, "app.kubernetes.io/component": "conformance"})).To(Succeed())
+	return jobs.Items
+}
+
+// hostServer is a throwaway backend server on the host that a spec can stop and resume on
+// the same port, which the Service-without-selector keeps pointing at.
+type hostServer struct{ script, dir string }
+
+func (h hostServer) do(ctx context.Context, verb string) {
+	GinkgoHelper()
+	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot, "hack", h.script), verb, h.dir)
+	cmd.Env = append(os.Environ(), "LISTEN_ADDR="+nodeIP)
+	cmd.Stdout, cmd.Stderr = GinkgoWriter, GinkgoWriter
+	Expect(cmd.Run()).To(Succeed(), "hack/%s %s", h.script, verb)
+}
+
+func startStoppable(ctx context.Context, script, prefix string) (hostServer, string) {
+	GinkgoHelper()
+	base, err := os.MkdirTemp("", "mao-e2e-loop-")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(os.Chmod(base, 0o755)).To(Succeed())
+	h := hostServer{script: script, dir: filepath.Join(base, "server")}
+	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot, "hack", script), "start", h.dir)
+	cmd.Env = append(os.Environ(), "LISTEN_ADDR="+nodeIP)
+	cmd.Stderr = GinkgoWriter
+	out, err := cmd.Output()
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func(ctx SpecContext) { h.do(ctx, "stop"); _ = os.RemoveAll(base) })
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, prefix); ok {
+			return h, v
+		}
+	}
+	Fail("no " + prefix + " line from hack/" + script)
+	return h, ""
+}
+
+// networkedAdapter is a MemoryAdapter on a host server exposed as a Service, with short health
+// periods so the operator notices an outage within seconds.
+func networkedAdapter(ns, name string, t memoryv1alpha1.BackendType, adapter string, consistency memoryv1alpha1.SearchConsistency) *memoryv1alpha1.MemoryAdapter {
+	return &memoryv1alpha1.MemoryAdapter{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: memoryv1alpha1.MemoryAdapterSpec{
+			Manifest: memoryv1alpha1.ManifestSpec{
+				Adapter:           adapter,
+				NativeItemFields:  []memoryv1alpha1.ItemField{"id", "created_at", "metadata", "content", "tags"},
+				SupportedFilters:  []memoryv1alpha1.FilterKey{"branch_id", "source"},
+				SearchConsistency: consistency,
+				RetrieveFidelity:  "full", SearchFidelity: "full", SearchReturnsTags: true, PreservesMetadata: true,
+			},
+			Backend: memoryv1alpha1.BackendSpec{Type: t, Scope: "agents", ConnectionSecretRef: &memoryv1alpha1.SecretKeyReference{Name: name + "-conn"}},
+			Health:  &memoryv1alpha1.HealthSpec{Period: memoryv1alpha1.NewDuration(3 * time.Second), FailureThreshold: ptr.To[int32](2)},
+		},
+	}
+}
+
+var _ = Describe("the operator loop", Ordered, func() {
+	var (
+		c  client.Client
+		ns string
+	)
+	BeforeAll(func(ctx SpecContext) {
+		By("installing the operator with make deploy")
+		makeTarget(ctx, "deploy")
+		kubectl(ctx, "rollout", "status", "-n", operatorNamespace, "deployment/"+managerDeployment, "--timeout=5m")
+		c = loopClient()
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "loop-", Labels: map[string]string{
+			// The adapters' and conformance Jobs' pods must pass the restricted standard.
+			"pod-security.kubernetes.io/enforce": "restricted",
+		}}}
+		Expect(c.Create(ctx, n)).To(Succeed())
+		ns = n.Name
+		Eventually(func() error {
+			return c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "default"}, &corev1.ServiceAccount{})
+		}).WithTimeout(time.Minute).Should(Succeed())
+	}, NodeTimeout(15*time.Minute))
+	AfterAll(func(ctx SpecContext) {
+		if ns != "" {
+			_ = c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		}
+		makeTarget(ctx, "undeploy")
+	}, NodeTimeout(10*time.Minute))
+	AfterEach(func() { printDiagnostics(ns, operatorNamespace) })
+
+	It("verifies the SQLite sample with a real conformance Job, and its items survive the pod", func(ctx SpecContext) {
+		kubectl(ctx, "apply", "-n", ns, "-f", "config/samples/memory_v1alpha1_memoryadapter_sqlite.yaml")
+		waitAvailable(ctx, ns, "sqlite-memory")
+		ma := &memoryv1alpha1.MemoryAdapter{}
+		Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "sqlite-memory"}, ma)).To(Succeed())
+		Expect(ma.Status.Conformance).NotTo(BeNil())
+		Expect(ma.Status.Conformance.Cases).To(HaveLen(17))
+		Expect(ma.Status.Conformance.Failed).To(BeZero())
+		fmt.Fprintf(GinkgoWriter, "%s", kubectl(ctx, "get", "madp", "-n", ns))
+
+		By("storing an item through the Service, deleting the pod, and reading it back")
+		st := adapterStore(ctx, c, ns, "sqlite-memory")
+		item := memory.Item{ID: uuid.New(), Content: []byte(`"kept across pods"`), Metadata: map[string]json.RawMessage{"source": json.RawMessage(`"e2e"`)}, Tags: []string{"e2e"}, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
+		_, err := st.Store(ctx, item)
+		Expect(err).NotTo(HaveOccurred())
+		kubectl(ctx, "delete", "pod", "-n", ns, "-l", "memory.agentmem.io/adapter=sqlite-memory,app.kubernetes.io/component=adapter", "--wait=true")
+		kubectl(ctx, "rollout", "status", "-n", ns, "deployment/sqlite-memory", "--timeout=5m")
+		Eventually(func(g Gomega) {
+			got, err := st.Retrieve(ctx, item.ID)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).NotTo(BeNil(), "the item did not survive the pod's deletion")
+			g.Expect(string(got.Content)).To(Equal(`"kept across pods"`))
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	}, SpecTimeout(15*time.Minute))
+
+	It("restarts no duplicate Job when the manager pod is deleted mid-run", func(ctx SpecContext) {
+		before := len(jobsOf(ctx, c, ns, "sqlite-memory"))
+		kubectl(ctx, "annotate", "-n", ns, "madp/sqlite-memory", "memory.agentmem.io/rerun-conformance=manager-restart", "--overwrite")
+		Eventually(func() int { return len(jobsOf(ctx, c, ns, "sqlite-memory")) }).WithTimeout(time.Minute).Should(Equal(before + 1))
+		kubectl(ctx, "delete", "pod", "-n", operatorNamespace, "-l", "control-plane=controller-manager", "--wait=true")
+		kubectl(ctx, "rollout", "status", "-n", operatorNamespace, "deployment/"+managerDeployment, "--timeout=5m")
+		Consistently(func() int { return len(jobsOf(ctx, c, ns, "sqlite-memory")) }).WithTimeout(20*time.Second).WithPolling(time.Second).
+			Should(BeNumerically("<=", before+1))
+		Eventually(func(g Gomega) {
+			ma := &memoryv1alpha1.MemoryAdapter{}
+			g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "sqlite-memory"}, ma)).To(Succeed())
+			g.Expect(ma.Status.Conformance.RerunToken).To(Equal("manager-restart"))
+		}).WithTimeout(availableDeadline).WithPolling(2 * time.Second).Should(Succeed())
+		waitAvailable(ctx, ns, "sqlite-memory")
+	}, SpecTimeout(15*time.Minute))
+
+	It("verifies an upgraded adapter image with a new run before Available returns", func(ctx SpecContext) {
+		upgraded := strings.TrimSuffix(adapterImage, ":dev") + ":" + upgradedVersion
+		_, err := run(ctx, filepath.Join(clusterDir, "tools", "images"), "-version", upgradedVersion,
+			"-out", filepath.Join(clusterDir, "images"), "-load", filepath.Join(clusterDir, "containerd", "containerd.sock"),
+			upgraded+"=./cmd/memory-adapter:/memory-adapter")
+		Expect(err).NotTo(HaveOccurred())
+		kubectl(ctx, "patch", "-n", ns, "madp/sqlite-memory", "--type=merge", "-p", fmt.Sprintf(`{"spec":{"image":%q}}`, upgraded))
+		Eventually(func(g Gomega) {
+			ma := &memoryv1alpha1.MemoryAdapter{}
+			g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "sqlite-memory"}, ma)).To(Succeed())
+			g.Expect(ma.Status.AdapterVersion).To(Equal(upgradedVersion))
+			g.Expect(ma.Status.Conformance.AdapterVersion).To(Equal(upgradedVersion), "Available must wait for a run of the new version")
+			g.Expect(meta.IsStatusConditionTrue(ma.Status.Conditions, memoryv1alpha1.ConditionAvailable)).To(BeTrue())
+		}).WithTimeout(availableDeadline).WithPolling(2 * time.Second).Should(Succeed())
+		var newRuns int
+		for _, j := range jobsOf(ctx, c, ns, "sqlite-memory") {
+			if j.Spec.Template.Spec.Containers[0].Image == upgraded {
+				newRuns++
+			}
+		}
+		Expect(newRuns).To(Equal(1), "exactly one run verifies the new version")
+	}, SpecTimeout(15*time.Minute))
+
+	It("verifies PostgreSQL, withdraws Available when the server stops, and restores it when it is back", func(ctx SpecContext) {
+		pg, dsn := startStoppable(ctx, "postgres-server.sh", "MAO_TEST_POSTGRES_LISTEN_URL=")
+		hostPort := exposeHostService(ctx, ns, "pg", urlPort(dsn))
+		Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pgmem-conn"},
+			StringData: map[string]string{"dsn": withHost(dsn, hostPort)}})).To(Succeed())
+		Expect(c.Create(ctx, networkedAdapter(ns, "pgmem", memoryv1alpha1.BackendPostgres, "postgres", "immediate"))).To(Succeed())
+		waitAvailable(ctx, ns, "pgmem")
+
+		By("stopping the PostgreSQL server")
+		pg.do(ctx, "stop")
+		Eventually(func(g Gomega) {
+			h := condition(ctx, c, ns, "pgmem", memoryv1alpha1.ConditionHealthy)
+			g.Expect(h.Status).To(Equal(metav1.ConditionFalse))
+			a := condition(ctx, c, ns, "pgmem", memoryv1alpha1.ConditionAvailable)
+			g.Expect(a.Status).NotTo(Equal(metav1.ConditionTrue))
+			fmt.Fprintf(GinkgoWriter, "while stopped: Healthy %s/%s: %s\n", h.Status, h.Reason, h.Message)
+		}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+
+		By("resuming it on the same port")
+		pg.do(ctx, "resume")
+		waitAvailable(ctx, ns, "pgmem")
+	}, SpecTimeout(20*time.Minute))
+
+	It("verifies Redis as an eventual adapter", func(ctx SpecContext) {
+		_, url := startStoppable(ctx, "redis-server.sh", "MAO_TEST_REDIS_LISTEN_URL=")
+		hostPort := exposeHostService(ctx, ns, "redis", urlPort(url))
+		Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "redismem-conn"},
+			StringData: map[string]string{"dsn": withHost(url, hostPort)}})).To(Succeed())
+		Expect(c.Create(ctx, networkedAdapter(ns, "redismem", memoryv1alpha1.BackendRedis, "redis", "eventual"))).To(Succeed())
+		waitAvailable(ctx, ns, "redismem")
+	}, SpecTimeout(15*time.Minute))
+
+	It("garbage-collects what a deleted adapter owned, and keeps SQLite's data under Retain", func(ctx SpecContext) {
+		kubectl(ctx, "delete", "-n", ns, "madp/sqlite-memory", "--wait=true")
+		Eventually(func(g Gomega) {
+			err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "sqlite-memory"}, &appsv1.Deployment{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Deployment: %v", err)
+			err = c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "sqlite-memory"}, &corev1.Service{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Service: %v", err)
+			err = c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "sqlite-memory-binding"}, &corev1.Secret{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Secret: %v", err)
+			g.Expect(jobsOf(ctx, c, ns, "sqlite-memory")).To(BeEmpty())
+		}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "sqlite-memory-data"}, &corev1.PersistentVolumeClaim{})).To(Succeed(),
+			"deletionPolicy Retain keeps the database volume")
+	}, SpecTimeout(10*time.Minute))
+})
