@@ -159,7 +159,9 @@ func TestHealthyCondition(t *testing.T) {
 			want{metav1.ConditionFalse, memoryv1alpha1.ReasonIndexLagging, []string{"4 acknowledged writes"}}},
 		"eventual index lags": {base(func(o *healthObservation) { o.evidence.IndexLag, o.immediate = &lag, false }),
 			want{metav1.ConditionTrue, memoryv1alpha1.ReasonEvidenceValid, nil}},
-		"adapter invalidated itself": {base(func(o *healthObservation) { o.evidence.ManifestValid, o.evidence.Reason = false, "probe wal_mode failed" }),
+		"adapter invalidated itself": {base(func(o *healthObservation) {
+			o.evidence.ManifestValid, o.evidence.Reason = false, "probe wal_mode failed"
+		}),
 			want{metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceInvalidatesManifest, []string{"wal_mode"}}},
 		"no verified run yet": {base(func(o *healthObservation) { o.verified = nil; o.evidence.ServiceVersion = "anything" }),
 			want{metav1.ConditionTrue, memoryv1alpha1.ReasonEvidenceValid, nil}},

@@ -38,14 +38,14 @@ import (
 // specs play its part: they mark the Deployment available and finish Jobs with the
 // termination message of a real `memory-adapter conformance` run.
 var (
-	testEnv   *envtest.Environment
-	cfg       *rest.Config
-	k8sClient client.Client
-	scheme    = runtime.NewScheme()
-	workDir   string
+	testEnv    *envtest.Environment
+	cfg        *rest.Config
+	k8sClient  client.Client
+	scheme     = runtime.NewScheme()
+	workDir    string
 	adapterBin string
-	server    *localAdapter
-	evidence  *routedEvidence
+	server     *localAdapter
+	evidence   *routedEvidence
 )
 
 func TestMemoryAdapterController(t *testing.T) {
@@ -93,7 +93,10 @@ var _ = AfterSuite(func() {
 
 // startManager runs the controller in its own manager, configured as cmd/main.go configures
 // it; the returned function stops it and waits until it has.
-func startManager() (stop func()) {
+func startManager() (stop func()) { return startManagerWith(cfg, evidence) }
+
+// startManagerWith runs the controller with the given API server config and evidence reader.
+func startManagerWith(cfg *rest.Config, evidence EvidenceReader) (stop func()) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:     scheme,
 		Cache:      CacheOptions(),
