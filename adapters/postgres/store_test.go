@@ -158,3 +158,9 @@ func TestHarnessAdapterID(t *testing.T) {
 		return newHarnessWith(t, HarnessOptions{URL: testURL, AdapterID: id, SupportedFilters: filters})
 	})
 }
+
+// TestHostileData replays the PostgreSQL report (1,000 copies of 1e131071 read back as 131 MB
+// through jsonb) among the shared hostile fixtures; U+0000 is PostgreSQL's documented rejection.
+func TestHostileData(t *testing.T) {
+	storetest.HostileData(t, factory, storetest.HostileOptions{Rejects: []string{storetest.HostileNUL}})
+}

@@ -225,10 +225,18 @@ func (s *Store) encode(item memory.Item) ([]byte, error) {
 	if len(item.Metadata) > maxMetadataKeys {
 		return nil, memory.NewAdapterError(fmt.Sprintf("store: more than %d metadata keys", maxMetadataKeys), nil)
 	}
-	for k := range item.Metadata {
+	for k, v := range item.Metadata {
 		if !utf8.ValidString(k) {
 			return nil, memory.NewAdapterError("store: metadata keys must be valid UTF-8", nil)
 		}
+		// Invalid bytes inside a JSON string would be stored verbatim and sent back as invalid
+		// UTF-8, which strict clients (Python's json) cannot read.
+		if !utf8.Valid(v) {
+			return nil, memory.NewAdapterError("store: metadata values must be valid UTF-8", nil)
+		}
+	}
+	if !utf8.Valid(item.Content) {
+		return nil, memory.NewAdapterError("store: content must be valid UTF-8", nil)
 	}
 	data, err := json.Marshal(item)
 	if err != nil {

@@ -138,3 +138,7 @@ func TestHarnessAdapterID(t *testing.T) {
 		return newHarnessWith(t, HarnessOptions{Dir: t.TempDir(), AdapterID: id, SupportedFilters: filters})
 	})
 }
+
+// TestHostileData replays the SQLite report: metadata nested 1,000 levels used to be stored and
+// then failed every filtered search of the scope in json_each.
+func TestHostileData(t *testing.T) { storetest.HostileData(t, factory, storetest.HostileOptions{}) }

@@ -47,9 +47,9 @@ func JSONDepth(raw []byte) int {
 // TooDeepMessage is the one message for a value nested beyond MaxJSONDepth, used by the
 // server's 400 invalid_request and by every backend's MemoryAdapterError alike, so that a
 // client sees the same words whichever layer refused the value. field is "content",
-// "metadata" or "filter value".
+// "metadata" (the object with its values) or "filters" (likewise).
 func TooDeepMessage(field string) string {
-	return fmt.Sprintf("%s nests deeper than %d levels of arrays and objects (the contract's limit)", field, MaxJSONDepth)
+	return fmt.Sprintf("%s: nested deeper than %d levels of arrays and objects (the contract's limit)", field, MaxJSONDepth)
 }
 
 // CheckItemDepth returns a MemoryAdapterError carrying TooDeepMessage when the item's content
@@ -72,13 +72,14 @@ func CheckItemDepth(it Item) error {
 	return nil
 }
 
-// CheckQueryDepth returns a MemoryAdapterError carrying TooDeepMessage("filter value") when a
-// filter value nests deeper than a stored metadata value can (MaxJSONDepth-1): such a filter
-// can match nothing, and refusing it keeps hostile values away from backend JSON functions.
+// CheckQueryDepth returns a MemoryAdapterError carrying TooDeepMessage("filters") when the
+// filters object nests deeper than MaxJSONDepth, the metadata rule: a filter value deeper than
+// any storable metadata value can match nothing, and refusing it keeps hostile values away
+// from backend JSON functions.
 func CheckQueryDepth(q Query) error {
 	for _, v := range q.Filters {
-		if JSONDepth(v) > MaxJSONDepth-1 {
-			return NewAdapterError(TooDeepMessage("filter value"), nil)
+		if JSONDepth(v)+1 > MaxJSONDepth {
+			return NewAdapterError(TooDeepMessage("filters"), nil)
 		}
 	}
 	return nil

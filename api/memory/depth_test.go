@@ -85,8 +85,8 @@ func TestCheckQueryDepth(t *testing.T) {
 			if (err == nil) != tc.ok {
 				t.Fatalf("CheckQueryDepth: %v, want ok=%v", err, tc.ok)
 			}
-			if err != nil && !strings.Contains(err.Error(), TooDeepMessage("filter value")) {
-				t.Fatalf("message %q does not carry %q", err, TooDeepMessage("filter value"))
+			if err != nil && !strings.Contains(err.Error(), TooDeepMessage("filters")) {
+				t.Fatalf("message %q does not carry %q", err, TooDeepMessage("filters"))
 			}
 		})
 	}
