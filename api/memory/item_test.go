@@ -426,3 +426,26 @@ func TestCheckQuery(t *testing.T) {
 		})
 	}
 }
+
+// TestMarshalRefusesInvalidUTF8 checks that the wire encoder never sends bytes a strict
+// client cannot read, nor silently replaces them with U+FFFD.
+func TestMarshalRefusesInvalidUTF8(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		it   Item
+	}{
+		{"content", Item{Content: json.RawMessage("\"\xff\"")}},
+		{"metadata value", Item{Metadata: map[string]json.RawMessage{"k": json.RawMessage("\"\xff\"")}}},
+		{"metadata key", Item{Metadata: map[string]json.RawMessage{"\xff": json.RawMessage(`1`)}}},
+		{"tag", Item{Tags: []string{"ok", "\xc3("}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			it := tc.it
+			it.ID = uuid.New()
+			it.CreatedAt = time.Unix(1, 0)
+			if b, err := json.Marshal(it); err == nil {
+				t.Fatalf("marshalled invalid UTF-8: %q", b)
+			}
+		})
+	}
+}
