@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -530,6 +531,11 @@ func depthError(err error) error {
 func decodeObject(body []byte, v any) error {
 	if !bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("{")) {
 		return errors.New("the body must be one JSON object")
+	}
+	// JSON text is UTF-8 (RFC 8259 §8.1); encoding/json would copy invalid bytes into raw
+	// values, and the backend's refusal would then be a 502 for what is the client's error.
+	if !utf8.Valid(body) {
+		return errors.New("the body is not valid UTF-8")
 	}
 	// The api/memory codecs are strict (unknown fields, quoted numbers, null tags are errors),
 	// so one decode is all the server needs.

@@ -125,6 +125,7 @@ func TestHostileInput(t *testing.T) {
 		{"content nested 1000 deep", "POST", "/v1/items", fmt.Sprintf(`{"id":%q,"created_at":1,"content":%s}`, id, nested(1000)), nil, 400, memory.ProblemInvalidRequest},
 		{"metadata nested over the limit", "POST", "/v1/items", fmt.Sprintf(`{"id":%q,"created_at":1,"metadata":{"k":%s}}`, id, nested(memory.MaxJSONDepth)), nil, 400, memory.ProblemInvalidRequest},
 		{"filter value nested over the limit", "POST", "/v1/search", `{"filters":{"branch_id":` + nested(memory.MaxJSONDepth) + `}}`, nil, 400, memory.ProblemInvalidRequest},
+		{"invalid UTF-8 in a string", "POST", "/v1/items", fmt.Sprintf("{\"id\":%q,\"created_at\":1,\"content\":\"\xff\"}", id), nil, 400, memory.ProblemInvalidRequest},
 		{"text/plain item", "POST", "/v1/items", valid, map[string]string{"Content-Type": "text/plain"}, 415, memory.ProblemUnsupportedMediaType},
 		{"form-encoded item", "POST", "/v1/items", valid, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 415, memory.ProblemUnsupportedMediaType},
 		{"item without a content type", "POST", "/v1/items", valid, map[string]string{"Content-Type": ""}, 415, memory.ProblemUnsupportedMediaType},
