@@ -438,6 +438,11 @@ func CheckQuery(m Manifest, q Query) error {
 }
 
 func decodeStrict(data []byte, v any) error {
+	// JSON text is UTF-8; encoding/json would copy invalid bytes into raw values, which
+	// MarshalJSON then refuses, so a decoded value could not be sent on.
+	if !utf8.Valid(data) {
+		return errors.New("not valid UTF-8")
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()

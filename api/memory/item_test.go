@@ -449,3 +449,20 @@ func TestMarshalRefusesInvalidUTF8(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeRefusesInvalidUTF8 keeps decode and encode symmetric: what decodes, encodes.
+func TestDecodeRefusesInvalidUTF8(t *testing.T) {
+	for _, in := range []string{
+		"{\"id\":\"6f1c0f6e-8a55-4c39-9a39-2a0b6f0d4b1e\",\"created_at\":1,\"content\":\"\xff\"}",
+		"{\"id\":\"6f1c0f6e-8a55-4c39-9a39-2a0b6f0d4b1e\",\"created_at\":1,\"metadata\":{\"k\":\"\xc3(\"}}",
+	} {
+		var it Item
+		if err := json.Unmarshal([]byte(in), &it); err == nil {
+			t.Errorf("decoded invalid UTF-8: %q", in)
+		}
+	}
+	var q Query
+	if err := json.Unmarshal([]byte("{\"text\":\"\xff\"}"), &q); err == nil {
+		t.Error("decoded a query with invalid UTF-8")
+	}
+}
