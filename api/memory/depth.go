@@ -5,8 +5,8 @@ import "fmt"
 // MaxJSONDepth is the contract's nesting limit for content and for metadata: the number of
 // arrays and objects that may enclose the innermost value of content, or of the metadata
 // object itself (so a metadata value may nest MaxJSONDepth-1 levels). A search page adds three
-// levels around an item's content ({"items":[{"content": …}]}) and four around a metadata
-// value, so every page nests at most 36 levels. That is below the default limit of every
+// levels around an item's content and around its metadata object ({"items":[{"content": …}]}),
+// so every page nests at most MaxJSONDepth+3 = 35 levels. That is below the default limit of every
 // common JSON parser a client may use: .NET System.Text.Json and Json.NET (64), Ruby's JSON
 // (100), Rust's serde_json (128), Redis's own JSON canonicalisation in this project (256),
 // PHP (512), SQLite's JSON functions and Python's recursion limit (about 1000) and Go (10000).

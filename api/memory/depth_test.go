@@ -34,7 +34,7 @@ func TestJSONDepth(t *testing.T) {
 }
 
 // TestMaxJSONDepthPinned pins the number: clients in other languages are told it, and
-// raising it past 60 would let a search page (limit + 4 levels) exceed .NET's default 64.
+// raising it past 61 would let a search page (limit + 3 levels) exceed .NET's default 64.
 func TestMaxJSONDepthPinned(t *testing.T) {
 	if MaxJSONDepth != 32 {
 		t.Fatalf("MaxJSONDepth = %d; it is part of the contract (openapi.yaml, docs/server.md) and must stay 32", MaxJSONDepth)

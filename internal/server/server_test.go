@@ -225,6 +225,12 @@ func TestNestingLimitOnTheWire(t *testing.T) {
 			}
 		})
 	}
+	// The documented page bound (limit + 3, 35 levels) that keeps every page readable by .NET's
+	// default parser (64) and the rest: content and metadata are both stored at the limit.
+	page := f.do("POST", "/v1/search", `{"limit":100}`, false, nil)
+	if page.status != 200 || memory.JSONDepth(page.body) != memory.MaxJSONDepth+3 {
+		t.Fatalf("search page: %d, depth %d, want 200 and depth %d", page.status, memory.JSONDepth(page.body), memory.MaxJSONDepth+3)
+	}
 }
 
 func TestUnsupportedFilterNeverReachesTheBackend(t *testing.T) {
