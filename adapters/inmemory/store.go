@@ -98,6 +98,9 @@ func validateItem(item memory.Item) error {
 	if item.ID == uuid.Nil {
 		return memory.NewAdapterError("store: item id must not be the nil UUID", nil)
 	}
+	if err := memory.CheckItemDepth(item); err != nil {
+		return err
+	}
 	if content := item.ContentJSON(); !utf8.Valid(content) || !json.Valid(content) {
 		return memory.NewAdapterError("store: content is not valid UTF-8 JSON", nil)
 	}
@@ -135,6 +138,9 @@ func (s *Store) Retrieve(ctx context.Context, id uuid.UUID) (*memory.Item, error
 // Search applies lionagi's InMemoryStore predicates in insertion order.
 func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, error) {
 	if err := memory.CheckQuery(s.manifest, q); err != nil {
+		return nil, err
+	}
+	if err := memory.CheckQueryDepth(q); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {

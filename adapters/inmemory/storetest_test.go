@@ -23,3 +23,7 @@ func TestSharedRejectsInvalidInput(t *testing.T) { storetest.RejectsInvalidInput
 func TestSharedConcurrentWritersLoseNothing(t *testing.T) {
 	storetest.ConcurrentWritersLoseNothing(t, factory, 40)
 }
+
+func TestSharedHostileData(t *testing.T) {
+	storetest.HostileData(t, factory, storetest.HostileOptions{})
+}

@@ -3,8 +3,10 @@
 //
 // Items live in <schema>.memory_items, created on first use by versioned migrations under an
 // advisory lock. Every row carries the scope fixed at construction, so one database (even one
-// schema) can hold many adapters. Content and metadata are jsonb (numbers are exact numerics;
-// key order and whitespace are not kept, which JSON equality ignores), tags an ordered text[],
+// schema) can hold many adapters. Content and metadata are jsonb for filters (numbers are
+// exact numerics) and, beside it, the exact compact text written, which reads return: jsonb
+// prints 1e131071 as 131,072 digits, and a read must stay about the size of the write (the
+// contract's amplification bound). Tags are an ordered text[],
 // created_at a timestamptz (microseconds). Text search is strpos over a lower-cased copy of the
 // content text, so %, _ and * are ordinary characters. Values PostgreSQL cannot store exactly
 // (U+0000 anywhere, unpaired surrogate escapes) are rejected before the write with

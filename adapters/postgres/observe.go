@@ -79,8 +79,9 @@ func (o *observer) reset() {
 }
 
 // MakeResponsesMalformed implements the suite's MalformedResponder: a trigger makes the
-// server store (and so return) a JSON array as the metadata of every row of the scope, and
-// existing rows are rewritten the same way, until Reset drops the trigger and the rows.
+// server store (and so return) a JSON array as the metadata of every row of the scope, both
+// the jsonb and the exact text that reads return, and existing rows are rewritten the same
+// way, until Reset drops the trigger and the rows.
 func (h *Harness) MakeResponsesMalformed(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -88,7 +89,7 @@ func (h *Harness) MakeResponsesMalformed(ctx context.Context) error {
 	fn := pgx.Identifier{h.schema, name}.Sanitize()
 	// The scope is our own random hex, so inlining it cannot inject SQL.
 	if _, err := h.admin.Exec(ctx, `CREATE FUNCTION `+fn+`() RETURNS trigger LANGUAGE plpgsql AS
-		$$ BEGIN IF NEW.scope = '`+h.scope+`' THEN NEW.metadata := '[1]'::jsonb; END IF; RETURN NEW; END $$`); err != nil {
+		$$ BEGIN IF NEW.scope = '`+h.scope+`' THEN NEW.metadata := '[1]'::jsonb; NEW.metadata_text := '[1]'; END IF; RETURN NEW; END $$`); err != nil {
 		return fmt.Errorf("postgres harness: create malformed trigger function: %w", err)
 	}
 	h.triggers = append(h.triggers, name)
@@ -96,7 +97,7 @@ func (h *Harness) MakeResponsesMalformed(ctx context.Context) error {
 		` FOR EACH ROW EXECUTE FUNCTION `+fn+`()`); err != nil {
 		return fmt.Errorf("postgres harness: create malformed trigger: %w", err)
 	}
-	if _, err := h.admin.Exec(ctx, `UPDATE `+h.table()+` SET metadata = '[1]' WHERE scope = $1`, h.scope); err != nil {
+	if _, err := h.admin.Exec(ctx, `UPDATE `+h.table()+` SET metadata = '[1]', metadata_text = '[1]' WHERE scope = $1`, h.scope); err != nil {
 		return fmt.Errorf("postgres harness: corrupt rows: %w", err)
 	}
 	return nil

@@ -185,6 +185,11 @@ var migrations = []string{
 	);
 	CREATE INDEX memory_items_scope_seq ON %[1]s.memory_items (scope, seq);
 	CREATE INDEX memory_items_tags ON %[1]s.memory_items USING gin (tags);`,
+	// jsonb prints numbers expanded (1e131071 becomes 131,072 digits), so a 9 KB item could
+	// read back as 131 MB. The exact compact text the adapter was given is kept beside the
+	// jsonb, which stays the column filters compare; reads return the text, so a read is never
+	// larger than the write. Rows from version 1 have NULL text and read the jsonb.
+	2: `ALTER TABLE %[1]s.memory_items ADD COLUMN metadata_text text, ADD COLUMN content_text text;`,
 }
 
 // SchemaVersion is the schema version this build writes and expects.
@@ -281,13 +286,15 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 	var n int64
 	err = s.retry(ctx, func(ctx context.Context) error {
 		tag, err := s.pool.Exec(ctx, `INSERT INTO `+s.table+`
-			(scope, id, kind, created_at, metadata, content, search_text, tags)
-			VALUES ($1, $2, 'memory_item', $3, $4::jsonb, $5::jsonb, $6, $7)
+			(scope, id, kind, created_at, metadata, content, search_text, tags, metadata_text, content_text)
+			VALUES ($1, $2, 'memory_item', $3, $4::jsonb, $5::jsonb, $6, $7, $8::text, $9::text)
 			ON CONFLICT (scope, id) DO UPDATE SET
 				created_at = excluded.created_at, metadata = excluded.metadata,
-				content = excluded.content, search_text = excluded.search_text, tags = excluded.tags
+				content = excluded.content, search_text = excluded.search_text, tags = excluded.tags,
+				metadata_text = excluded.metadata_text, content_text = excluded.content_text
 			WHERE memory_items.kind = 'memory_item'`,
-			s.scope, p.ID, time.UnixMicro(p.CreatedAtMicros).UTC(), string(p.Metadata), string(p.Content), p.SearchText, p.Tags)
+			s.scope, p.ID, time.UnixMicro(p.CreatedAtMicros).UTC(), string(p.Metadata), string(p.Content), p.SearchText, p.Tags,
+			string(p.Metadata), string(p.Content))
 		n = tag.RowsAffected()
 		return err
 	})
@@ -311,7 +318,7 @@ func (s *Store) Retrieve(ctx context.Context, id uuid.UUID) (*memory.Item, error
 		r     row
 	)
 	err := s.retry(ctx, func(ctx context.Context) error {
-		err := s.pool.QueryRow(ctx, `SELECT kind, created_at, metadata::text, content::text, tags
+		err := s.pool.QueryRow(ctx, `SELECT kind, created_at, `+exactColumns+`, tags
 			FROM `+s.table+` WHERE scope = $1 AND id = $2`, s.scope, id).
 			Scan(&kind, &r.createdAt, &r.metadata, &r.content, &r.tags)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -334,6 +341,10 @@ func (s *Store) Retrieve(ctx context.Context, id uuid.UUID) (*memory.Item, error
 	}
 	return &it, nil
 }
+
+// exactColumns reads metadata and content as the text they were written as (migration 2),
+// never as jsonb's expanded rendering, which keeps reads within memory.WithinAmplification.
+const exactColumns = `COALESCE(metadata_text, metadata::text), COALESCE(content_text, content::text)`
 
 type row struct {
 	id        uuid.UUID
@@ -409,7 +420,7 @@ func (s *Store) buildSearch(q memory.Query) (string, []any, bool) {
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
 	}
-	b.WriteString(`SELECT id, created_at, metadata::text, content::text, tags FROM ` + s.table +
+	b.WriteString(`SELECT id, created_at, ` + exactColumns + `, tags FROM ` + s.table +
 		` WHERE scope = $1 AND kind = 'memory_item'`)
 	if q.Text != nil {
 		needle := relstore.Needle(*q.Text)

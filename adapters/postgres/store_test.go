@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -157,4 +158,38 @@ func TestHarnessAdapterID(t *testing.T) {
 	storetest.HarnessAdapterID(t, "postgres-team-a", func(t *testing.T, id string, filters []string) storetest.Harness {
 		return newHarnessWith(t, HarnessOptions{URL: testURL, AdapterID: id, SupportedFilters: filters})
 	})
+}
+
+// TestHostileData replays the PostgreSQL report (1,000 copies of 1e131071 read back as 131 MB
+// through jsonb) among the shared hostile fixtures; U+0000 is PostgreSQL's documented rejection.
+func TestHostileData(t *testing.T) {
+	storetest.HostileData(t, factory, storetest.HostileOptions{Rejects: []string{storetest.HostileNUL}})
+}
+
+// TestExactTextBesideJSONB checks migration 2's two read paths: a row written now reads back
+// as the exact text it was given (1e131071 stays eight characters, where jsonb prints 131,072
+// digits), and a row from schema version 1 (text columns NULL) still reads through jsonb.
+func TestExactTextBesideJSONB(t *testing.T) {
+	h := newHarness(t)
+	s := storetest.Open(t, h)
+	it := memory.NewItem(json.RawMessage(`[1e131071,1.50]`))
+	it.Metadata["source"] = json.RawMessage(`1E+3`)
+	storetest.MustStore(t, s, it)
+	got := storetest.MustRetrieve(t, s, it.ID)
+	if string(got.Content) != `[1e131071,1.50]` || string(got.Metadata["source"]) != `1E+3` {
+		t.Fatalf("read back %s / %s, want the exact text written", got.Content, got.Metadata["source"])
+	}
+	hits, err := s.Search(storetest.Ctx(t), memory.Query{Filters: map[string]json.RawMessage{"source": json.RawMessage(`1000`)}, Limit: 5})
+	if err != nil || len(hits) != 1 || string(hits[0].Content) != `[1e131071,1.50]` {
+		t.Fatalf("filter on the jsonb column: %v, %v", storetest.IDs(hits), err)
+	}
+	small := memory.NewItem(json.RawMessage(`{"b":1e2,"a":"x"}`))
+	storetest.MustStore(t, s, small)
+	if _, err := h.admin.Exec(context.Background(), `UPDATE `+h.table()+` SET content_text = NULL, metadata_text = NULL WHERE id = $1`, small.ID); err != nil {
+		t.Fatalf("make a version-1 row: %v", err)
+	}
+	old := storetest.MustRetrieve(t, s, small.ID)
+	if !old.Equal(small) {
+		t.Fatalf("version-1 row differs in %v", old.Diff(small))
+	}
 }

@@ -209,6 +209,11 @@ func (s *Store) encode(item memory.Item) ([]byte, error) {
 	if item.ID == uuid.Nil {
 		return nil, memory.NewAdapterError("store: item id must not be the nil UUID", nil)
 	}
+	// Before canonicalisation and JSONEqual, whose own recursion bound (256) would otherwise
+	// surface as a misleading "would not read back" error.
+	if err := memory.CheckItemDepth(item); err != nil {
+		return nil, err
+	}
 	if len(item.Tags) > maxTagsPerItem {
 		return nil, memory.NewAdapterError(fmt.Sprintf("store: more than %d tags", maxTagsPerItem), nil)
 	}
@@ -220,10 +225,18 @@ func (s *Store) encode(item memory.Item) ([]byte, error) {
 	if len(item.Metadata) > maxMetadataKeys {
 		return nil, memory.NewAdapterError(fmt.Sprintf("store: more than %d metadata keys", maxMetadataKeys), nil)
 	}
-	for k := range item.Metadata {
+	for k, v := range item.Metadata {
 		if !utf8.ValidString(k) {
 			return nil, memory.NewAdapterError("store: metadata keys must be valid UTF-8", nil)
 		}
+		// Invalid bytes inside a JSON string would be stored verbatim and sent back as invalid
+		// UTF-8, which strict clients (Python's json) cannot read.
+		if !utf8.Valid(v) {
+			return nil, memory.NewAdapterError("store: metadata values must be valid UTF-8", nil)
+		}
+	}
+	if !utf8.Valid(item.Content) {
+		return nil, memory.NewAdapterError("store: content must be valid UTF-8", nil)
 	}
 	data, err := json.Marshal(item)
 	if err != nil {
@@ -315,6 +328,9 @@ func (s *Store) withReadRetry(ctx context.Context, call func() error) error {
 // lionagi's predicates in Go, so query text is a literal, case-insensitive substring.
 func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, error) {
 	if err := memory.CheckQuery(s.manifest, q); err != nil {
+		return nil, err
+	}
+	if err := memory.CheckQueryDepth(q); err != nil {
 		return nil, err
 	}
 	if q.Text != nil && len(*q.Text) > maxQueryText {

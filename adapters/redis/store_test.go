@@ -648,3 +648,7 @@ func TestConcurrentOverwritesConverge(t *testing.T) {
 		t.Errorf("ix:all holds %d ids (%v), want %d", n, err, len(shared))
 	}
 }
+
+// TestHostileData covers the Redis report (a value nested deeper than 256 was refused as "would
+// not read back exactly"): too-deep values are now refused with the contract's message.
+func TestHostileData(t *testing.T) { storetest.HostileData(t, factory, storetest.HostileOptions{}) }

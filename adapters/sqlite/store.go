@@ -411,7 +411,12 @@ func buildSearch(scope string, q memory.Query) (string, []any, bool) {
 	}
 	exact := true
 	for k, v := range q.Filters {
-		b.WriteString(` AND EXISTS (SELECT 1 FROM json_each(memory_items.metadata) AS m WHERE m.key = ?`)
+		// json_each raises "malformed JSON" on a value SQLite's parser refuses (nested beyond
+		// its 1,000 levels), which would fail the whole statement; a row written before the
+		// contract's nesting limit must not take the scope's filtered search down with it, so
+		// such a row simply matches no filter.
+		b.WriteString(` AND EXISTS (SELECT 1 FROM json_each(CASE WHEN json_valid(memory_items.metadata)
+			THEN memory_items.metadata ELSE '{}' END) AS m WHERE m.key = ?`)
 		args = append(args, k)
 		cond, cargs, ok := filterCondition(v)
 		b.WriteString(cond)

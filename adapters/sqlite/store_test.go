@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/google/uuid"
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	"github.com/agentmem/memory-adapter-operator/internal/storetest"
@@ -137,4 +141,38 @@ func TestHarnessAdapterID(t *testing.T) {
 	storetest.HarnessAdapterID(t, "sqlite-team-a", func(t *testing.T, id string, filters []string) storetest.Harness {
 		return newHarnessWith(t, HarnessOptions{Dir: t.TempDir(), AdapterID: id, SupportedFilters: filters})
 	})
+}
+
+// TestHostileData replays the SQLite report: metadata nested 1,000 levels used to be stored and
+// then failed every filtered search of the scope in json_each.
+func TestHostileData(t *testing.T) { storetest.HostileData(t, factory, storetest.HostileOptions{}) }
+
+// TestLegacyDeepRowDoesNotPoisonFilters plants a row as an older build could write it, with
+// metadata nested 1,000 levels (beyond SQLite's JSON parser), and checks that filtered search
+// of the scope still answers: the row matches no filter and is still retrievable by id.
+func TestLegacyDeepRowDoesNotPoisonFilters(t *testing.T) {
+	h := newHarness(t)
+	s := storetest.Open(t, h)
+	ok := memory.NewItem(json.RawMessage(`"fine"`))
+	ok.Metadata["branch_id"] = json.RawMessage(`"b1"`)
+	storetest.MustStore(t, s, ok)
+	deep := memory.NewItem(json.RawMessage(`"legacy"`))
+	meta := `{"branch_id":"b1","source":` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}`
+	if _, err := h.admin.ExecContext(storetest.Ctx(t), `INSERT INTO memory_items
+		(scope, id, kind, created_at_us, metadata, content, search_text, tags)
+		VALUES (?, ?, 'memory_item', 0, ?, '"legacy"', 'legacy', '[]')`, h.Scope(), deep.ID.String(), meta); err != nil {
+		t.Fatalf("plant legacy row: %v", err)
+	}
+	for _, f := range []string{`"b1"`, `{"a":1}`, `7`} {
+		hits, err := s.Search(storetest.Ctx(t), memory.Query{Filters: map[string]json.RawMessage{"branch_id": json.RawMessage(f)}, Limit: 10})
+		if err != nil {
+			t.Fatalf("filter %s after a legacy deep row: %v", f, err)
+		}
+		if f == `"b1"` && !slices.Equal(storetest.IDs(hits), []uuid.UUID{ok.ID}) {
+			t.Fatalf("filter %s: got %v, want only %v", f, storetest.IDs(hits), ok.ID)
+		}
+	}
+	if got, err := s.Retrieve(storetest.Ctx(t), deep.ID); err != nil || got == nil {
+		t.Fatalf("legacy row by id: %v, %v", got, err)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -188,6 +189,11 @@ func (it Item) MarshalJSON() ([]byte, error) {
 		if !json.Valid(v) {
 			return nil, fmt.Errorf("metadata %q: invalid JSON value", k)
 		}
+		// encoding/json would replace invalid bytes in a key with U+FFFD and copy them
+		// verbatim in a raw value: either way the reader gets something else than was meant.
+		if !utf8.ValidString(k) || !utf8.Valid(v) {
+			return nil, errors.New("metadata: not valid UTF-8")
+		}
 	}
 	mb, err := json.Marshal(meta)
 	if err != nil {
@@ -199,11 +205,19 @@ func (it Item) MarshalJSON() ([]byte, error) {
 	if !json.Valid(content) {
 		return nil, errors.New("content: invalid JSON value")
 	}
+	if !utf8.Valid(content) {
+		return nil, errors.New("content: not valid UTF-8")
+	}
 	// Compact without reformatting numbers: json.Compact keeps number literals verbatim.
 	if err := json.Compact(&b, content); err != nil {
 		return nil, fmt.Errorf("content: %w", err)
 	}
 	b.WriteString(`,"tags":`)
+	for i, t := range it.Tags {
+		if !utf8.ValidString(t) {
+			return nil, fmt.Errorf("tags: element %d is not valid UTF-8", i)
+		}
+	}
 	tb, _ := json.Marshal(nonNil(it.Tags))
 	b.Write(tb)
 	b.WriteByte('}')
@@ -424,6 +438,11 @@ func CheckQuery(m Manifest, q Query) error {
 }
 
 func decodeStrict(data []byte, v any) error {
+	// JSON text is UTF-8; encoding/json would copy invalid bytes into raw values, which
+	// MarshalJSON then refuses, so a decoded value could not be sent on.
+	if !utf8.Valid(data) {
+		return errors.New("not valid UTF-8")
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()

@@ -426,3 +426,43 @@ func TestCheckQuery(t *testing.T) {
 		})
 	}
 }
+
+// TestMarshalRefusesInvalidUTF8 checks that the wire encoder never sends bytes a strict
+// client cannot read, nor silently replaces them with U+FFFD.
+func TestMarshalRefusesInvalidUTF8(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		it   Item
+	}{
+		{"content", Item{Content: json.RawMessage("\"\xff\"")}},
+		{"metadata value", Item{Metadata: map[string]json.RawMessage{"k": json.RawMessage("\"\xff\"")}}},
+		{"metadata key", Item{Metadata: map[string]json.RawMessage{"\xff": json.RawMessage(`1`)}}},
+		{"tag", Item{Tags: []string{"ok", "\xc3("}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			it := tc.it
+			it.ID = uuid.New()
+			it.CreatedAt = time.Unix(1, 0)
+			if b, err := json.Marshal(it); err == nil {
+				t.Fatalf("marshalled invalid UTF-8: %q", b)
+			}
+		})
+	}
+}
+
+// TestDecodeRefusesInvalidUTF8 keeps decode and encode symmetric: what decodes, encodes.
+func TestDecodeRefusesInvalidUTF8(t *testing.T) {
+	for _, in := range []string{
+		"{\"id\":\"6f1c0f6e-8a55-4c39-9a39-2a0b6f0d4b1e\",\"created_at\":1,\"content\":\"\xff\"}",
+		"{\"id\":\"6f1c0f6e-8a55-4c39-9a39-2a0b6f0d4b1e\",\"created_at\":1,\"metadata\":{\"k\":\"\xc3(\"}}",
+	} {
+		var it Item
+		if err := json.Unmarshal([]byte(in), &it); err == nil {
+			t.Errorf("decoded invalid UTF-8: %q", in)
+		}
+	}
+	var q Query
+	if err := json.Unmarshal([]byte("{\"text\":\"\xff\"}"), &q); err == nil {
+		t.Error("decoded a query with invalid UTF-8")
+	}
+}

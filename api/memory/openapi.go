@@ -26,6 +26,8 @@ const (
 	ProblemMethodNotAllowed ProblemType = "method_not_allowed"
 	// ProblemPayloadTooLarge (413): the request body is over the server's limit.
 	ProblemPayloadTooLarge ProblemType = "payload_too_large"
+	// ProblemUnsupportedMediaType (415): a request body that is not application/json.
+	ProblemUnsupportedMediaType ProblemType = "unsupported_media_type"
 	// ProblemUnsupportedQuery (422): UnsupportedMemoryQuery, with rejected_keys.
 	ProblemUnsupportedQuery ProblemType = "unsupported_query"
 	// ProblemAdapterError (502): MemoryAdapterError from the backend.

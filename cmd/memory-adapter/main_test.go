@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
 	"github.com/agentmem/memory-adapter-operator/conformance"
@@ -42,6 +43,8 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	for _, args := range [][]string{
 		{"conformance", "--backend", "nope"},
 		{"serve", "--backend", "inmemory", "--token-file", filepath.Join(t.TempDir(), "missing")},
+		{"serve", "--backend", "inmemory", "--listen", "127.0.0.1:0"},
+		{"serve", "--backend", "inmemory", "--listen", "127.0.0.1:0", "--insecure-no-token", "--token-file", filepath.Join(t.TempDir(), "token")},
 		{"conformance", "--expected-manifest-file", filepath.Join(t.TempDir(), "missing")},
 	} {
 		_, _, err := execute(t, args...)
@@ -147,5 +150,31 @@ func TestDeployedServerCheckCatchesAManifestMismatch(t *testing.T) {
 	checks, _ = checkDeployed(context.Background(), hs2.URL, "wrong", &want, "")
 	if len(checks) != 1 || checks[0].OK || !strings.Contains(checks[0].Detail, "unauthorized") {
 		t.Fatalf("wrong token: %+v", checks)
+	}
+}
+
+// TestServeWithoutTokenNeedsTheFlag checks both sides of the rule: without a token the server
+// refuses to start (exit 2, saying why), and with --insecure-no-token it starts and its log
+// says /v1 is open.
+func TestServeWithoutTokenNeedsTheFlag(t *testing.T) {
+	_, _, err := execute(t, "serve", "--backend", "inmemory", "--listen", "127.0.0.1:0")
+	if err == nil || !strings.Contains(err.Error(), "--insecure-no-token") {
+		t.Fatalf("serve without a token: %v, want a refusal naming --insecure-no-token", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the server starts, logs, and shuts down at once
+	var serveErr error
+	logs := captureStderr(t, func() {
+		f := serveFlags{listen: "127.0.0.1:0", insecureNoToken: true, logLevel: "info", openTimeout: 5 * time.Second, shutdownTimeout: time.Second}
+		f.backend.Backend = "inmemory"
+		serveErr = runServe(ctx, &f)
+	})
+	if serveErr != nil {
+		t.Fatalf("serve --insecure-no-token: %v", serveErr)
+	}
+	for _, want := range []string{`"level":"WARN"`, "--insecure-no-token: /v1 routes are open", `"auth":false`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the log lacks %q:\n%s", want, logs)
+		}
 	}
 }

@@ -20,6 +20,7 @@ type serveFlags struct {
 	backend          backendConfig
 	listen           string
 	tokenFile        string
+	insecureNoToken  bool
 	maxBodyBytes     int64
 	operationTimeout time.Duration
 	probePeriod      time.Duration
@@ -45,7 +46,8 @@ func newServeCommand() *cobra.Command {
 	fs := cmd.Flags()
 	f.backend.addFlags(fs, "the namespace this instance's items live in, fixed for its life (default \"default\")")
 	fs.StringVar(&f.listen, "listen", ":8080", "address to listen on")
-	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token /v1 routes require (empty: no authentication)")
+	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token /v1 routes require (required unless --insecure-no-token)")
+	fs.BoolVar(&f.insecureNoToken, "insecure-no-token", false, "serve /v1 without authentication, for local development only")
 	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "request body limit; larger bodies get 413")
 	fs.DurationVar(&f.operationTimeout, "operation-timeout", server.DefaultOperationTimeout, "bound on one backend call")
 	fs.DurationVar(&f.probePeriod, "probe-period", 10*time.Second, "how often the backend is probed for evidence")
@@ -69,15 +71,22 @@ func runServe(parent context.Context, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	// Refusing to start without a token is the safe default: an open /v1 lets anyone who can
+	// reach the listener read and write every item of the scope.
 	var token []byte
-	if f.tokenFile != "" {
+	switch {
+	case f.tokenFile != "" && f.insecureNoToken:
+		return usageError("--token-file and --insecure-no-token exclude each other")
+	case f.tokenFile != "":
 		s, err := readSecretFile(f.tokenFile)
 		if err != nil {
 			return usageError("--token-file: %v", err)
 		}
 		token = []byte(s)
-	} else {
-		log.Warn("no --token-file: /v1 routes are open to anyone who can reach the listener")
+	case f.insecureNoToken:
+		log.Warn("--insecure-no-token: /v1 routes are open to anyone who can reach the listener; for local development only")
+	default:
+		return usageError("no --token-file: the server refuses to serve /v1 without authentication (pass --insecure-no-token for local development)")
 	}
 	if parent == nil {
 		parent = context.Background()

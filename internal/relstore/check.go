@@ -57,6 +57,11 @@ func Prepare(item memory.Item, r Rules) (Prepared, error) {
 	if item.ID == uuid.Nil {
 		return Prepared{}, memory.NewAdapterError("store: item id must not be the nil UUID", nil)
 	}
+	// SQLite's json_each fails on a column nested deeper than its own limit (1000), which
+	// would make every filtered search of the scope fail; the contract's limit is far below.
+	if err := memory.CheckItemDepth(item); err != nil {
+		return Prepared{}, err
+	}
 	us := item.CreatedAt.Truncate(time.Microsecond).UnixMicro()
 	if y := item.CreatedAt.UTC().Year(); y < 1 || y > 9999 {
 		return Prepared{}, memory.NewAdapterError("store: created_at outside years 1 to 9999", nil)

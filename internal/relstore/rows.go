@@ -13,10 +13,13 @@ const MaxQueryTags = 1000
 
 // CheckSearch is the relational adapters' search preamble, run before any I/O: q must pass
 // memory.CheckQuery against m (an UnsupportedMemoryQuery otherwise); a zero limit needs no
-// statement (run is false and the result is the empty list); more than MaxQueryTags tags is a
-// MemoryAdapterError.
+// statement (run is false and the result is the empty list); a filter value nested deeper than
+// memory.CheckQueryDepth allows, or more than MaxQueryTags tags, is a MemoryAdapterError.
 func CheckSearch(m memory.Manifest, q memory.Query) (run bool, err error) {
 	if err := memory.CheckQuery(m, q); err != nil {
+		return false, err
+	}
+	if err := memory.CheckQueryDepth(q); err != nil {
 		return false, err
 	}
 	if q.Limit == 0 {

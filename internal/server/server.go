@@ -10,11 +10,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -355,8 +357,8 @@ func (s *Server) storeItem(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var item memory.Item
-	if err := decodeObject(body, &item); err != nil {
+	item, err := DecodeItem(body)
+	if err != nil {
 		s.problem(w, http.StatusBadRequest, memory.ProblemInvalidRequest, err.Error(), nil)
 		return
 	}
@@ -417,8 +419,8 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var q memory.Query
-	if err := decodeObject(body, &q); err != nil {
+	q, err := DecodeQuery(body)
+	if err != nil {
 		s.problem(w, http.StatusBadRequest, memory.ProblemInvalidRequest, err.Error(), nil)
 		return
 	}
@@ -469,8 +471,15 @@ func (s *Server) backendError(w http.ResponseWriter, err error) {
 	}
 }
 
-// readBody reads at most MaxBodyBytes; a longer body is 413 and is not decoded at all.
+// readBody reads at most MaxBodyBytes; a longer body is 413 and is not decoded at all. A body
+// that is not application/json is 415 and is not read: form posts and text/plain are "simple"
+// requests a browser sends cross-site without a CORS preflight, so accepting them would let
+// any web page write items.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		s.problem(w, http.StatusUnsupportedMediaType, memory.ProblemUnsupportedMediaType, "the body must be Content-Type: application/json", nil)
+		return nil, false
+	}
 	if r.ContentLength > s.cfg.MaxBodyBytes {
 		s.problem(w, http.StatusRequestEntityTooLarge, memory.ProblemPayloadTooLarge, fmt.Sprintf("body is over %d bytes", s.cfg.MaxBodyBytes), nil)
 		return nil, false
@@ -489,24 +498,44 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 }
 
 // DecodeItem decodes a store request body exactly as the server does: one JSON object,
-// strict fields. It is exported for the fuzz targets and for clients that want the same
-// rules.
+// strict fields, content and metadata within memory.MaxJSONDepth. It is exported for the
+// fuzz targets and for clients that want the same rules.
 func DecodeItem(body []byte) (memory.Item, error) {
 	var it memory.Item
-	err := decodeObject(body, &it)
-	return it, err
+	if err := decodeObject(body, &it); err != nil {
+		return it, err
+	}
+	return it, depthError(memory.CheckItemDepth(it))
 }
 
-// DecodeQuery decodes a search request body exactly as the server does.
+// DecodeQuery decodes a search request body exactly as the server does, filter values within
+// memory.CheckQueryDepth's bound.
 func DecodeQuery(body []byte) (memory.Query, error) {
 	var q memory.Query
-	err := decodeObject(body, &q)
-	return q, err
+	if err := decodeObject(body, &q); err != nil {
+		return q, err
+	}
+	return q, depthError(memory.CheckQueryDepth(q))
+}
+
+// depthError strips the MemoryAdapterError prefix, so that the 400's detail is exactly
+// memory.TooDeepMessage, the words every backend uses for the same refusal.
+func depthError(err error) error {
+	var ae *memory.MemoryAdapterError
+	if errors.As(err, &ae) {
+		return errors.New(ae.Message)
+	}
+	return err
 }
 
 func decodeObject(body []byte, v any) error {
 	if !bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("{")) {
 		return errors.New("the body must be one JSON object")
+	}
+	// JSON text is UTF-8 (RFC 8259 §8.1); encoding/json would copy invalid bytes into raw
+	// values, and the backend's refusal would then be a 502 for what is the client's error.
+	if !utf8.Valid(body) {
+		return errors.New("the body is not valid UTF-8")
 	}
 	// The api/memory codecs are strict (unknown fields, quoted numbers, null tags are errors),
 	// so one decode is all the server needs.
@@ -542,14 +571,15 @@ func truncateDetail(s string) string {
 }
 
 var titles = map[memory.ProblemType]string{
-	memory.ProblemInvalidRequest:   "Invalid request",
-	memory.ProblemUnauthorized:     "Unauthorized",
-	memory.ProblemNotFound:         "Not found",
-	memory.ProblemMethodNotAllowed: "Method not allowed",
-	memory.ProblemPayloadTooLarge:  "Payload too large",
-	memory.ProblemUnsupportedQuery: "Unsupported memory query",
-	memory.ProblemAdapterError:     "Memory adapter error",
-	memory.ProblemUnavailable:      "Memory adapter unavailable",
+	memory.ProblemInvalidRequest:       "Invalid request",
+	memory.ProblemUnauthorized:         "Unauthorized",
+	memory.ProblemNotFound:             "Not found",
+	memory.ProblemMethodNotAllowed:     "Method not allowed",
+	memory.ProblemPayloadTooLarge:      "Payload too large",
+	memory.ProblemUnsupportedMediaType: "Unsupported media type",
+	memory.ProblemUnsupportedQuery:     "Unsupported memory query",
+	memory.ProblemAdapterError:         "Memory adapter error",
+	memory.ProblemUnavailable:          "Memory adapter unavailable",
 }
 
 func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {

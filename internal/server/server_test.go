@@ -120,7 +120,17 @@ func TestHostileInput(t *testing.T) {
 		{"malformed item JSON", "POST", "/v1/items", `{"id":`, nil, 400, memory.ProblemInvalidRequest},
 		{"item is an array", "POST", "/v1/items", `[1]`, nil, 400, memory.ProblemInvalidRequest},
 		{"item is null", "POST", "/v1/items", `null`, nil, 400, memory.ProblemInvalidRequest},
-		{"empty body", "POST", "/v1/items", ``, nil, 400, memory.ProblemInvalidRequest},
+		{"empty body", "POST", "/v1/items", ``, map[string]string{"Content-Type": "application/json"}, 400, memory.ProblemInvalidRequest},
+		{"content nested over the limit", "POST", "/v1/items", fmt.Sprintf(`{"id":%q,"created_at":1,"content":%s}`, id, nested(memory.MaxJSONDepth+1)), nil, 400, memory.ProblemInvalidRequest},
+		{"content nested 1000 deep", "POST", "/v1/items", fmt.Sprintf(`{"id":%q,"created_at":1,"content":%s}`, id, nested(1000)), nil, 400, memory.ProblemInvalidRequest},
+		{"metadata nested over the limit", "POST", "/v1/items", fmt.Sprintf(`{"id":%q,"created_at":1,"metadata":{"k":%s}}`, id, nested(memory.MaxJSONDepth)), nil, 400, memory.ProblemInvalidRequest},
+		{"filter value nested over the limit", "POST", "/v1/search", `{"filters":{"branch_id":` + nested(memory.MaxJSONDepth) + `}}`, nil, 400, memory.ProblemInvalidRequest},
+		{"invalid UTF-8 in a string", "POST", "/v1/items", fmt.Sprintf("{\"id\":%q,\"created_at\":1,\"content\":\"\xff\"}", id), nil, 400, memory.ProblemInvalidRequest},
+		{"text/plain item", "POST", "/v1/items", valid, map[string]string{"Content-Type": "text/plain"}, 415, memory.ProblemUnsupportedMediaType},
+		{"form-encoded item", "POST", "/v1/items", valid, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 415, memory.ProblemUnsupportedMediaType},
+		{"item without a content type", "POST", "/v1/items", valid, map[string]string{"Content-Type": ""}, 415, memory.ProblemUnsupportedMediaType},
+		{"multipart search", "POST", "/v1/search", `{}`, map[string]string{"Content-Type": "multipart/form-data; boundary=x"}, 415, memory.ProblemUnsupportedMediaType},
+		{"json-like media type", "POST", "/v1/search", `{}`, map[string]string{"Content-Type": "application/jsonx"}, 415, memory.ProblemUnsupportedMediaType},
 		{"trailing data", "POST", "/v1/items", valid + `{}`, nil, 400, memory.ProblemInvalidRequest},
 		{"wrong type tags", "POST", "/v1/items", fmt.Sprintf(`{"id":%q,"created_at":1,"tags":"a"}`, id), nil, 400, memory.ProblemInvalidRequest},
 		{"wrong type created_at", "POST", "/v1/items", fmt.Sprintf(`{"id":%q,"created_at":"now"}`, id), nil, 400, memory.ProblemInvalidRequest},
@@ -169,6 +179,57 @@ func TestHostileInput(t *testing.T) {
 	r := f.do("POST", "/v1/items", valid, false, map[string]string{"Authorization": "bearer tok"})
 	if r.status != 201 {
 		t.Fatalf("a case-insensitive scheme with the right token: %d %s", r.status, r.body)
+	}
+	r = f.do("POST", "/v1/search", `{}`, false, map[string]string{"Content-Type": "Application/JSON; charset=utf-8"})
+	if r.status != 200 {
+		t.Fatalf("application/json with a charset parameter: %d %s", r.status, r.body)
+	}
+}
+
+func nested(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+
+// TestNestingLimitOnTheWire pins the limit at the wire: exactly at the limit is stored and
+// reads back, one level more is 400 with the message every backend uses, and the backend is
+// never called for it.
+func TestNestingLimitOnTheWire(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	for _, tc := range []struct {
+		name   string
+		item   func(it *memory.Item)
+		detail string // "" means stored
+	}{
+		{"content at the limit", func(it *memory.Item) { it.Content = json.RawMessage(nested(memory.MaxJSONDepth)) }, ""},
+		{"metadata at the limit", func(it *memory.Item) { it.Metadata["k"] = json.RawMessage(nested(memory.MaxJSONDepth - 1)) }, ""},
+		{"content one over", func(it *memory.Item) { it.Content = json.RawMessage(nested(memory.MaxJSONDepth + 1)) }, memory.TooDeepMessage("content")},
+		{"metadata one over", func(it *memory.Item) { it.Metadata["k"] = json.RawMessage(nested(memory.MaxJSONDepth)) }, memory.TooDeepMessage("metadata")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			it := memory.NewItem(nil)
+			tc.item(&it)
+			before := f.store.total()
+			r := f.do("POST", "/v1/items", itemJSON(t, it), true, nil)
+			if tc.detail == "" {
+				if r.status != 201 {
+					t.Fatalf("store at the limit: %d %s", r.status, r.body)
+				}
+				if g := f.do("GET", "/v1/items/"+it.ID.String(), "", false, nil); g.status != 200 {
+					t.Fatalf("retrieve at the limit: %d %s", g.status, g.body)
+				}
+				return
+			}
+			if r.status != 400 || r.problem.Type != memory.ProblemInvalidRequest || r.problem.Detail != tc.detail {
+				t.Fatalf("got %d %q %q, want 400 invalid_request %q", r.status, r.problem.Type, r.problem.Detail, tc.detail)
+			}
+			if f.store.total() != before {
+				t.Fatal("the backend was called for a value over the nesting limit")
+			}
+		})
+	}
+	// The documented page bound (limit + 3, 35 levels) that keeps every page readable by .NET's
+	// default parser (64) and the rest: content and metadata are both stored at the limit.
+	page := f.do("POST", "/v1/search", `{"limit":100}`, false, nil)
+	if page.status != 200 || memory.JSONDepth(page.body) != memory.MaxJSONDepth+3 {
+		t.Fatalf("search page: %d, depth %d, want 200 and depth %d", page.status, memory.JSONDepth(page.body), memory.MaxJSONDepth+3)
 	}
 }
 

@@ -73,7 +73,7 @@ var _ = Describe("the local cluster", Ordered, func() {
 							Name:            "adapter",
 							Image:           adapterImage,
 							ImagePullPolicy: corev1.PullIfNotPresent,
-							Args:            []string{"serve", "--backend", "inmemory", "--listen", ":8080"},
+							Args:            []string{"serve", "--backend", "inmemory", "--listen", ":8080", "--insecure-no-token"},
 							Ports:           []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
 							ReadinessProbe: &corev1.Probe{
 								ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}},

@@ -158,14 +158,15 @@ func CheckResponse(in *openapi3filter.RequestValidationInput, resp *http.Respons
 }
 
 var statusOf = map[memory.ProblemType]int{
-	memory.ProblemInvalidRequest:   400,
-	memory.ProblemUnauthorized:     401,
-	memory.ProblemNotFound:         404,
-	memory.ProblemMethodNotAllowed: 405,
-	memory.ProblemPayloadTooLarge:  413,
-	memory.ProblemUnsupportedQuery: 422,
-	memory.ProblemAdapterError:     502,
-	memory.ProblemUnavailable:      503,
+	memory.ProblemInvalidRequest:       400,
+	memory.ProblemUnauthorized:         401,
+	memory.ProblemNotFound:             404,
+	memory.ProblemMethodNotAllowed:     405,
+	memory.ProblemPayloadTooLarge:      413,
+	memory.ProblemUnsupportedMediaType: 415,
+	memory.ProblemUnsupportedQuery:     422,
+	memory.ProblemAdapterError:         502,
+	memory.ProblemUnavailable:          503,
 }
 
 // checkProblem enforces what a schema cannot say: each type has exactly one status, the

@@ -24,6 +24,7 @@ import (
 	"github.com/agentmem/memory-adapter-operator/conformance"
 	"github.com/agentmem/memory-adapter-operator/internal/server"
 	"github.com/agentmem/memory-adapter-operator/internal/server/wireharness"
+	"github.com/agentmem/memory-adapter-operator/internal/storetest"
 )
 
 // Live servers for the whole package: MAO_TEST_POSTGRES_URL / MAO_TEST_REDIS_ADDR when set,
@@ -160,6 +161,34 @@ func TestLiveBackendsThroughTheWire(t *testing.T) {
 					}
 				})
 			}
+		})
+	}
+}
+
+// TestHostileDataThroughTheWire replays the hostile-data reports through remote → server →
+// each real backend: every fixture is stored or refused as it is directly, and no stored one
+// breaks any kind of search in the scope.
+func TestHostileDataThroughTheWire(t *testing.T) {
+	for _, name := range []string{"sqlite", "postgres", "redis"} {
+		t.Run(name, func(t *testing.T) {
+			ctx := liveCtx(t)
+			inner, err := backendHarness[name](ctx, t)
+			if err != nil {
+				t.Fatalf("harness: %v", err)
+			}
+			// Not through the validating transport: kin-openapi decodes numbers as float64 and
+			// refuses 1e131071, a JSON number the contract allows (the matrix run validates).
+			h := wireharness.New(inner, wireharness.Options{Token: "live"})
+			t.Cleanup(func() {
+				if err := h.Close(context.Background()); err != nil {
+					t.Errorf("close: %v", err)
+				}
+			})
+			var o storetest.HostileOptions
+			if name == "postgres" {
+				o.Rejects = []string{storetest.HostileNUL}
+			}
+			storetest.HostileData(t, func(*testing.T) storetest.Harness { return h }, o)
 		})
 	}
 }
