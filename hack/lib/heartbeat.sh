@@ -6,11 +6,14 @@
 # hung, and people kill it. heartbeat_run names the step and what to expect before it starts,
 # says it is still alive with the elapsed time while it runs, and reports how long it took.
 #
-#   heartbeat_run [-v VERB] [-e EXPECTED] [-i SECONDS] NAME COMMAND [ARG...]
+#   heartbeat_run [-v VERB] [-e EXPECTED] [-i SECONDS] [-s FUNCTION] NAME COMMAND [ARG...]
 #
 #     -v VERB      what the step is doing, as a present participle (default "running")
 #     -e EXPECTED  how long it usually takes, e.g. "~9 min on 2 cores, cold"; printed once
 #     -i SECONDS   seconds between heartbeats (default $HEARTBEAT_INTERVAL, else 30)
+#     -s FUNCTION  a shell function (or command) whose one-line output is appended to every
+#                  heartbeat, for progress the elapsed time alone does not show (for example
+#                  which test packages are still running)
 #
 # It prints, on stderr (stdout stays the command's, so callers can still capture it):
 #
@@ -30,18 +33,20 @@ heartbeat_fmt() {
 }
 
 heartbeat_run() {
-  local verb=running expected="" interval="${HEARTBEAT_INTERVAL:-30}" opt OPTIND=1
-  while getopts 'v:e:i:' opt; do
+  local verb=running expected="" interval="${HEARTBEAT_INTERVAL:-30}" status="" opt OPTIND=1
+  local usage="usage: heartbeat_run [-v VERB] [-e EXPECTED] [-i SECONDS] [-s FUNCTION] NAME COMMAND [ARG...]"
+  while getopts 'v:e:i:s:' opt; do
     case "$opt" in
       v) verb="$OPTARG" ;;
       e) expected="$OPTARG" ;;
       i) interval="$OPTARG" ;;
-      *) echo "usage: heartbeat_run [-v VERB] [-e EXPECTED] [-i SECONDS] NAME COMMAND [ARG...]" >&2; return 2 ;;
+      s) status="$OPTARG" ;;
+      *) echo "$usage" >&2; return 2 ;;
     esac
   done
   shift $((OPTIND - 1))
   if [ $# -lt 2 ]; then
-    echo "usage: heartbeat_run [-v VERB] [-e EXPECTED] [-i SECONDS] NAME COMMAND [ARG...]" >&2
+    echo "$usage" >&2
     return 2
   fi
   local name="$1"
@@ -66,7 +71,9 @@ heartbeat_run() {
       sleep 1 >/dev/null 2>&1
       printf -v now '%(%s)T' -1
       if [ "$now" -ge "$next" ]; then
-        printf '[%s] still %s, %s elapsed\n' "$name" "$verb" "$(heartbeat_fmt $((now - start)))" >&2
+        extra=""
+        [ -n "$status" ] && extra="; $("$status" 2>/dev/null || true)"
+        printf '[%s] still %s, %s elapsed%s\n' "$name" "$verb" "$(heartbeat_fmt $((now - start)))" "$extra" >&2
         next=$((next + interval))
       fi
     done
