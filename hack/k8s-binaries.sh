@@ -80,7 +80,10 @@ build_k8s() {
   if [ ! -f "$wrap/go.sum" ]; then
     log "preparing wrapper module for k8s.io/kubernetes $K8S_VERSION"
     local gomod
-    gomod=$(cd "$wrap" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+    # The module is large and its output is captured, so the download gets a heartbeat too
+    # (on stderr; only the JSON goes to sed).
+    gomod=$(heartbeat_run -v downloading -e "under 1 min on a fresh machine" "k8s.io/kubernetes@$K8S_VERSION" \
+      env GOFLAGS=-mod=mod go -C "$wrap" mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
     {
       echo "module mao.local/k8sbuild"
       echo
