@@ -72,7 +72,8 @@ heartbeat_run() {
       printf -v now '%(%s)T' -1
       if [ "$now" -ge "$next" ]; then
         extra=""
-        [ -n "$status" ] && extra="; $("$status" 2>/dev/null || true)"
+        [ -n "$status" ] && extra="$("$status" 2>/dev/null || true)"
+        [ -n "$extra" ] && extra="; $extra"
         printf '[%s] still %s, %s elapsed%s\n' "$name" "$verb" "$(heartbeat_fmt $((now - start)))" "$extra" >&2
         next=$((next + interval))
       fi
