@@ -45,7 +45,8 @@ test: manifests generate ## Run vet, unit tests, envtest tests (race detector on
 
 .PHONY: lint
 lint: golangci-lint ## Run golangci-lint.
-	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
+	. hack/lib/heartbeat.sh; heartbeat_run -v linting -e "~3 min on 2 cores cold, under 1 min warm" golangci-lint \
+	  $(GOLANGCI_LINT) run --allow-parallel-runners ./...
 
 .PHONY: lint-fix
 lint-fix: golangci-lint ## Run golangci-lint and apply its fixes.
@@ -113,21 +114,24 @@ $(LOCALBIN):
 .PHONY: controller-gen
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into ./bin.
 $(CONTROLLER_GEN): | $(LOCALBIN)
-	$(call go-install-tool,$(CONTROLLER_GEN),sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION))
+	$(call go-install-tool,$(CONTROLLER_GEN),sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION),~1 min on 2 cores cold)
 
 .PHONY: golangci-lint
 golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into ./bin.
 $(GOLANGCI_LINT): | $(LOCALBIN)
-	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
+	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION),~1-4 min on 2 cores cold)
 
 # go-install-tool installs package $2 at version $3 into ./bin as $1 (the versioned name) and
-# links the plain name to it, so scripts and editors find the tool either way.
+# links the plain name to it, so scripts and editors find the tool either way. The install
+# compiles the tool from source, minutes on a cold 2-core machine, so it runs with a heartbeat
+# that says so up front ($4: the expected time).
 define go-install-tool
 @set -e; \
 package=$(2)@$(3); \
-echo "Installing $${package}"; \
 rm -f "$(1)"; \
-GOBIN="$(LOCALBIN)" go install "$${package}"; \
+. hack/lib/heartbeat.sh; \
+heartbeat_run -v installing -e "$(4); compiled from source" "$${package}" \
+  env GOBIN="$(LOCALBIN)" go install "$${package}"; \
 mv "$(LOCALBIN)/$$(basename "$(2)")" "$(1)"; \
 ln -sf "$$(basename "$(1)")" "$(LOCALBIN)/$$(basename "$(2)")"
 endef
