@@ -47,8 +47,10 @@ echo "$BIN_DIR" >"$MAO_CLUSTER_DIR/bin-dir"
 # default StorageClass). go_program NAME MODULE VERSION [LDFLAGS] prints the cached binary's
 # path; LDFLAGS are extra -X settings a program's release build would make.
 CACHE_ROOT="${MAO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/memory-adapter-operator}"
+# shellcheck source=hack/lib/heartbeat.sh
+. hack/lib/heartbeat.sh
 go_program() {
-  local name=$1 module=$2 version=$3 ldflags=${4:-}
+  local name=$1 module=$2 version=$3 expected=$4 ldflags=${5:-}
   local bin="$CACHE_ROOT/$name/$version/$name"
   if [ ! -x "$bin" ]; then
     mkdir -p "$(dirname "$bin")" "$CACHE_ROOT/build"
@@ -57,7 +59,6 @@ go_program() {
       exec 9>"$CACHE_ROOT/build/.lock"
       flock 9
       if [ ! -x "$bin" ]; then
-        log "building $name $version from the Go module proxy (several minutes on 2 cores, once)"
         local wrap="$CACHE_ROOT/build/$name-$version" mod="mao.local/${name//-/}build"
         mkdir -p "$wrap"
         if [ ! -f "$wrap/go.sum" ]; then
@@ -66,16 +67,17 @@ go_program() {
           printf '//go:build tools\n\npackage %s\n\nimport _ "%s"\n' "${name//-/}build" "$module" >"$wrap/tools.go"
           (cd "$wrap" && GOFLAGS=-mod=mod go mod tidy -e >&2)
         fi
-        (cd "$wrap" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w $ldflags" -o "$bin.tmp" "$module" >&2)
+        heartbeat_run -v building -e "$expected on 2 cores, once; from the Go module proxy" "$name $version" \
+          env -C "$wrap" CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w $ldflags" -o "$bin.tmp" "$module" >&2
         mv "$bin.tmp" "$bin"
       fi
     )
   fi
   echo "$bin"
 }
-COREDNS_BIN=$(go_program coredns github.com/coredns/coredns "$COREDNS_VERSION")
+COREDNS_BIN=$(go_program coredns github.com/coredns/coredns "$COREDNS_VERSION" "~8 min")
 # Its release build stamps the tag into main.VERSION (--version); otherwise it says 0.0.1.
-LOCAL_PATH_BIN=$(go_program local-path-provisioner github.com/rancher/local-path-provisioner "$LOCAL_PATH_PROVISIONER_VERSION" \
+LOCAL_PATH_BIN=$(go_program local-path-provisioner github.com/rancher/local-path-provisioner "$LOCAL_PATH_PROVISIONER_VERSION" "~3 min" \
   "-X main.VERSION=$LOCAL_PATH_PROVISIONER_VERSION")
 
 # 4. The provisioner's helper pods run /bin/sh scripts (mkdir, rm) on the node's disk, so their
