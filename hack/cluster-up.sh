@@ -44,7 +44,7 @@ echo "$BIN_DIR" >"$MAO_CLUSTER_DIR/bin-dir"
 
 # 3. Third-party Go programs the cluster runs as pods, built from the Go module proxy once
 # and cached by version: CoreDNS (cluster DNS) and Rancher's local-path-provisioner (the
-# default StorageClass). go_program NAME MODULE VERSION [LDFLAGS] prints the cached binary's
+# default StorageClass). go_program NAME MODULE VERSION EXPECTED [LDFLAGS] prints the cached binary's
 # path; LDFLAGS are extra -X settings a program's release build would make.
 CACHE_ROOT="${MAO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/memory-adapter-operator}"
 # shellcheck source=hack/lib/heartbeat.sh
