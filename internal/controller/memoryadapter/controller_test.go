@@ -316,9 +316,12 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 
 	It("writes nothing while the adapter is steady", func() {
 		before := resourceVersions(ctx, key)
+		writes := managerWrites.Load()
 		// Evidence is read every second; three periods of unchanged evidence must not move
-		// any object.
+		// any object, nor send any write (a no-op update or an Event would not show in the
+		// resourceVersions).
 		Consistently(func() map[string]string { return resourceVersions(ctx, key) }, 4*time.Second, 500*time.Millisecond).Should(Equal(before))
+		Expect(managerWrites.Load()).To(Equal(writes), "the manager sent writes for a steady adapter")
 	})
 
 	It("reverts a hand edit of an owned object", func() {

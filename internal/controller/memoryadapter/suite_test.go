@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,7 +94,29 @@ var _ = AfterSuite(func() {
 
 // startManager runs the controller in its own manager, configured as cmd/main.go configures
 // it; the returned function stops it and waits until it has.
-func startManager() (stop func()) { return startManagerWith(cfg, evidence) }
+func startManager() (stop func()) {
+	mcfg := rest.CopyConfig(cfg)
+	mcfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return writeCounter{next: rt, writes: &managerWrites} })
+	return startManagerWith(mcfg, evidence)
+}
+
+// managerWrites counts the mutating API requests of managers started by startManager: a
+// no-op update leaves resourceVersions alone, so only counting requests shows it.
+var managerWrites atomic.Int64
+
+// writeCounter counts the mutating API requests that pass through it.
+type writeCounter struct {
+	next   http.RoundTripper
+	writes *atomic.Int64
+}
+
+// RoundTrip implements http.RoundTripper.
+func (w writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodGet {
+		w.writes.Add(1)
+	}
+	return w.next.RoundTrip(r)
+}
 
 // startManagerWith runs the controller with the given API server config and evidence reader.
 func startManagerWith(cfg *rest.Config, evidence EvidenceReader) (stop func()) {
