@@ -16,14 +16,14 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/internal/tcpproxy"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
-	"github.com/agentmem/memory-adapter-operator/internal/tcpproxy"
 )
 
 // Harness is the conformance harness for live PostgreSQL runs. Each harness owns a disposable
 // schema (mao_conf_<random>) and scope on the given server; Close drops the schema.
 //
-// The stores it makes connect through a loopback TCP proxy (internal/tcpproxy), so
+// The stores it makes connect through a loopback TCP proxy (adapters/internal/tcpproxy), so
 // MakeTransportUnavailable is a real cut: live connections are closed under the driver and new
 // ones are refused, and pgx's own error path must surface as MemoryAdapterUnavailable. The
 // harness's administrative pool connects directly and is not affected.

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/internal/storetest"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
-	"github.com/agentmem/memory-adapter-operator/internal/storetest"
 )
 
 func newHarness(t *testing.T) *Harness {

@@ -10,8 +10,8 @@ import (
 	"github.com/google/uuid"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/internal/tcpproxy"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
-	"github.com/agentmem/memory-adapter-operator/internal/tcpproxy"
 )
 
 // HarnessOptions configure a live conformance harness over a real Redis server.

@@ -17,9 +17,9 @@ import (
 	"github.com/google/uuid"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/internal/storetest"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	"github.com/agentmem/memory-adapter-operator/conformance"
-	"github.com/agentmem/memory-adapter-operator/internal/storetest"
 )
 
 // TestConformanceLive runs the shared 17-case matrix against the real server. The harness

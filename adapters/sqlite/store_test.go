@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/internal/storetest"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
-	"github.com/agentmem/memory-adapter-operator/internal/storetest"
 )
 
 func newHarness(t *testing.T) *Harness {
