@@ -47,7 +47,7 @@ type Harness struct {
 type HarnessOptions struct {
 	// URL is a postgres:// URL of a server the harness may create and drop schemas on.
 	URL string
-	// SupportedFilters is passed to every store; nil means DefaultSupportedFilters.
+	// SupportedFilters is passed to every store; nil means memory.DefaultSupportedFilters.
 	SupportedFilters []string
 	// AdapterID is passed to every store (the manifest's adapter id); empty means AdapterID.
 	AdapterID string

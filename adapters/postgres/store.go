@@ -41,9 +41,6 @@ const (
 	kindMemoryItem = "memory_item"
 )
 
-// DefaultSupportedFilters are lionagi's provenance metadata keys, accepted by default.
-var DefaultSupportedFilters = []string{"branch_id", "source"}
-
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // Options configure Open.
@@ -54,7 +51,7 @@ type Options struct {
 	Scope string
 	// Schema holds the tables; empty means DefaultSchema. Lower-case identifier only.
 	Schema string
-	// SupportedFilters is the exact filter key set; nil means DefaultSupportedFilters.
+	// SupportedFilters is the exact filter key set; nil means memory.DefaultSupportedFilters.
 	SupportedFilters []string
 	// AdapterID is the manifest's adapter id; empty means AdapterID.
 	AdapterID string
@@ -65,7 +62,7 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// MaxConns bounds the pool; 0 means DefaultMaxConns.
 	MaxConns int32
-	// MaxItemBytes bounds one item's encoded size; 0 means relstore.DefaultMaxItemBytes.
+	// MaxItemBytes bounds one item's encoded size; 0 means memory.MaxItemBytes.
 	MaxItemBytes int
 
 	// trace, set only by this package's Harness, sees every statement pgx sends, so the
@@ -105,7 +102,7 @@ var (
 // Open connects, checks the server, applies the schema migrations and returns a store for
 // opts.Scope. Errors never contain the connection string.
 func Open(ctx context.Context, opts Options) (*Store, error) {
-	if err := relstore.CheckScope(opts.Scope); err != nil {
+	if err := memory.CheckScope(opts.Scope); err != nil {
 		return nil, memory.NewAdapterError("postgres: options: "+err.Error(), nil)
 	}
 	schema := opts.Schema
@@ -117,13 +114,13 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	filters := opts.SupportedFilters
 	if filters == nil {
-		filters = DefaultSupportedFilters
+		filters = memory.DefaultSupportedFilters()
 	}
 	id := opts.AdapterID
 	if id == "" {
 		id = AdapterID
 	}
-	m := relstore.Manifest(id, filters)
+	m := memory.FullManifest(id, filters)
 	if err := m.Validate(); err != nil {
 		return nil, memory.NewAdapterError("postgres: options: manifest", err)
 	}
@@ -412,7 +409,7 @@ func (s *Store) buildSearch(q memory.Query) (string, []any, bool) {
 	b.WriteString(`SELECT id, created_at, metadata::text, content::text, tags FROM ` + s.table +
 		` WHERE scope = $1 AND kind = 'memory_item'`)
 	if q.Text != nil {
-		needle := relstore.Needle(*q.Text)
+		needle := memory.Needle(*q.Text)
 		if strings.IndexByte(needle, 0) >= 0 {
 			return "", nil, false
 		}
@@ -432,11 +429,11 @@ func (s *Store) buildSearch(q memory.Query) (string, []any, bool) {
 		b.WriteString(` AND tags && ` + arg(tags) + `::text[]`)
 	}
 	for k, v := range q.Filters {
-		c, err := relstore.Prepare(memory.Item{ID: uuid.Max, Content: v}, relstore.Rules{RejectNUL: true})
+		c, err := relstore.FilterValue(v, s.rules)
 		if err != nil || !utf8.ValidString(k) || strings.IndexByte(k, 0) >= 0 {
 			return "", nil, false
 		}
-		b.WriteString(` AND metadata -> ` + arg(k) + ` = ` + arg(string(c.Content)) + `::jsonb`)
+		b.WriteString(` AND metadata -> ` + arg(k) + ` = ` + arg(string(c)) + `::jsonb`)
 	}
 	b.WriteString(` ORDER BY seq LIMIT ` + arg(q.Limit))
 	return b.String(), args, true

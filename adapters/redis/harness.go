@@ -56,8 +56,8 @@ func NewHarness(ctx context.Context, opts HarnessOptions) (*Harness, error) {
 	if opts.Scope == "" {
 		opts.Scope = "conformance-" + randomSuffix()
 	}
-	if !validScope(opts.Scope) {
-		return nil, fmt.Errorf("harness: invalid scope %q", opts.Scope)
+	if err := memory.CheckScope(opts.Scope); err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
 	}
 	if opts.IndexWait <= 0 {
 		opts.IndexWait = 30 * time.Second

@@ -300,7 +300,7 @@ func TestValidationBeforeTransport(t *testing.T) {
 		{ID: uuid.New(), CreatedAt: time.Now(), Content: json.RawMessage(`{bad`)},
 		{ID: uuid.New(), CreatedAt: time.Now(), Tags: []string{"\xff"}},
 		{ID: uuid.New(), CreatedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
-		{ID: uuid.New(), CreatedAt: time.Now(), Content: json.RawMessage(`"` + string(make([]byte, DefaultMaxItemBytes)) + `"`)},
+		{ID: uuid.New(), CreatedAt: time.Now(), Content: json.RawMessage(`"` + string(make([]byte, memory.MaxItemBytes)) + `"`)},
 	}
 	for i, it := range bad {
 		id, err := s.Store(ctx, it)

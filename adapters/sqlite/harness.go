@@ -52,7 +52,7 @@ type Harness struct {
 type HarnessOptions struct {
 	// Dir is where the disposable directory is created; empty means os.TempDir().
 	Dir string
-	// SupportedFilters is passed to every store; nil means DefaultSupportedFilters.
+	// SupportedFilters is passed to every store; nil means memory.DefaultSupportedFilters.
 	SupportedFilters []string
 	// AdapterID is passed to every store (the manifest's adapter id); empty means AdapterID.
 	AdapterID string

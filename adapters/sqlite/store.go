@@ -36,22 +36,19 @@ const (
 	kindMemoryItem        = "memory_item"
 )
 
-// DefaultSupportedFilters are lionagi's provenance metadata keys, accepted by default.
-var DefaultSupportedFilters = []string{"branch_id", "source"}
-
 // Options configure Open.
 type Options struct {
 	// Path is the database file; it and its directory are created if missing.
 	Path string
 	// Scope is the namespace every row of this store carries; required.
 	Scope string
-	// SupportedFilters is the exact filter key set; nil means DefaultSupportedFilters.
+	// SupportedFilters is the exact filter key set; nil means memory.DefaultSupportedFilters.
 	SupportedFilters []string
 	// AdapterID is the manifest's adapter id; empty means AdapterID.
 	AdapterID string
 	// RequestTimeout bounds each explicit call; 0 means DefaultRequestTimeout.
 	RequestTimeout time.Duration
-	// MaxItemBytes bounds one item's encoded size; 0 means relstore.DefaultMaxItemBytes.
+	// MaxItemBytes bounds one item's encoded size; 0 means memory.MaxItemBytes.
 	MaxItemBytes int
 	// MaxOpenConns bounds the connection pool; 0 means DefaultMaxOpenConns.
 	MaxOpenConns int
@@ -87,18 +84,18 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Path == "" {
 		return nil, memory.NewAdapterError("sqlite: options: path is required", nil)
 	}
-	if err := relstore.CheckScope(opts.Scope); err != nil {
+	if err := memory.CheckScope(opts.Scope); err != nil {
 		return nil, memory.NewAdapterError("sqlite: options: "+err.Error(), nil)
 	}
 	filters := opts.SupportedFilters
 	if filters == nil {
-		filters = DefaultSupportedFilters
+		filters = memory.DefaultSupportedFilters()
 	}
 	id := opts.AdapterID
 	if id == "" {
 		id = AdapterID
 	}
-	m := relstore.Manifest(id, filters)
+	m := memory.FullManifest(id, filters)
 	if err := m.Validate(); err != nil {
 		return nil, memory.NewAdapterError("sqlite: options: manifest", err)
 	}
@@ -396,7 +393,7 @@ func buildSearch(scope string, q memory.Query) (string, []any, bool) {
 	if q.Text != nil {
 		// instr is a literal byte search: no pattern characters exist for it.
 		b.WriteString(` AND instr(search_text, ?) > 0`)
-		args = append(args, relstore.Needle(*q.Text))
+		args = append(args, memory.Needle(*q.Text))
 	}
 	if len(q.Tags) > 0 {
 		b.WriteString(` AND EXISTS (SELECT 1 FROM json_each(memory_items.tags) AS t WHERE t.value IN (`)

@@ -24,9 +24,9 @@ import (
 
 // Defaults for Config fields left zero. They are documented in docs/server.md.
 const (
-	// DefaultMaxBodyBytes bounds a request body: an item with generous content fits, a
-	// memory-exhaustion attempt does not.
-	DefaultMaxBodyBytes int64 = 1 << 20
+	// DefaultMaxBodyBytes bounds a request body: the contract's largest item
+	// (memory.MaxItemBytes) fits with its envelope, a memory-exhaustion attempt does not.
+	DefaultMaxBodyBytes int64 = memory.MaxRequestBytes
 	// DefaultOperationTimeout bounds one backend call made on behalf of a request.
 	DefaultOperationTimeout = 10 * time.Second
 	// DefaultEvidenceTTL is the minimum interval between two backend probes, so that
