@@ -44,8 +44,9 @@ test: manifests generate ## Run vet, unit tests, envtest tests (race detector on
 	hack/test.sh
 
 .PHONY: lint
-lint: golangci-lint ## Run golangci-lint.
+lint: golangci-lint ## Run golangci-lint, then check that no import runs back up the floors (hack/layers).
 	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
+	go run ./hack/layers
 
 .PHONY: lint-fix
 lint-fix: golangci-lint ## Run golangci-lint and apply its fixes.
