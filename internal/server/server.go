@@ -196,7 +196,7 @@ func (s *Server) Refresh(ctx context.Context, force bool) memory.EvidenceReport 
 		s.metrics.manifestValid.Set(1)
 	} else {
 		s.metrics.manifestValid.Set(0)
-		s.log.Warn("manifest invalidated by evidence", "reason", ev.Reason)
+		s.log.Warn("Manifest invalidated by evidence", "reason", ev.Reason)
 	}
 	return cloneEvidence(ev)
 }
@@ -500,7 +500,7 @@ func decodeObject(body []byte, v any) error {
 // problem writes an application/problem+json error and counts it by type.
 func (s *Server) problem(w http.ResponseWriter, status int, typ memory.ProblemType, detail string, rejected []string) {
 	if status >= 500 {
-		s.log.Warn("request failed", "type", string(typ), "status", status, "detail", detail)
+		s.log.Warn("Request failed", "problemType", string(typ), "status", status, "detail", detail)
 	}
 	if rw, ok := w.(*recorder); ok {
 		rw.problemType = string(typ)
