@@ -47,7 +47,7 @@ func bulkLoad(b *testing.B, pool *pgxpool.Pool, schema, scope string, n int) []u
 func BenchmarkPostgres(b *testing.B) {
 	storetest.Bench(b, func(b *testing.B, n int) (memory.Store, storetest.BenchDriver, []uuid.UUID) {
 		ctx := context.Background()
-		schema := "mao_bench_" + randomHex(6)
+		schema := "mao_bench_" + relstore.RandomHex(6)
 		s, err := Open(ctx, Options{URL: testURL, Scope: "bench", Schema: schema})
 		if err != nil {
 			b.Fatal(err)
