@@ -44,9 +44,10 @@ test: manifests generate ## Run vet, unit tests, envtest tests (race detector on
 	hack/test.sh
 
 .PHONY: lint
-lint: golangci-lint ## Run golangci-lint.
+lint: golangci-lint ## Run golangci-lint, then check that no import runs back up the floors (hack/layers).
 	. hack/lib/heartbeat.sh; heartbeat_run -v linting -e "~3 min on 2 cores cold, under 1 min warm" golangci-lint \
 	  $(GOLANGCI_LINT) run --allow-parallel-runners ./...
+	go run ./hack/layers
 
 .PHONY: lint-fix
 lint-fix: golangci-lint ## Run golangci-lint and apply its fixes.

@@ -56,7 +56,7 @@ func (s referenceStore) get() (*inmemory.Store, error) {
 }
 
 func (s referenceStore) Manifest() memory.Manifest {
-	return inmemory.Manifest(inmemory.DefaultSupportedFilters)
+	return inmemory.Manifest(memory.DefaultSupportedFilters())
 }
 
 func (s referenceStore) Store(ctx context.Context, it memory.Item) (uuid.UUID, error) {

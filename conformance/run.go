@@ -232,6 +232,11 @@ type abort struct{}
 // runCase runs one case: Reset, MakeStore and the checks, in a goroutine under the case
 // timeout, converting panics and timeouts into Failed.
 func runCase(parent context.Context, h Harness, c Case, opts Options) CaseResult {
+	if opts.Accuracy == nil {
+		// Defaulted here rather than in the case, so that the matrix (which the table runs)
+		// does not refer to the table through its own initializer.
+		opts.Accuracy = RunAccuracyTable
+	}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(parent, opts.CaseTimeout)
 	defer cancel()
@@ -261,7 +266,7 @@ func runCase(parent context.Context, h Harness, c Case, opts Options) CaseResult
 		}
 		cr.store = s
 		cr.m = s.Manifest()
-		caseFuncs[c.ID](cr)
+		c.run(cr)
 	}()
 	var res CaseResult
 	select {

@@ -72,7 +72,7 @@ func (h *harness) current(op string) (*inmemory.Store, error) {
 type cutStore struct{ h *harness }
 
 func (s *cutStore) Manifest() memory.Manifest {
-	return inmemory.Manifest(inmemory.DefaultSupportedFilters)
+	return inmemory.Manifest(memory.DefaultSupportedFilters())
 }
 
 func (s *cutStore) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) {

@@ -1,12 +1,9 @@
 package inmemory
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -18,13 +15,10 @@ import (
 // AdapterID is the stable implementation id this package publishes in its manifest.
 const AdapterID = "inmemory"
 
-// DefaultSupportedFilters are lionagi's provenance metadata keys, accepted by default.
-var DefaultSupportedFilters = []string{"branch_id", "source"}
-
 // Options configure a Store.
 type Options struct {
 	// SupportedFilters is the exact filter key set to publish; nil means
-	// DefaultSupportedFilters.
+	// memory.DefaultSupportedFilters.
 	SupportedFilters []string
 }
 
@@ -41,24 +35,14 @@ var _ memory.ExternalStore = (*Store)(nil)
 
 // Manifest returns the full-fidelity, immediate manifest for the given filter keys.
 func Manifest(supportedFilters []string) memory.Manifest {
-	return memory.Manifest{
-		Adapter:           AdapterID,
-		NativeItemFields:  slices.Clone(memory.AllItemFields),
-		DroppedItemFields: []memory.ItemField{},
-		SupportedFilters:  slices.Clone(supportedFilters),
-		SearchConsistency: memory.ConsistencyImmediate,
-		RetrieveFidelity:  memory.FidelityFull,
-		SearchFidelity:    memory.FidelityFull,
-		SearchReturnsTags: true,
-		PreservesMetadata: true,
-	}.Normalize()
+	return memory.FullManifest(AdapterID, supportedFilters)
 }
 
 // New returns an empty store.
 func New(opts Options) *Store {
 	filters := opts.SupportedFilters
 	if filters == nil {
-		filters = DefaultSupportedFilters
+		filters = memory.DefaultSupportedFilters()
 	}
 	return &Store{manifest: Manifest(filters), items: map[uuid.UUID]memory.Item{}}
 }
@@ -152,13 +136,13 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 	}
 	var needle string
 	if q.Text != nil {
-		needle = strings.ToLower(*q.Text)
+		needle = memory.Needle(*q.Text)
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for _, id := range s.order {
 		it := s.items[id]
-		if Matches(it, q, needle) {
+		if memory.Matches(it, q, needle) {
 			out = append(out, it.Clone())
 			if len(out) == q.Limit {
 				break
@@ -166,37 +150,4 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 		}
 	}
 	return out, nil
-}
-
-// Matches reports whether it satisfies q's predicates; lowerText is the lower-cased q.Text.
-// It is exported so that other in-process adapters (the fake) share one definition.
-func Matches(it memory.Item, q memory.Query, lowerText string) bool {
-	if q.Text != nil && !strings.Contains(strings.ToLower(ContentText(it.ContentJSON())), lowerText) {
-		return false
-	}
-	if len(q.Tags) > 0 && !slices.ContainsFunc(q.Tags, func(t string) bool { return slices.Contains(it.Tags, t) }) {
-		return false
-	}
-	for k, want := range q.Filters {
-		got, ok := it.Metadata[k]
-		if !ok || !memory.JSONEqual(got, want) {
-			return false
-		}
-	}
-	return true
-}
-
-// ContentText is the text a substring search looks at: a JSON string's own characters,
-// otherwise the value's compact JSON. (lionagi uses Python's str(); a Go store cannot
-// reproduce Python's repr, so JSON text is the documented equivalent.)
-func ContentText(content json.RawMessage) string {
-	var s string
-	if err := json.Unmarshal(content, &s); err == nil {
-		return s
-	}
-	var b bytes.Buffer
-	if err := json.Compact(&b, content); err != nil {
-		return string(content)
-	}
-	return b.String()
 }

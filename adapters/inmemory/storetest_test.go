@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
-	"github.com/agentmem/memory-adapter-operator/internal/storetest"
+	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
 )
 
 // The reference store must pass the same behaviour tests as the external adapters, so a

@@ -9,9 +9,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/internal/relstore"
+	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
-	"github.com/agentmem/memory-adapter-operator/internal/relstore"
-	"github.com/agentmem/memory-adapter-operator/internal/storetest"
 )
 
 // bulkLoad copies n items in the adapter's row format with COPY, which keeps the 100k setup
@@ -47,7 +47,7 @@ func bulkLoad(b *testing.B, pool *pgxpool.Pool, schema, scope string, n int) []u
 func BenchmarkPostgres(b *testing.B) {
 	storetest.Bench(b, func(b *testing.B, n int) (memory.Store, storetest.BenchDriver, []uuid.UUID) {
 		ctx := context.Background()
-		schema := "mao_bench_" + randomHex(6)
+		schema := "mao_bench_" + relstore.RandomHex(6)
 		s, err := Open(ctx, Options{URL: testURL, Scope: "bench", Schema: schema})
 		if err != nil {
 			b.Fatal(err)

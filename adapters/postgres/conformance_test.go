@@ -3,7 +3,7 @@ package postgres
 import (
 	"testing"
 
-	"github.com/agentmem/memory-adapter-operator/internal/storetest"
+	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
 )
 
 // TestConformance runs the full ADR-0093 matrix live against a real PostgreSQL server;

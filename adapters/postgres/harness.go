@@ -2,9 +2,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -16,14 +13,15 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/internal/relstore"
+	"github.com/agentmem/memory-adapter-operator/adapters/internal/tcpproxy"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
-	"github.com/agentmem/memory-adapter-operator/internal/tcpproxy"
 )
 
 // Harness is the conformance harness for live PostgreSQL runs. Each harness owns a disposable
 // schema (mao_conf_<random>) and scope on the given server; Close drops the schema.
 //
-// The stores it makes connect through a loopback TCP proxy (internal/tcpproxy), so
+// The stores it makes connect through a loopback TCP proxy (adapters/internal/tcpproxy), so
 // MakeTransportUnavailable is a real cut: live connections are closed under the driver and new
 // ones are refused, and pgx's own error path must surface as MemoryAdapterUnavailable. The
 // harness's administrative pool connects directly and is not affected.
@@ -47,7 +45,7 @@ type Harness struct {
 type HarnessOptions struct {
 	// URL is a postgres:// URL of a server the harness may create and drop schemas on.
 	URL string
-	// SupportedFilters is passed to every store; nil means DefaultSupportedFilters.
+	// SupportedFilters is passed to every store; nil means memory.DefaultSupportedFilters.
 	SupportedFilters []string
 	// AdapterID is passed to every store (the manifest's adapter id); empty means AdapterID.
 	AdapterID string
@@ -73,8 +71,8 @@ func NewHarness(ctx context.Context, opts HarnessOptions) (*Harness, error) {
 	h := &Harness{
 		proxy:     proxy,
 		storeURL:  proxied.String(),
-		schema:    "mao_conf_" + randomHex(8),
-		scope:     "conformance-" + randomHex(8),
+		schema:    "mao_conf_" + relstore.RandomHex(8),
+		scope:     relstore.DisposableScope(),
 		filters:   opts.SupportedFilters,
 		adapterID: opts.AdapterID,
 	}
@@ -92,12 +90,6 @@ func NewHarness(ctx context.Context, opts HarnessOptions) (*Harness, error) {
 	}
 	_ = s.Close()
 	return h, nil
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 func (h *Harness) storeOptions() Options {
@@ -200,8 +192,8 @@ func (h *Harness) MakeWrongKindRecord(ctx context.Context) (uuid.UUID, error) {
 	id := uuid.New()
 	_, err := h.admin.Exec(ctx, `INSERT INTO `+h.table()+`
 		(scope, id, kind, created_at, metadata, content, search_text, tags)
-		VALUES ($1, $2, 'session_checkpoint', now(), '{}', '"not a memory item"', 'not a memory item', '{}')`,
-		h.scope, id)
+		VALUES ($1, $2, $3, now(), '{}', $4, $5, '{}')`,
+		h.scope, id, relstore.WrongKind, relstore.WrongKindContent, relstore.WrongKindSearchText)
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("postgres harness: plant wrong-kind record: %w", err)
 	}
@@ -213,8 +205,7 @@ func (h *Harness) MakeWrongKindRecord(ctx context.Context) (uuid.UUID, error) {
 func (h *Harness) MakeWriteRejected(ctx context.Context) (memory.Item, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	item := memory.NewItem(json.RawMessage(`"rejected by the service"`), "rejected-write")
-	name := "mao_reject_" + randomHex(6)
+	item, name := relstore.RejectedWrite()
 	fn := pgx.Identifier{h.schema, name}.Sanitize()
 	if _, err := h.admin.Exec(ctx, `CREATE FUNCTION `+fn+`() RETURNS trigger LANGUAGE plpgsql AS
 		$$ BEGIN RAISE EXCEPTION 'write rejected by conformance trigger'; END $$`); err != nil {

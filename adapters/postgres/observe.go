@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/agentmem/memory-adapter-operator/adapters/internal/relstore"
 )
 
 // observer counts the statements the harness's stores send through pgx and records the
@@ -85,7 +87,7 @@ func (o *observer) reset() {
 func (h *Harness) MakeResponsesMalformed(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	name := "mao_malformed_" + randomHex(6)
+	name := "mao_malformed_" + relstore.RandomHex(6)
 	fn := pgx.Identifier{h.schema, name}.Sanitize()
 	// The scope is our own random hex, so inlining it cannot inject SQL.
 	if _, err := h.admin.Exec(ctx, `CREATE FUNCTION `+fn+`() RETURNS trigger LANGUAGE plpgsql AS
@@ -109,7 +111,7 @@ func (h *Harness) MakeResponsesMalformed(ctx context.Context) error {
 func (h *Harness) MakeNextWriteIdentityless(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	name := "mao_ignore_" + randomHex(6)
+	name := "mao_ignore_" + relstore.RandomHex(6)
 	fn := pgx.Identifier{h.schema, name}.Sanitize()
 	if _, err := h.admin.Exec(ctx, `CREATE FUNCTION `+fn+`() RETURNS trigger LANGUAGE plpgsql AS
 		$$ BEGIN IF NEW.scope = '`+h.scope+`' THEN RETURN NULL; END IF; RETURN NEW; END $$`); err != nil {

@@ -17,8 +17,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/internal/relstore"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
-	"github.com/agentmem/memory-adapter-operator/internal/relstore"
 )
 
 // AdapterID is the default implementation id published in the manifest.
@@ -41,9 +41,6 @@ const (
 	kindMemoryItem = "memory_item"
 )
 
-// DefaultSupportedFilters are lionagi's provenance metadata keys, accepted by default.
-var DefaultSupportedFilters = []string{"branch_id", "source"}
-
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // Options configure Open.
@@ -54,7 +51,7 @@ type Options struct {
 	Scope string
 	// Schema holds the tables; empty means DefaultSchema. Lower-case identifier only.
 	Schema string
-	// SupportedFilters is the exact filter key set; nil means DefaultSupportedFilters.
+	// SupportedFilters is the exact filter key set; nil means memory.DefaultSupportedFilters.
 	SupportedFilters []string
 	// AdapterID is the manifest's adapter id; empty means AdapterID.
 	AdapterID string
@@ -65,7 +62,7 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// MaxConns bounds the pool; 0 means DefaultMaxConns.
 	MaxConns int32
-	// MaxItemBytes bounds one item's encoded size; 0 means relstore.DefaultMaxItemBytes.
+	// MaxItemBytes bounds one item's encoded size; 0 means memory.MaxItemBytes.
 	MaxItemBytes int
 
 	// trace, set only by this package's Harness, sees every statement pgx sends, so the
@@ -93,6 +90,7 @@ type Store struct {
 	manifest memory.Manifest
 	timeout  time.Duration
 	rules    relstore.Rules
+	versions relstore.Schema
 
 	closeOnce sync.Once
 }
@@ -105,8 +103,10 @@ var (
 // Open connects, checks the server, applies the schema migrations and returns a store for
 // opts.Scope. Errors never contain the connection string.
 func Open(ctx context.Context, opts Options) (*Store, error) {
-	if err := relstore.CheckScope(opts.Scope); err != nil {
-		return nil, memory.NewAdapterError("postgres: options: "+err.Error(), nil)
+	m, err := relstore.Options{Backend: "postgres", Scope: opts.Scope, AdapterID: opts.AdapterID,
+		DefaultAdapterID: AdapterID, SupportedFilters: opts.SupportedFilters}.Manifest()
+	if err != nil {
+		return nil, err
 	}
 	schema := opts.Schema
 	if schema == "" {
@@ -114,18 +114,6 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	if !schemaName.MatchString(schema) {
 		return nil, memory.NewAdapterError("postgres: options: schema must be a lower-case identifier", nil)
-	}
-	filters := opts.SupportedFilters
-	if filters == nil {
-		filters = DefaultSupportedFilters
-	}
-	id := opts.AdapterID
-	if id == "" {
-		id = AdapterID
-	}
-	m := relstore.Manifest(id, filters)
-	if err := m.Validate(); err != nil {
-		return nil, memory.NewAdapterError("postgres: options: manifest", err)
 	}
 	cfg, err := pgxpool.ParseConfig(opts.URL)
 	if err != nil {
@@ -149,7 +137,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, memory.NewUnavailable("postgres: create pool", redacted(err))
 	}
 	s := &Store{
-		pool: pool, scope: opts.Scope, schema: schema, manifest: m,
+		pool: pool, scope: opts.Scope, schema: schema, manifest: m, versions: schemaOf(schema),
 		table:   pgx.Identifier{schema, "memory_items"}.Sanitize(),
 		timeout: orDefault(opts.RequestTimeout, DefaultRequestTimeout),
 		rules:   relstore.Rules{MaxItemBytes: opts.MaxItemBytes, RejectNUL: true},
@@ -168,8 +156,8 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// migrations are applied in order, each once, recorded in <schema>.mao_schema_migrations.
-// Never edit a released migration; append a new one. %[1]s is the quoted schema.
+// migrations are the schema's versions; %[1]s is the quoted schema. Never edit a released
+// migration; append a new one.
 var migrations = []string{
 	1: `CREATE TABLE %[1]s.memory_items (
 		seq         bigint GENERATED ALWAYS AS IDENTITY,
@@ -195,6 +183,44 @@ var migrations = []string{
 // SchemaVersion is the schema version this build writes and expects.
 var SchemaVersion = len(migrations) - 1
 
+// schemaOf is the versioned schema inside one PostgreSQL schema, its ledger in
+// <schema>.mao_schema_migrations.
+func schemaOf(name string) relstore.Schema {
+	q := pgx.Identifier{name}.Sanitize()
+	s := relstore.Schema{
+		Backend:       "postgres",
+		Ledger:        q + ".mao_schema_migrations",
+		LedgerColumns: "version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now()",
+		Record: func(v int) (string, []any) {
+			return `INSERT INTO ` + q + `.mao_schema_migrations (version) VALUES ($1)`, []any{v}
+		},
+		Migrations: make([]string, len(migrations)),
+	}
+	for v := 1; v < len(migrations); v++ {
+		s.Migrations[v] = fmt.Sprintf(migrations[v], q)
+	}
+	return s
+}
+
+// pgConn is the relstore.Conn of a pgx transaction or pool.
+type pgConn struct {
+	c interface {
+		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+		QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	}
+}
+
+func (c pgConn) Exec(ctx context.Context, query string, args ...any) error {
+	_, err := c.c.Exec(ctx, query, args...)
+	return err
+}
+
+func (c pgConn) QueryInt(ctx context.Context, query string, args ...any) (int, error) {
+	var v int
+	err := c.c.QueryRow(ctx, query, args...).Scan(&v)
+	return v, err
+}
+
 func (s *Store) migrate(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -205,35 +231,15 @@ func (s *Store) migrate(ctx context.Context) error {
 	if enc != "UTF8" {
 		return memory.NewAdapterError("postgres: server_encoding is "+enc+"; full fidelity needs UTF8", nil)
 	}
-	q := pgx.Identifier{s.schema}.Sanitize()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// Serialize concurrent first uses of one schema across processes.
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('memory-adapter-migrate:' || $1))`, s.schema); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+q); err != nil {
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{s.schema}.Sanitize()); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+q+`.mao_schema_migrations (
-			version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-			return err
-		}
-		var current int
-		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM `+q+`.mao_schema_migrations`).Scan(&current); err != nil {
-			return err
-		}
-		if current > SchemaVersion {
-			return memory.NewAdapterError(fmt.Sprintf("postgres: schema version %d is newer than this adapter's %d", current, SchemaVersion), nil)
-		}
-		for v := current + 1; v <= SchemaVersion; v++ {
-			if _, err := tx.Exec(ctx, fmt.Sprintf(migrations[v], q)); err != nil {
-				return fmt.Errorf("migration %d: %w", v, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO `+q+`.mao_schema_migrations (version) VALUES ($1)`, v); err != nil {
-				return err
-			}
-		}
-		return nil
+		return s.versions.Migrate(ctx, pgConn{tx})
 	})
 	if err != nil {
 		return classify("migrate", err)
@@ -423,7 +429,7 @@ func (s *Store) buildSearch(q memory.Query) (string, []any, bool) {
 	b.WriteString(`SELECT id, created_at, ` + exactColumns + `, tags FROM ` + s.table +
 		` WHERE scope = $1 AND kind = 'memory_item'`)
 	if q.Text != nil {
-		needle := relstore.Needle(*q.Text)
+		needle := memory.Needle(*q.Text)
 		if strings.IndexByte(needle, 0) >= 0 {
 			return "", nil, false
 		}
@@ -443,11 +449,11 @@ func (s *Store) buildSearch(q memory.Query) (string, []any, bool) {
 		b.WriteString(` AND tags && ` + arg(tags) + `::text[]`)
 	}
 	for k, v := range q.Filters {
-		c, err := relstore.Prepare(memory.Item{ID: uuid.Max, Content: v}, relstore.Rules{RejectNUL: true})
+		c, err := relstore.FilterValue(v, s.rules)
 		if err != nil || !utf8.ValidString(k) || strings.IndexByte(k, 0) >= 0 {
 			return "", nil, false
 		}
-		b.WriteString(` AND metadata -> ` + arg(k) + ` = ` + arg(string(c.Content)) + `::jsonb`)
+		b.WriteString(` AND metadata -> ` + arg(k) + ` = ` + arg(string(c)) + `::jsonb`)
 	}
 	b.WriteString(` ORDER BY seq LIMIT ` + arg(q.Limit))
 	return b.String(), args, true
@@ -474,10 +480,7 @@ func (s *Store) Probe(ctx context.Context) (memory.Evidence, error) {
 	err = s.pool.QueryRow(ctx, `SELECT ('{"a":12345678901234567890123}'::jsonb -> 'a') = '12345678901234567890123.0'::jsonb
 		AND ('{"a":12345678901234567890123}'::jsonb -> 'a') <> '12345678901234567890124'::jsonb`).Scan(&exact)
 	ev.Probes = append(ev.Probes, memory.ProbeResult{Name: "jsonb_exact_numeric", OK: err == nil && exact})
-	var v int
-	err = s.pool.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM `+pgx.Identifier{s.schema}.Sanitize()+`.mao_schema_migrations`).Scan(&v)
-	ev.Probes = append(ev.Probes, memory.ProbeResult{Name: "schema_version", OK: err == nil && v == SchemaVersion,
-		Detail: fmt.Sprintf("have %d, want %d", v, SchemaVersion)})
+	ev.Probes = append(ev.Probes, s.versions.Probe(ctx, pgConn{s.pool}))
 	return ev, nil
 }
 

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
-	"github.com/agentmem/memory-adapter-operator/internal/storetest"
 )
 
 func newHarness(t *testing.T) *Harness {

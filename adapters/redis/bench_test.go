@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
@@ -202,7 +201,7 @@ func driverSearch(b *testing.B, c *goredis.Client, k keys, key string, q memory.
 			if err := json.Unmarshal([]byte(raw), &it); err != nil {
 				b.Fatal(err)
 			}
-			if inmemory.Matches(it, q, lower) {
+			if memory.Matches(it, q, lower) {
 				found++
 				if found == q.Limit {
 					return found

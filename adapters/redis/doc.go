@@ -21,7 +21,7 @@
 // the stream with XREADGROUP, applies a batch under WATCH in one transaction that also XACKs
 // the entries, and claims entries left pending by a crashed consumer with XAUTOCLAIM. Search
 // reads the index only, fetches the hits by id and applies lionagi's predicates in Go
-// (adapters/inmemory.Matches), so query text is always literal.
+// (memory.Matches), so query text is always literal.
 //
 // docs/adapters/redis.md is the companion documentation the seed's D4 asks for: connection
 // lifecycle, timeouts, retries, scope, duplicate ids, persistence and what a crash can lose,

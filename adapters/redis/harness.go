@@ -10,8 +10,8 @@ import (
 	"github.com/google/uuid"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/internal/tcpproxy"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
-	"github.com/agentmem/memory-adapter-operator/internal/tcpproxy"
 )
 
 // HarnessOptions configure a live conformance harness over a real Redis server.
@@ -56,8 +56,8 @@ func NewHarness(ctx context.Context, opts HarnessOptions) (*Harness, error) {
 	if opts.Scope == "" {
 		opts.Scope = "conformance-" + randomSuffix()
 	}
-	if !validScope(opts.Scope) {
-		return nil, fmt.Errorf("harness: invalid scope %q", opts.Scope)
+	if err := memory.CheckScope(opts.Scope); err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
 	}
 	if opts.IndexWait <= 0 {
 		opts.IndexWait = 30 * time.Second

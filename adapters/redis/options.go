@@ -5,20 +5,18 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
 // AdapterID is the default stable implementation id published in the manifest.
 const AdapterID = "redis"
-
-// DefaultSupportedFilters are lionagi's provenance metadata keys, accepted by default.
-var DefaultSupportedFilters = []string{"branch_id", "source"}
 
 // Timeouts and retry values. docs/adapters/redis.md explains each choice.
 const (
@@ -33,8 +31,6 @@ const (
 	// DefaultReadRetries is how many times retrieve and search (read-only, safe to repeat)
 	// are retried after a transport failure. Store is never retried by the adapter.
 	DefaultReadRetries = 2
-	// DefaultMaxItemBytes bounds the encoded JSON of one item.
-	DefaultMaxItemBytes = 1 << 20
 	// DefaultIndexBatch is how many stream entries the indexer applies per transaction.
 	DefaultIndexBatch = 256
 	// DefaultClaimIdle is how long an entry may stay pending with a consumer before another
@@ -44,16 +40,8 @@ const (
 	// capability probe reports the index unhealthy.
 	DefaultMaxIndexLag = 100_000
 
-	maxScopeLength   = 64
-	maxQueryTags     = 1024
-	maxQueryText     = 64 << 10
-	maxTagBytes      = 4096
-	maxTagsPerItem   = 4096
-	maxMetadataKeys  = 1024
 	maxPasswordBytes = 4096
 )
-
-var scopePattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
 // Options configure Open. Exactly one of Addr and URL is required.
 type Options struct {
@@ -69,11 +57,11 @@ type Options struct {
 	// PasswordFile names a file whose content (trailing newline removed) is the password,
 	// the form a mounted Kubernetes Secret takes.
 	PasswordFile string
-	// Scope is the namespace every key lives under, fixed for the store's lifetime:
-	// 1 to 64 characters of [A-Za-z0-9._-].
+	// Scope is the namespace every key lives under, fixed for the store's lifetime; it
+	// must pass memory.CheckScope.
 	Scope string
 	// SupportedFilters is the exact filter key set to publish and index; nil means
-	// DefaultSupportedFilters. A scope keeps the set it was first opened with.
+	// memory.DefaultSupportedFilters. A scope keeps the set it was first opened with.
 	SupportedFilters []string
 	// AdapterID is the manifest's adapter id; empty means AdapterID.
 	AdapterID string
@@ -83,7 +71,7 @@ type Options struct {
 	RequestTimeout time.Duration
 	// ReadRetries overrides DefaultReadRetries when positive; negative disables retries.
 	ReadRetries int
-	// MaxItemBytes overrides DefaultMaxItemBytes when positive.
+	// MaxItemBytes overrides memory.MaxItemBytes when positive.
 	MaxItemBytes int
 	// IndexBatch overrides DefaultIndexBatch when positive.
 	IndexBatch int
@@ -114,8 +102,8 @@ type config struct {
 func (o Options) resolve() (config, error) {
 	var c config
 	var errs []error
-	if !validScope(o.Scope) {
-		errs = append(errs, fmt.Errorf("scope: want 1 to %d characters of [A-Za-z0-9._-]", maxScopeLength))
+	if err := memory.CheckScope(o.Scope); err != nil {
+		errs = append(errs, err)
 	}
 	var ro *goredis.Options
 	switch {
@@ -147,7 +135,7 @@ func (o Options) resolve() (config, error) {
 	}
 	filters := o.SupportedFilters
 	if filters == nil {
-		filters = DefaultSupportedFilters
+		filters = memory.DefaultSupportedFilters()
 	}
 	filters = slices.Clone(filters)
 	slices.Sort(filters)
@@ -205,7 +193,7 @@ func (o Options) resolve() (config, error) {
 		c.readRetries = 0
 	}
 	if c.maxItem <= 0 {
-		c.maxItem = DefaultMaxItemBytes
+		c.maxItem = memory.MaxItemBytes
 	}
 	if c.batch <= 0 {
 		c.batch = DefaultIndexBatch
@@ -221,10 +209,6 @@ func (o Options) resolve() (config, error) {
 		c.consumer = host + "-" + randomSuffix()
 	}
 	return c, nil
-}
-
-func validScope(s string) bool {
-	return len(s) > 0 && len(s) <= maxScopeLength && scopePattern.MatchString(s)
 }
 
 func positive(d, def time.Duration) time.Duration {

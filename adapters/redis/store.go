@@ -17,7 +17,6 @@ import (
 	"github.com/google/uuid"
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
@@ -214,16 +213,13 @@ func (s *Store) encode(item memory.Item) ([]byte, error) {
 	if err := memory.CheckItemDepth(item); err != nil {
 		return nil, err
 	}
-	if len(item.Tags) > maxTagsPerItem {
-		return nil, memory.NewAdapterError(fmt.Sprintf("store: more than %d tags", maxTagsPerItem), nil)
+	if err := memory.CheckItemLimits(item); err != nil {
+		return nil, err
 	}
 	for _, t := range item.Tags {
-		if len(t) > maxTagBytes || !utf8.ValidString(t) {
-			return nil, memory.NewAdapterError(fmt.Sprintf("store: every tag must be valid UTF-8 of at most %d bytes", maxTagBytes), nil)
+		if !utf8.ValidString(t) {
+			return nil, memory.NewAdapterError("store: every tag must be valid UTF-8", nil)
 		}
-	}
-	if len(item.Metadata) > maxMetadataKeys {
-		return nil, memory.NewAdapterError(fmt.Sprintf("store: more than %d metadata keys", maxMetadataKeys), nil)
 	}
 	for k, v := range item.Metadata {
 		if !utf8.ValidString(k) {
@@ -333,11 +329,8 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 	if err := memory.CheckQueryDepth(q); err != nil {
 		return nil, err
 	}
-	if q.Text != nil && len(*q.Text) > maxQueryText {
-		return nil, memory.NewAdapterError(fmt.Sprintf("search: text longer than %d bytes", maxQueryText), nil)
-	}
-	if len(q.Tags) > maxQueryTags {
-		return nil, memory.NewAdapterError(fmt.Sprintf("search: more than %d tags", maxQueryTags), nil)
+	if err := memory.CheckQueryLimits(q); err != nil {
+		return nil, err
 	}
 	if err := s.checkOpen("search"); err != nil {
 		return nil, err
@@ -524,7 +517,7 @@ func (s *Store) collect(ctx context.Context, ids []string, q memory.Query, lower
 		if err != nil {
 			return nil, false, err
 		}
-		if it == nil || !inmemory.Matches(*it, q, lower) {
+		if it == nil || !memory.Matches(*it, q, lower) {
 			continue
 		}
 		out = append(out, *it)

@@ -17,9 +17,9 @@ import (
 	"github.com/google/uuid"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	"github.com/agentmem/memory-adapter-operator/conformance"
-	"github.com/agentmem/memory-adapter-operator/internal/storetest"
 )
 
 // TestConformanceLive runs the shared 17-case matrix against the real server. The harness
@@ -300,7 +300,7 @@ func TestValidationBeforeTransport(t *testing.T) {
 		{ID: uuid.New(), CreatedAt: time.Now(), Content: json.RawMessage(`{bad`)},
 		{ID: uuid.New(), CreatedAt: time.Now(), Tags: []string{"\xff"}},
 		{ID: uuid.New(), CreatedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
-		{ID: uuid.New(), CreatedAt: time.Now(), Content: json.RawMessage(`"` + string(make([]byte, DefaultMaxItemBytes)) + `"`)},
+		{ID: uuid.New(), CreatedAt: time.Now(), Content: json.RawMessage(`"` + string(make([]byte, memory.MaxItemBytes)) + `"`)},
 	}
 	for i, it := range bad {
 		id, err := s.Store(ctx, it)

@@ -33,7 +33,7 @@ type scripted struct {
 func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/v1/manifest" {
 		s.manifests.Add(1)
-		b, _ := json.Marshal(inmemory.Manifest(inmemory.DefaultSupportedFilters))
+		b, _ := json.Marshal(inmemory.Manifest(memory.DefaultSupportedFilters()))
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(b)
 		return

@@ -9,9 +9,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/internal/relstore"
+	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
-	"github.com/agentmem/memory-adapter-operator/internal/relstore"
-	"github.com/agentmem/memory-adapter-operator/internal/storetest"
 )
 
 // bulkLoad inserts n items in one transaction with the adapter's row format, which is what

@@ -2,10 +2,7 @@ package sqlite
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/internal/relstore"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
@@ -52,7 +50,7 @@ type Harness struct {
 type HarnessOptions struct {
 	// Dir is where the disposable directory is created; empty means os.TempDir().
 	Dir string
-	// SupportedFilters is passed to every store; nil means DefaultSupportedFilters.
+	// SupportedFilters is passed to every store; nil means memory.DefaultSupportedFilters.
 	SupportedFilters []string
 	// AdapterID is passed to every store (the manifest's adapter id); empty means AdapterID.
 	AdapterID string
@@ -68,7 +66,7 @@ func NewHarness(ctx context.Context, opts HarnessOptions) (*Harness, error) {
 		base:      base,
 		dataDir:   filepath.Join(base, "data"),
 		cutDir:    filepath.Join(base, "data.cut"),
-		scope:     "conformance-" + randomHex(8),
+		scope:     relstore.DisposableScope(),
 		filters:   opts.SupportedFilters,
 		adapterID: opts.AdapterID,
 	}
@@ -86,12 +84,6 @@ func NewHarness(ctx context.Context, opts HarnessOptions) (*Harness, error) {
 		return nil, fmt.Errorf("sqlite harness: %w", err)
 	}
 	return h, nil
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // Path returns the disposable database file's path.
@@ -214,8 +206,8 @@ func (h *Harness) MakeWrongKindRecord(ctx context.Context) (uuid.UUID, error) {
 	id := uuid.New()
 	_, err := h.admin.ExecContext(ctx, `INSERT INTO memory_items
 		(scope, id, kind, created_at_us, metadata, content, search_text, tags)
-		VALUES (?, ?, 'session_checkpoint', ?, '{}', '"not a memory item"', 'not a memory item', '[]')`,
-		h.scope, id.String(), time.Now().UnixMicro())
+		VALUES (?, ?, ?, ?, '{}', ?, ?, '[]')`,
+		h.scope, id.String(), relstore.WrongKind, time.Now().UnixMicro(), relstore.WrongKindContent, relstore.WrongKindSearchText)
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("sqlite harness: plant wrong-kind record: %w", err)
 	}
@@ -227,9 +219,7 @@ func (h *Harness) MakeWrongKindRecord(ctx context.Context) (uuid.UUID, error) {
 func (h *Harness) MakeWriteRejected(ctx context.Context) (memory.Item, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	item := memory.NewItem(json.RawMessage(`"rejected by the service"`), "rejected-write")
-	name := "mao_reject_" + randomHex(6)
-	// The id is a UUID we generated, so inlining it cannot inject SQL.
+	item, name := relstore.RejectedWrite()
 	_, err := h.admin.ExecContext(ctx, `CREATE TRIGGER `+name+` BEFORE INSERT ON memory_items
 		WHEN NEW.id = '`+item.ID.String()+`'
 		BEGIN SELECT RAISE(ABORT, 'write rejected by conformance trigger'); END`)

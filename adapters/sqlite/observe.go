@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/agentmem/memory-adapter-operator/adapters/internal/relstore"
 )
 
 // observer counts the statements the harness's stores send to the database and records the
@@ -129,7 +131,7 @@ func (h *Harness) MakeResponsesMalformed(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, event := range []string{"INSERT", "UPDATE"} {
-		name := "mao_malformed_" + randomHex(6)
+		name := "mao_malformed_" + relstore.RandomHex(6)
 		// The scope is our own random hex, so inlining it cannot inject SQL.
 		if _, err := h.admin.ExecContext(ctx, `CREATE TRIGGER `+name+` AFTER `+event+` ON memory_items
 			WHEN NEW.scope = '`+h.scope+`'
@@ -150,7 +152,7 @@ func (h *Harness) MakeResponsesMalformed(ctx context.Context) error {
 func (h *Harness) MakeNextWriteIdentityless(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	name := "mao_ignore_" + randomHex(6)
+	name := "mao_ignore_" + relstore.RandomHex(6)
 	if _, err := h.admin.ExecContext(ctx, `CREATE TRIGGER `+name+` BEFORE INSERT ON memory_items
 		WHEN NEW.scope = '`+h.scope+`' BEGIN SELECT RAISE(IGNORE); END`); err != nil {
 		return fmt.Errorf("sqlite harness: install ignore trigger: %w", err)

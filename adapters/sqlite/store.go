@@ -18,8 +18,8 @@ import (
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/internal/relstore"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
-	"github.com/agentmem/memory-adapter-operator/internal/relstore"
 )
 
 // AdapterID is the default implementation id published in the manifest.
@@ -36,22 +36,19 @@ const (
 	kindMemoryItem        = "memory_item"
 )
 
-// DefaultSupportedFilters are lionagi's provenance metadata keys, accepted by default.
-var DefaultSupportedFilters = []string{"branch_id", "source"}
-
 // Options configure Open.
 type Options struct {
 	// Path is the database file; it and its directory are created if missing.
 	Path string
 	// Scope is the namespace every row of this store carries; required.
 	Scope string
-	// SupportedFilters is the exact filter key set; nil means DefaultSupportedFilters.
+	// SupportedFilters is the exact filter key set; nil means memory.DefaultSupportedFilters.
 	SupportedFilters []string
 	// AdapterID is the manifest's adapter id; empty means AdapterID.
 	AdapterID string
 	// RequestTimeout bounds each explicit call; 0 means DefaultRequestTimeout.
 	RequestTimeout time.Duration
-	// MaxItemBytes bounds one item's encoded size; 0 means relstore.DefaultMaxItemBytes.
+	// MaxItemBytes bounds one item's encoded size; 0 means memory.MaxItemBytes.
 	MaxItemBytes int
 	// MaxOpenConns bounds the connection pool; 0 means DefaultMaxOpenConns.
 	MaxOpenConns int
@@ -87,20 +84,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Path == "" {
 		return nil, memory.NewAdapterError("sqlite: options: path is required", nil)
 	}
-	if err := relstore.CheckScope(opts.Scope); err != nil {
-		return nil, memory.NewAdapterError("sqlite: options: "+err.Error(), nil)
-	}
-	filters := opts.SupportedFilters
-	if filters == nil {
-		filters = DefaultSupportedFilters
-	}
-	id := opts.AdapterID
-	if id == "" {
-		id = AdapterID
-	}
-	m := relstore.Manifest(id, filters)
-	if err := m.Validate(); err != nil {
-		return nil, memory.NewAdapterError("sqlite: options: manifest", err)
+	m, err := relstore.Options{Backend: "sqlite", Scope: opts.Scope, AdapterID: opts.AdapterID,
+		DefaultAdapterID: AdapterID, SupportedFilters: opts.SupportedFilters}.Manifest()
+	if err != nil {
+		return nil, err
 	}
 	abs, err := filepath.Abs(opts.Path)
 	if err != nil {
@@ -156,10 +143,16 @@ func dsn(abs, mode string) string {
 	return u.String()
 }
 
-// migrations are applied in order, each once, recorded in mao_schema_migrations. Never edit a
-// released migration; append a new one.
-var migrations = []string{
-	1: `CREATE TABLE memory_items (
+// schema is the versioned schema, its ledger in mao_schema_migrations.
+var schema = relstore.Schema{
+	Backend:       "sqlite",
+	Ledger:        "mao_schema_migrations",
+	LedgerColumns: "version INTEGER PRIMARY KEY, applied_at_us INTEGER NOT NULL",
+	Record: func(v int) (string, []any) {
+		return `INSERT INTO mao_schema_migrations (version, applied_at_us) VALUES (?, ?)`, []any{v, time.Now().UnixMicro()}
+	},
+	Migrations: []string{
+		1: `CREATE TABLE memory_items (
 		seq           INTEGER PRIMARY KEY AUTOINCREMENT,
 		scope         TEXT NOT NULL,
 		id            TEXT NOT NULL,
@@ -172,10 +165,30 @@ var migrations = []string{
 		UNIQUE (scope, id)
 	);
 	CREATE INDEX memory_items_scope_seq ON memory_items (scope, seq);`,
+	},
 }
 
 // SchemaVersion is the schema version this build writes and expects.
-var SchemaVersion = len(migrations) - 1
+var SchemaVersion = schema.Version()
+
+// sqlConn is the relstore.Conn of a database/sql transaction or pool.
+type sqlConn interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+type conn struct{ c sqlConn }
+
+func (c conn) Exec(ctx context.Context, query string, args ...any) error {
+	_, err := c.c.ExecContext(ctx, query, args...)
+	return err
+}
+
+func (c conn) QueryInt(ctx context.Context, query string, args ...any) (int, error) {
+	var v int
+	err := c.c.QueryRowContext(ctx, query, args...).Scan(&v)
+	return v, err
+}
 
 func migrate(ctx context.Context, source string) error {
 	db, err := sql.Open("sqlite", source)
@@ -192,25 +205,8 @@ func migrate(ctx context.Context, source string) error {
 		return classify("migrate", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS mao_schema_migrations (
-		version INTEGER PRIMARY KEY, applied_at_us INTEGER NOT NULL)`); err != nil {
+	if err := schema.Migrate(ctx, conn{tx}); err != nil {
 		return classify("migrate", err)
-	}
-	var current int
-	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM mao_schema_migrations`).Scan(&current); err != nil {
-		return classify("migrate", err)
-	}
-	if current > SchemaVersion {
-		return memory.NewAdapterError(fmt.Sprintf("sqlite: database schema version %d is newer than this adapter's %d", current, SchemaVersion), nil)
-	}
-	for v := current + 1; v <= SchemaVersion; v++ {
-		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
-			return classify(fmt.Sprintf("migrate to version %d", v), err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO mao_schema_migrations (version, applied_at_us) VALUES (?, ?)`,
-			v, time.Now().UnixMicro()); err != nil {
-			return classify("migrate", err)
-		}
 	}
 	if err := tx.Commit(); err != nil {
 		return classify("migrate", err)
@@ -396,7 +392,7 @@ func buildSearch(scope string, q memory.Query) (string, []any, bool) {
 	if q.Text != nil {
 		// instr is a literal byte search: no pattern characters exist for it.
 		b.WriteString(` AND instr(search_text, ?) > 0`)
-		args = append(args, relstore.Needle(*q.Text))
+		args = append(args, memory.Needle(*q.Text))
 	}
 	if len(q.Tags) > 0 {
 		b.WriteString(` AND EXISTS (SELECT 1 FROM json_each(memory_items.tags) AS t WHERE t.value IN (`)
@@ -478,10 +474,7 @@ func (s *Store) Probe(ctx context.Context) (memory.Evidence, error) {
 	var jsonOK int
 	err := s.db.QueryRowContext(ctx, `SELECT json_valid('{"a":[1]}') AND (SELECT count(*) FROM json_each('[1,2]')) = 2`).Scan(&jsonOK)
 	ev.Probes = append(ev.Probes, probeResult("json_functions", err == nil && jsonOK == 1, err))
-	var v int
-	err = s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM mao_schema_migrations`).Scan(&v)
-	ev.Probes = append(ev.Probes, memory.ProbeResult{Name: "schema_version", OK: err == nil && v == SchemaVersion,
-		Detail: fmt.Sprintf("have %d, want %d", v, SchemaVersion)})
+	ev.Probes = append(ev.Probes, schema.Probe(ctx, conn{s.db}))
 	return ev, nil
 }
 
@@ -500,6 +493,9 @@ func probeResult(name string, ok bool, err error) memory.ProbeResult {
 func classify(op string, err error) error {
 	if err == nil {
 		return nil
+	}
+	if errors.Is(err, memory.ErrAdapter) || errors.Is(err, memory.ErrUnavailable) {
+		return err // already classified (our own validation error)
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
 		errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) ||

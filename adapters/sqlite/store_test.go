@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
-	"github.com/agentmem/memory-adapter-operator/internal/storetest"
 )
 
 func newHarness(t *testing.T) *Harness {

@@ -65,15 +65,12 @@ func (c SearchConsistency) Valid() bool {
 // The six coherence messages of the seed's coherent_projection, in its order. The CRD's CEL
 // rules use the same strings, so a user sees one message whichever side rejects.
 const (
-	MsgFieldsDisjoint      = "native and dropped item fields must be disjoint"
-	MsgFieldsClassified    = "every MemoryItem field must be classified"
-	MsgRequiredNative      = "id, content, and tags are required native fields"
-	MsgMetadataNative      = "preserved metadata must be a native field"
-	MsgFullRetrieve        = "full retrieve fidelity must preserve every item field"
-	MsgFullSearch          = "full search fidelity must preserve all fields and tags"
-	maxAdapterIDLength     = 253
-	maxFilterKeyLength     = 256
-	maxSupportedFilterKeys = 64
+	MsgFieldsDisjoint   = "native and dropped item fields must be disjoint"
+	MsgFieldsClassified = "every MemoryItem field must be classified"
+	MsgRequiredNative   = "id, content, and tags are required native fields"
+	MsgMetadataNative   = "preserved metadata must be a native field"
+	MsgFullRetrieve     = "full retrieve fidelity must preserve every item field"
+	MsgFullSearch       = "full search fidelity must preserve all fields and tags"
 )
 
 // CoherenceMessages lists the six coherence messages in rule order (rule 1 first).
@@ -197,8 +194,8 @@ func (m Manifest) validateShape() error {
 	var errs []error
 	if m.Adapter == "" {
 		errs = append(errs, errors.New("adapter: must not be empty"))
-	} else if len(m.Adapter) > maxAdapterIDLength {
-		errs = append(errs, fmt.Errorf("adapter: longer than %d bytes", maxAdapterIDLength))
+	} else if len(m.Adapter) > MaxAdapterIDLength {
+		errs = append(errs, fmt.Errorf("adapter: longer than %d bytes", MaxAdapterIDLength))
 	}
 	for _, f := range m.NativeItemFields {
 		if !f.Valid() {
@@ -210,12 +207,12 @@ func (m Manifest) validateShape() error {
 			errs = append(errs, fmt.Errorf("dropped_item_fields: unknown item field %q", f))
 		}
 	}
-	if len(m.SupportedFilters) > maxSupportedFilterKeys {
-		errs = append(errs, fmt.Errorf("supported_filters: more than %d keys", maxSupportedFilterKeys))
+	if len(m.SupportedFilters) > MaxSupportedFilters {
+		errs = append(errs, fmt.Errorf("supported_filters: more than %d keys", MaxSupportedFilters))
 	}
 	for _, k := range m.SupportedFilters {
-		if k == "" || len(k) > maxFilterKeyLength {
-			errs = append(errs, fmt.Errorf("supported_filters: key must be 1 to %d bytes", maxFilterKeyLength))
+		if k == "" || len(k) > MaxFilterKeyLength {
+			errs = append(errs, fmt.Errorf("supported_filters: key must be 1 to %d bytes", MaxFilterKeyLength))
 			break
 		}
 	}

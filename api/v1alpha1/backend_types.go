@@ -38,14 +38,15 @@ type BackendSpec struct {
 	ConnectionSecretRef *SecretKeyReference `json:"connectionSecretRef,omitempty"`
 
 	// scope is the namespace or collection inside the backend that holds this
-	// adapter's items (a table prefix for SQLite and Postgres, a key prefix
-	// for Redis). It is fixed at creation, as the seed requires: changing it
-	// would silently point the adapter at other data. Lower-case letters,
-	// digits and underscores, starting with a letter.
+	// adapter's items (the value of a scope column every row carries for
+	// SQLite and Postgres, a key prefix for Redis). It is fixed at creation,
+	// as the seed requires: changing it would silently point the adapter at
+	// other data. Lower-case letters, digits, '_', '-' and '.', starting with
+	// a letter (api/memory's ScopePattern and MaxScopeLength).
 	// +required
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=48
-	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]*$`
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_.-]*$`
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="scope is immutable: create a new MemoryAdapter to use a different scope"
 	Scope string `json:"scope"`
 

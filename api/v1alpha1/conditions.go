@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "github.com/agentmem/memory-adapter-operator/api/memory"
+
 // MemoryAdapter's ManifestValid condition and its reasons.
 const (
 	// ConditionManifestValid is True when spec.manifest passes api/memory's Manifest.Validate.
@@ -60,7 +62,8 @@ const (
 	ReasonConformanceOutdated = "ConformanceOutdated"
 )
 
-// MemoryAdapter's Healthy condition and its reasons.
+// MemoryAdapter's Healthy condition and its reasons. The evidence reasons are api/memory's
+// (memory.JudgeEvidence), so a reason read off an adapter's /v1/evidence is the one shown here.
 const (
 	// ConditionHealthy is True when the adapter's latest evidence upholds the verified manifest.
 	ConditionHealthy = "Healthy"
@@ -71,7 +74,7 @@ const (
 	ReasonEvidenceInvalidatesManifest = "EvidenceInvalidatesManifest"
 	// ReasonServiceVersionChanged surfaces when the reported service version differs from the
 	// one the passing conformance run tested.
-	ReasonServiceVersionChanged = "ServiceVersionChanged"
+	ReasonServiceVersionChanged = string(memory.ReasonServiceVersionChanged)
 	// ReasonAdapterVersionChanged surfaces when the reported adapter version differs from the
 	// one the passing conformance run tested.
 	ReasonAdapterVersionChanged = "AdapterVersionChanged"
@@ -82,9 +85,9 @@ const (
 	// from a deployed adapter.
 	ReasonEvidencePending = "EvidencePending"
 	// ReasonCapabilityProbeFailed surfaces when a capability probe failed; the message names it.
-	ReasonCapabilityProbeFailed = "CapabilityProbeFailed"
+	ReasonCapabilityProbeFailed = string(memory.ReasonCapabilityProbeFailed)
 	// ReasonIndexLagging surfaces when an adapter that claims immediate search reports index lag.
-	ReasonIndexLagging = "IndexLagging"
+	ReasonIndexLagging = string(memory.ReasonIndexLagging)
 	// ReasonEvidenceUnreachable surfaces when failureThreshold consecutive reads failed.
 	ReasonEvidenceUnreachable = "EvidenceUnreachable"
 	// ReasonEvidenceStale surfaces, with status Unknown, when no evidence arrived within

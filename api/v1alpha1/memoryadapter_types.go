@@ -329,10 +329,12 @@ type EvidenceStatus struct {
 	// +kubebuilder:validation:Pattern=`^sha256:[0-9a-f]{64}$`
 	ManifestHash string `json:"manifestHash,omitempty"`
 
-	// indexLag is how far the search index trails the writes, for eventual
-	// adapters, as a Go duration.
+	// indexLag counts acknowledged writes not yet visible to search, as the
+	// adapter's evidence reports it (index_lag on the wire); omitted when the
+	// backend has no asynchronous index.
 	// +optional
-	IndexLag *Duration `json:"indexLag,omitempty"`
+	// +kubebuilder:validation:Minimum=0
+	IndexLag *int64 `json:"indexLag,omitempty"`
 
 	// failedProbes names the capability probes that failed, sorted.
 	// +optional

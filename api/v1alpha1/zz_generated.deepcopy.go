@@ -134,7 +134,7 @@ func (in *EvidenceStatus) DeepCopyInto(out *EvidenceStatus) {
 	in.ObservedTime.DeepCopyInto(&out.ObservedTime)
 	if in.IndexLag != nil {
 		in, out := &in.IndexLag, &out.IndexLag
-		*out = new(Duration)
+		*out = new(int64)
 		**out = **in
 	}
 	if in.FailedProbes != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
+	"github.com/agentmem/memory-adapter-operator/api/memory"
 	"github.com/agentmem/memory-adapter-operator/conformance"
 	"github.com/agentmem/memory-adapter-operator/internal/server"
 )
@@ -138,7 +139,7 @@ func TestDeployedServerCheckCatchesAManifestMismatch(t *testing.T) {
 	srv.Refresh(context.Background(), true)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
-	want := inmemory.Manifest(inmemory.DefaultSupportedFilters)
+	want := inmemory.Manifest(memory.DefaultSupportedFilters())
 	checks, _ := checkDeployed(context.Background(), hs.URL, "", &want, "")
 	if len(checks) == 0 || checks[0].Name != "manifest" || checks[0].OK {
 		t.Fatalf("checks %+v: the manifest mismatch was not caught", checks)

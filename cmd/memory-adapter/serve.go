@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -58,12 +59,33 @@ func newServeCommand() *cobra.Command {
 	return cmd
 }
 
+// newLogger writes JSON lines in the manager's shape (controller-runtime's zap logger, set up
+// in cmd/main.go), so one log pipeline reads both binaries: "level" in lower case, "ts" in
+// seconds since the epoch, a constant capitalized "msg" without a trailing period, lowerCamel
+// keys, and the error under "error".
 func newLogger(level string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, usageError("--log-level: %v", err)
 	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l, ReplaceAttr: managerShape})), nil
+}
+
+// zapTimeKey is the timestamp key of controller-runtime's production zap encoder.
+const zapTimeKey = "ts"
+
+// managerShape renames and reformats slog's built-in attributes to zap's production form.
+func managerShape(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) > 0 {
+		return a
+	}
+	switch a.Key {
+	case slog.TimeKey:
+		a = slog.Float64(zapTimeKey, float64(a.Value.Time().UnixNano())/1e9)
+	case slog.LevelKey:
+		a.Value = slog.StringValue(strings.ToLower(a.Value.String()))
+	}
+	return a
 }
 
 func runServe(parent context.Context, f *serveFlags) error {
@@ -84,7 +106,7 @@ func runServe(parent context.Context, f *serveFlags) error {
 		}
 		token = []byte(s)
 	case f.insecureNoToken:
-		log.Warn("--insecure-no-token: /v1 routes are open to anyone who can reach the listener; for local development only")
+		log.Warn("Serving without a bearer token", "reason", "--insecure-no-token: /v1 routes are open to anyone who can reach the listener; for local development only")
 	default:
 		return usageError("no --token-file: the server refuses to serve /v1 without authentication (pass --insecure-no-token for local development)")
 	}
@@ -102,7 +124,7 @@ func runServe(parent context.Context, f *serveFlags) error {
 	}
 	defer func() {
 		if err := closeStore(store); err != nil {
-			log.Error("closing the backend", "err", err)
+			log.Error("Failed to close the backend", "error", err)
 		}
 	}()
 	cfg := server.Config{
@@ -125,11 +147,11 @@ func runServe(parent context.Context, f *serveFlags) error {
 	t.Write = f.operationTimeout + 5*time.Second
 	t.Shutdown = f.shutdownTimeout
 	m := srv.Manifest()
-	log.Info("serving", "addr", l.Addr().String(), "backend", f.backend.Backend, "adapter", m.Adapter,
-		"manifest_hash", m.Hash(), "adapter_version", adapterVersion(), "auth", len(token) > 0)
+	log.Info("Serving", "address", l.Addr().String(), "backend", f.backend.Backend, "adapter", m.Adapter,
+		"manifestHash", m.Hash(), "adapterVersion", adapterVersion(), "auth", len(token) > 0)
 	if err := srv.Serve(ctx, l, t, f.probePeriod); err != nil {
 		return err
 	}
-	log.Info("stopped")
+	log.Info("Stopped")
 	return nil
 }

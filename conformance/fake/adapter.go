@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
@@ -95,7 +94,7 @@ type Adapter struct {
 	svc      *service
 	dialErr  error
 	reads    atomic.Int64
-	fallback *inmemory.Store
+	fallback *localStore
 }
 
 var _ memory.ExternalStore = (*Adapter)(nil)
@@ -211,7 +210,7 @@ func (a *Adapter) hides(err error) bool {
 func (a *Adapter) useFallback() bool {
 	if a.dialErr != nil && a.knobs.FallbackOnCreationFailure {
 		if a.fallback == nil {
-			a.fallback = inmemory.New(inmemory.Options{SupportedFilters: a.manifest.SupportedFilters})
+			a.fallback = newLocalStore(a.manifest.SupportedFilters)
 		}
 		return true
 	}

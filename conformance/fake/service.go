@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
@@ -269,7 +268,7 @@ func (s *service) search(ctx context.Context, dialErr error, payload []byte) ([]
 // equals its decimal string), as in many document stores; only the recorded native filter
 // shows whether the adapter sent the documented typed value.
 func (s *service) matches(r record, q nativeQuery) bool {
-	if q.Text != nil && !strings.Contains(strings.ToLower(inmemory.ContentText(r.Body)), strings.ToLower(*q.Text)) {
+	if q.Text != nil && !strings.Contains(memory.SearchText(r.Body), strings.ToLower(*q.Text)) {
 		return false
 	}
 	if len(q.Labels) > 0 && !slices.ContainsFunc(q.Labels, func(l string) bool { return slices.Contains(r.Labels, l) }) {

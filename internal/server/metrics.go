@@ -82,7 +82,7 @@ func (s *Server) instrument(route string, next http.Handler) http.Handler {
 				if err, ok := p.(error); ok && errors.Is(err, http.ErrAbortHandler) {
 					panic(p)
 				}
-				s.log.Error("handler panicked", "route", route, "panic", p)
+				s.log.Error("Handler panicked", "route", route, "panic", p)
 				if rec.status == 0 {
 					s.problem(rec, http.StatusBadGateway, memory.ProblemAdapterError, "the backend failed unexpectedly", nil)
 				}

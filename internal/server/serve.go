@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Timeouts are the http.Server limits ListenAndServe applies.
+// Timeouts are the http.Server limits Serve applies.
 type Timeouts struct {
 	// ReadHeader bounds reading request headers (slowloris).
 	ReadHeader time.Duration

@@ -26,9 +26,9 @@ import (
 
 // Defaults for Config fields left zero. They are documented in docs/server.md.
 const (
-	// DefaultMaxBodyBytes bounds a request body: an item with generous content fits, a
-	// memory-exhaustion attempt does not.
-	DefaultMaxBodyBytes int64 = 1 << 20
+	// DefaultMaxBodyBytes bounds a request body: the contract's largest item
+	// (memory.MaxItemBytes) fits with its envelope, a memory-exhaustion attempt does not.
+	DefaultMaxBodyBytes int64 = memory.MaxRequestBytes
 	// DefaultOperationTimeout bounds one backend call made on behalf of a request.
 	DefaultOperationTimeout = 10 * time.Second
 	// DefaultEvidenceTTL is the minimum interval between two backend probes, so that
@@ -84,12 +84,11 @@ type Server struct {
 	evMu     sync.Mutex
 	evidence memory.EvidenceReport
 	probedAt time.Time
-	initial  string
-	sticky   string
+	judged   memory.EvidenceState
 }
 
 // New validates the store's manifest, captures it for the server's life and builds the
-// handler. It does not probe the backend; call Refresh (ListenAndServe does) before serving.
+// handler. It does not probe the backend; call Refresh (Serve does) before serving.
 func New(cfg Config) (*Server, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("server: a store is required")
@@ -167,45 +166,30 @@ func (s *Server) Refresh(ctx context.Context, force bool) memory.EvidenceReport 
 		return cloneEvidence(s.evidence)
 	}
 	ev := s.baseEvidence()
-	var reasons []string
-	if s.cfg.Prober != nil {
+	obs := memory.EvidenceObservation{
+		Published: s.manifest, Current: s.store.Manifest(), MaxIndexLag: s.cfg.MaxIndexLag,
+		Probed: s.cfg.Prober != nil,
+	}
+	if obs.Probed {
 		pctx, cancel := context.WithTimeout(ctx, DefaultProbeTimeout)
-		obs, err := s.cfg.Prober.Probe(pctx)
+		obs.Evidence, obs.ProbeErr = s.cfg.Prober.Probe(pctx)
 		cancel()
-		if err != nil {
-			ev.Probes = append(ev.Probes, memory.ProbeResult{Name: "reachable", OK: false, Detail: err.Error()})
-			reasons = append(reasons, "backend unreachable: "+err.Error())
+		if obs.ProbeErr != nil {
+			ev.Probes = append(ev.Probes, memory.ProbeResult{Name: "reachable", OK: false, Detail: obs.ProbeErr.Error()})
 		} else {
-			ev.ServiceVersion = obs.ServiceVersion
-			ev.Probes = append(ev.Probes, obs.Probes...)
-			for _, p := range obs.Probes {
-				if !p.OK {
-					reasons = append(reasons, fmt.Sprintf("capability probe %q failed: %s", p.Name, p.Detail))
-				}
-			}
-			if obs.IndexLag != nil {
-				lag := *obs.IndexLag
+			ev.ServiceVersion = obs.Evidence.ServiceVersion
+			ev.Probes = append(ev.Probes, obs.Evidence.Probes...)
+			if obs.Evidence.IndexLag != nil {
+				lag := *obs.Evidence.IndexLag
 				ev.IndexLag = &lag
-				if s.manifest.SearchConsistency == memory.ConsistencyImmediate && lag > s.cfg.MaxIndexLag {
-					reasons = append(reasons, fmt.Sprintf("index lags %d writes but the manifest declares immediate search consistency", lag))
-				}
-			}
-			if s.initial == "" {
-				s.initial = obs.ServiceVersion
-			} else if obs.ServiceVersion != s.initial && s.sticky == "" {
-				s.sticky = fmt.Sprintf("service version changed from %q to %q since the manifest was published", s.initial, obs.ServiceVersion)
 			}
 		}
 	}
-	if cur := s.store.Manifest(); !cur.Equal(s.manifest) && s.sticky == "" {
-		s.sticky = fmt.Sprintf("the store now reports manifest %s, not the published %s", cur.Hash(), s.hash)
-	}
-	if s.sticky != "" {
-		reasons = append([]string{s.sticky}, reasons...)
-	}
-	ev.InitialServiceVersion = s.initial
-	ev.ManifestValid = len(reasons) == 0
-	ev.Reason = strings.Join(reasons, "; ")
+	verdict := memory.JudgeEvidence(s.judged, obs)
+	s.judged = verdict.Next
+	ev.InitialServiceVersion = s.judged.InitialServiceVersion
+	ev.ManifestValid = verdict.Valid
+	ev.Reason = verdict.Reason()
 	ev.ObservedAt = now.UTC()
 	s.evidence = ev
 	s.probedAt = now
@@ -214,7 +198,7 @@ func (s *Server) Refresh(ctx context.Context, force bool) memory.EvidenceReport 
 		s.metrics.manifestValid.Set(1)
 	} else {
 		s.metrics.manifestValid.Set(0)
-		s.log.Warn("manifest invalidated by evidence", "reason", ev.Reason)
+		s.log.Warn("Manifest invalidated by evidence", "reason", ev.Reason)
 	}
 	return cloneEvidence(ev)
 }
@@ -545,7 +529,7 @@ func decodeObject(body []byte, v any) error {
 // problem writes an application/problem+json error and counts it by type.
 func (s *Server) problem(w http.ResponseWriter, status int, typ memory.ProblemType, detail string, rejected []string) {
 	if status >= 500 {
-		s.log.Warn("request failed", "type", string(typ), "status", status, "detail", detail)
+		s.log.Warn("Request failed", "problemType", string(typ), "status", status, "detail", detail)
 	}
 	if rw, ok := w.(*recorder); ok {
 		rw.problemType = string(typ)

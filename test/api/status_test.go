@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
@@ -63,7 +64,7 @@ var _ = Describe("MemoryAdapter status", func() {
 				Verdict:        v1alpha1.EvidenceInvalid,
 				ServiceVersion: "3.47.0",
 				ManifestHash:   a.Spec.Manifest.Hash(),
-				IndexLag:       v1alpha1.NewDuration(1500 * time.Millisecond),
+				IndexLag:       ptr.To[int64](1500),
 				FailedProbes:   []string{"search-index"},
 				Message:        "Service version changed since the passing run",
 			},

@@ -142,7 +142,7 @@ var _ = Describe("the local cluster", Ordered, func() {
 		Eventually(func(g Gomega) {
 			raw, err := clientset.CoreV1().Pods(namespace).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(string(raw)).To(ContainSubstring(`"msg":"serving"`))
+			g.Expect(string(raw)).To(ContainSubstring(`"msg":"Serving"`))
 			g.Expect(string(raw)).To(ContainSubstring(manifest.Hash()))
 		}).WithTimeout(serviceDeadline).WithPolling(poll).Should(Succeed())
 	})

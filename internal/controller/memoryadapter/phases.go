@@ -259,6 +259,10 @@ func evidenceStatus(ev *memory.EvidenceReport, prev *memoryv1alpha1.EvidenceStat
 		ManifestHash:   ev.ManifestHash,
 		Message:        truncate(ev.Reason, 1024),
 	}
+	if ev.IndexLag != nil {
+		lag := max(*ev.IndexLag, 0)
+		st.IndexLag = &lag
+	}
 	if !strings.HasPrefix(st.ManifestHash, "sha256:") || len(st.ManifestHash) != 71 {
 		st.ManifestHash = "" // the schema's pattern would refuse the whole status patch
 	}
@@ -274,7 +278,6 @@ func evidenceStatus(ev *memory.EvidenceReport, prev *memoryv1alpha1.EvidenceStat
 	st.FailedProbes = slices.Compact(st.FailedProbes)
 	if prev != nil {
 		st.ObservedTime = prev.ObservedTime
-		st.IndexLag = prev.IndexLag
 		if equality.Semantic.DeepEqual(st, prev) {
 			return prev
 		}

@@ -24,7 +24,7 @@ import (
 	"github.com/agentmem/memory-adapter-operator/conformance"
 	"github.com/agentmem/memory-adapter-operator/internal/server"
 	"github.com/agentmem/memory-adapter-operator/internal/server/wireharness"
-	"github.com/agentmem/memory-adapter-operator/internal/storetest"
+	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
 )
 
 // Live servers for the whole package: MAO_TEST_POSTGRES_URL / MAO_TEST_REDIS_ADDR when set,

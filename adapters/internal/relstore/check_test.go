@@ -87,14 +87,3 @@ func TestPrepare(t *testing.T) {
 		t.Errorf("NUL without RejectNUL: %v", err)
 	}
 }
-
-func TestCheckScope(t *testing.T) {
-	for s, ok := range map[string]bool{
-		"conformance-1": true, "a": true, "": false, "with space": false, "tab\t": false,
-		"ünï": false, string(make([]byte, MaxScopeBytes+1)): false,
-	} {
-		if got := CheckScope(s) == nil; got != ok {
-			t.Errorf("CheckScope(%q) ok=%v, want %v", s, got, ok)
-		}
-	}
-}

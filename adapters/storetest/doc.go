@@ -7,5 +7,7 @@
 // scope (the adapters' conformance harnesses already satisfy it) and keeps its
 // backend-specific checks — SQL-level verbatim storage, U+0000 handling, eventual-index
 // internals — next to the backend. The package imports only the standard library, the
-// memory API and the conformance package; it must stay free of Kubernetes imports.
+// memory API and the conformance package; it must stay free of Kubernetes imports. It is not
+// under adapters/internal because the server's wire tests (internal/server/wireharness) run
+// the same checks through HTTP.
 package storetest

@@ -9,8 +9,8 @@ import (
 )
 
 func TestCheckSearch(t *testing.T) {
-	m := Manifest("a", []string{"source"})
-	many := make([]string, MaxQueryTags+1)
+	m := memory.FullManifest("a", []string{"source"})
+	many := make([]string, memory.MaxQueryTags+1)
 	cases := []struct {
 		name    string
 		q       memory.Query
@@ -19,7 +19,7 @@ func TestCheckSearch(t *testing.T) {
 	}{
 		{"plain", memory.Query{Limit: 5}, true, nil},
 		{"zero limit", memory.Query{Limit: 0}, false, nil},
-		{"max tags", memory.Query{Tags: many[:MaxQueryTags], Limit: 5}, true, nil},
+		{"max tags", memory.Query{Tags: many[:memory.MaxQueryTags], Limit: 5}, true, nil},
 		{"too many tags", memory.Query{Tags: many, Limit: 5}, false, memory.ErrAdapter},
 		{"unsupported filter", memory.Query{Filters: map[string]json.RawMessage{"x": json.RawMessage(`1`)}, Limit: 5}, false, memory.ErrUnsupportedQuery},
 		{"unsupported beats zero limit", memory.Query{Filters: map[string]json.RawMessage{"x": json.RawMessage(`1`)}}, false, memory.ErrUnsupportedQuery},

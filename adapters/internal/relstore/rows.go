@@ -2,19 +2,15 @@ package relstore
 
 import (
 	"encoding/json"
-	"fmt"
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
-// MaxQueryTags bounds a search's tag list: each tag becomes one bound statement parameter,
-// and a caller must not be able to build a statement of unbounded size.
-const MaxQueryTags = 1000
-
 // CheckSearch is the relational adapters' search preamble, run before any I/O: q must pass
 // memory.CheckQuery against m (an UnsupportedMemoryQuery otherwise); a zero limit needs no
 // statement (run is false and the result is the empty list); a filter value nested deeper than
-// memory.CheckQueryDepth allows, or more than MaxQueryTags tags, is a MemoryAdapterError.
+// memory.CheckQueryDepth allows, or a query over memory's limits (memory.CheckQueryLimits), is
+// a MemoryAdapterError.
 func CheckSearch(m memory.Manifest, q memory.Query) (run bool, err error) {
 	if err := memory.CheckQuery(m, q); err != nil {
 		return false, err
@@ -25,8 +21,8 @@ func CheckSearch(m memory.Manifest, q memory.Query) (run bool, err error) {
 	if q.Limit == 0 {
 		return false, nil
 	}
-	if len(q.Tags) > MaxQueryTags {
-		return false, memory.NewAdapterError(fmt.Sprintf("search: more than %d tags", MaxQueryTags), nil)
+	if err := memory.CheckQueryLimits(q); err != nil {
+		return false, err
 	}
 	return true, nil
 }
@@ -46,4 +42,11 @@ func DecodeMetadata(raw string) (map[string]json.RawMessage, error) {
 		return nil, memory.NewAdapterError("decode stored metadata", err)
 	}
 	return m, nil
+}
+
+// FilterValue is a query's filter value in the compact form Prepare writes metadata values
+// in, so that a backend comparing stored JSON can compare it directly; a value the backend
+// could not have stored under r is an error (and can match nothing).
+func FilterValue(raw json.RawMessage, r Rules) ([]byte, error) {
+	return compactJSON("filter value", raw, r)
 }

@@ -2,10 +2,9 @@ package storetest
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 
-	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
+	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
 // TestFixturesAreDistinctValidJSON guards the shared data itself: a typo in a fixture would
@@ -39,11 +38,11 @@ func TestBenchQueriesMatch(t *testing.T) {
 	for name, q := range BenchQueries() {
 		var lower string
 		if q.Text != nil {
-			lower = strings.ToLower(*q.Text)
+			lower = memory.Needle(*q.Text)
 		}
 		hits := 0
 		for i := range BenchSizes[0] {
-			if inmemory.Matches(BenchItem(i), q, lower) {
+			if memory.Matches(BenchItem(i), q, lower) {
 				hits++
 			}
 		}

@@ -10,17 +10,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
-
-// DefaultMaxItemBytes bounds the encoded size of one item (content, metadata and tags). It is
-// far above what an agent memory needs and far below what would let one caller exhaust the
-// backend's memory or a statement's size limits.
-const DefaultMaxItemBytes = 4 << 20
-
-// MaxScopeBytes bounds a scope name; scopes are identifiers, not payloads.
-const MaxScopeBytes = 200
 
 // Prepared is an item in the exact form the relational adapters write.
 type Prepared struct {
@@ -40,7 +31,7 @@ type Prepared struct {
 
 // Rules select the backend-specific rejections on top of the common ones.
 type Rules struct {
-	// MaxItemBytes bounds the item's encoded size; 0 means DefaultMaxItemBytes.
+	// MaxItemBytes bounds the item's encoded size; 0 means memory.MaxItemBytes.
 	MaxItemBytes int
 	// RejectNUL rejects U+0000 anywhere (JSON strings, escaped or not, metadata keys and
 	// tags) and lone UTF-16 surrogate escapes, for backends whose text types cannot hold them.
@@ -52,7 +43,10 @@ type Rules struct {
 func Prepare(item memory.Item, r Rules) (Prepared, error) {
 	max := r.MaxItemBytes
 	if max <= 0 {
-		max = DefaultMaxItemBytes
+		max = memory.MaxItemBytes
+	}
+	if err := memory.CheckItemLimits(item); err != nil {
+		return Prepared{}, err
 	}
 	if item.ID == uuid.Nil {
 		return Prepared{}, memory.NewAdapterError("store: item id must not be the nil UUID", nil)
@@ -111,22 +105,13 @@ func Prepare(item memory.Item, r Rules) (Prepared, error) {
 		Metadata:        metaJSON,
 		Content:         content,
 		Tags:            append([]string{}, tags...),
-		SearchText:      SearchText(content),
+		SearchText:      memory.SearchText(content),
 	}, nil
 }
 
 func tooLarge(max int) error {
 	return memory.NewAdapterError(fmt.Sprintf("store: item larger than %d bytes", max), nil)
 }
-
-// SearchText is the lower-cased content text a text query matches against, the same rule as
-// the in-memory reference store (a JSON string's own characters, otherwise compact JSON).
-func SearchText(content []byte) string {
-	return strings.ToLower(inmemory.ContentText(content))
-}
-
-// Needle lower-cases query text the same way SearchText lower-cases content.
-func Needle(text string) string { return strings.ToLower(text) }
 
 func checkString(what, s string, r Rules) error {
 	if !utf8.ValidString(s) {
@@ -218,25 +203,4 @@ func hex4(b []byte) int {
 		}
 	}
 	return v
-}
-
-// CheckScope validates a scope name: 1 to MaxScopeBytes bytes of printable ASCII, so that it
-// is safe in logs and as part of identifiers.
-func CheckScope(scope string) error {
-	if scope == "" || len(scope) > MaxScopeBytes {
-		return fmt.Errorf("scope must be 1 to %d bytes", MaxScopeBytes)
-	}
-	for i := 0; i < len(scope); i++ {
-		if c := scope[i]; c < 0x21 || c > 0x7e {
-			return fmt.Errorf("scope must be printable ASCII without spaces")
-		}
-	}
-	return nil
-}
-
-// Manifest is the full-fidelity, immediate manifest both relational adapters publish.
-func Manifest(adapterID string, supportedFilters []string) memory.Manifest {
-	m := inmemory.Manifest(supportedFilters)
-	m.Adapter = adapterID
-	return m.Normalize()
 }

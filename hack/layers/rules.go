@@ -1,0 +1,89 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// violations returns one line per dependency of pkg that breaks a floor rule. mod is the
+// module path; deps are pkg's transitive non-test dependencies, of any module (others are
+// ignored).
+func violations(mod, pkg string, deps []string) []string {
+	rel, ok := within(mod, pkg)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, d := range deps {
+		dep, ok := within(mod, d)
+		if !ok {
+			continue
+		}
+		if why := forbidden(rel, dep); why != "" {
+			out = append(out, fmt.Sprintf("%s imports %s: %s", rel, dep, why))
+		}
+	}
+	return out
+}
+
+// forbidden explains why package pkg may not depend on dep (both relative to the module
+// root), or returns "".
+func forbidden(pkg, dep string) string {
+	switch {
+	case under(dep, "cmd"):
+		return "nothing imports a command"
+	case under(dep, "test") && !under(pkg, "test"):
+		return "test suites are leaves"
+	case under(dep, "hack") && !under(pkg, "hack"):
+		return "hack tools are leaves"
+	}
+	switch {
+	case under(pkg, "api"):
+		if !under(dep, "api") {
+			return "api imports nothing of the module outside api"
+		}
+	case under(pkg, "conformance"):
+		if dep != "api/memory" && !under(dep, "conformance") {
+			return "the suite and its fake stand on api/memory alone, never on a backend"
+		}
+	case under(pkg, "adapters"):
+		switch {
+		case under(dep, "api"), under(dep, "adapters/internal"), under(dep, "conformance"):
+			// The contract, the backends' shared helpers, and the suite their harnesses plug
+			// into (same floor; the suite itself stands on api/memory alone).
+		case under(dep, "adapters"):
+			if backend(dep) != backend(pkg) {
+				return "adapters never import each other"
+			}
+		default:
+			return "adapters stand on api (and their shared helpers), never on internal/ server or controller code"
+		}
+	}
+	if dep == "adapters/inmemory" || under(dep, "adapters/inmemory") {
+		if !under(pkg, "adapters/inmemory") && !under(pkg, "cmd") && !under(pkg, "test") {
+			return "the reference store is one backend among others: only commands and test harnesses use it"
+		}
+	}
+	return ""
+}
+
+// within returns p relative to the module root, if p is in the module.
+func within(mod, p string) (string, bool) {
+	if p == mod {
+		return ".", true
+	}
+	rel, ok := strings.CutPrefix(p, mod+"/")
+	return rel, ok
+}
+
+// under reports whether p is dir or a package below it.
+func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+
+// backend names the adapters/<name> subtree p belongs to.
+func backend(p string) string {
+	parts := strings.SplitN(p, "/", 3)
+	if len(parts) < 2 {
+		return p
+	}
+	return parts[1]
+}

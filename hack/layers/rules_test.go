@@ -1,0 +1,57 @@
+package main
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+func TestForbidden(t *testing.T) {
+	tests := []struct {
+		pkg, dep string
+		ok       bool
+	}{
+		{"api/v1alpha1", "api/memory", true},
+		{"api/v1alpha1", "conformance", false},
+		{"api/memory", "adapters/inmemory", false},
+		{"conformance", "api/memory", true},
+		{"conformance", "conformance/fake", true},
+		{"conformance", "api/v1alpha1", false},
+		{"conformance/fake", "adapters/inmemory", false},
+		{"adapters/sqlite", "adapters/internal/relstore", true},
+		{"adapters/postgres", "adapters/postgres/internal/x", true},
+		{"adapters/redis", "adapters/inmemory", false},
+		{"adapters/storetest", "adapters/inmemory", false},
+		{"adapters/storetest", "conformance", true},
+		{"adapters/remote", "internal/server", false},
+		{"adapters/sqlite", "internal/controller", false},
+		{"internal/server", "adapters/inmemory", false},
+		{"internal/controller", "api/v1alpha1", true},
+		{"internal/controller", "adapters/remote", true},
+		{"internal/webhook", "cmd/memory-adapter", false},
+		{"internal/server/wireharness", "conformance", true},
+		{"cmd/memory-adapter", "adapters/inmemory", true},
+		{"cmd/memory-adapter", "internal/server", true},
+		{"internal/server", "test/api/manifestcases", false},
+		{"test/api/manifestcases", "api/v1alpha1", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.pkg+"->"+tt.dep, func(t *testing.T) {
+			why := forbidden(tt.pkg, tt.dep)
+			if tt.ok {
+				NewWithT(t).Expect(why).To(BeEmpty())
+			} else {
+				NewWithT(t).Expect(why).NotTo(BeEmpty())
+			}
+		})
+	}
+}
+
+func TestViolationsIgnoreOtherModules(t *testing.T) {
+	g := NewWithT(t)
+	const mod = "example.com/m"
+	g.Expect(violations(mod, "example.com/m/api/memory", []string{"fmt", "example.com/other/cmd", "example.com/m/api/x"})).To(BeEmpty())
+	g.Expect(violations(mod, "example.com/m/api/memory", []string{"example.com/m/internal/server"})).To(
+		ConsistOf("api/memory imports internal/server: api imports nothing of the module outside api"))
+	g.Expect(violations(mod, "example.com/other/api", []string{"example.com/m/cmd"})).To(BeEmpty())
+}
