@@ -215,7 +215,7 @@ var _ = Describe("the operator loop", Ordered, func() {
 		Eventually(func() int { return len(jobsOf(ctx, c, ns, "sqlite-memory")) }).WithTimeout(time.Minute).Should(Equal(before + 1))
 		kubectl(ctx, "delete", "pod", "-n", operatorNamespace, "-l", "control-plane=controller-manager", "--wait=true")
 		kubectl(ctx, "rollout", "status", "-n", operatorNamespace, "deployment/"+managerDeployment, "--timeout=5m")
-		Consistently(func() int { return len(jobsOf(ctx, c, ns, "sqlite-memory")) }).WithTimeout(20*time.Second).WithPolling(time.Second).
+		Consistently(func() int { return len(jobsOf(ctx, c, ns, "sqlite-memory")) }).WithTimeout(20 * time.Second).WithPolling(time.Second).
 			Should(BeNumerically("<=", before+1))
 		Eventually(func(g Gomega) {
 			ma := &memoryv1alpha1.MemoryAdapter{}

@@ -242,7 +242,7 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) error {
 		now:          s.now,
 	}
 	if hs.evidence != nil {
-		s.ma.Status.Evidence = evidenceStatus(hs.evidence, s.ma.Status.Evidence, s.now)
+		s.ma.Status.Evidence = evidenceStatus(hs.evidence, s.ma.Status.Evidence, s.health.immediate, s.now)
 		s.ma.Status.ServiceVersion = hs.evidence.ServiceVersion
 		s.ma.Status.AdapterVersion = hs.evidence.AdapterVersion
 	}
@@ -251,7 +251,7 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) error {
 
 // evidenceStatus turns a report into status, keeping the previous observedTime when nothing
 // else changed.
-func evidenceStatus(ev *memory.EvidenceReport, prev *memoryv1alpha1.EvidenceStatus, now time.Time) *memoryv1alpha1.EvidenceStatus {
+func evidenceStatus(ev *memory.EvidenceReport, prev *memoryv1alpha1.EvidenceStatus, immediate bool, now time.Time) *memoryv1alpha1.EvidenceStatus {
 	st := &memoryv1alpha1.EvidenceStatus{
 		Verdict:        memoryv1alpha1.EvidenceValid,
 		ServiceVersion: truncate(ev.ServiceVersion, 256),
@@ -259,7 +259,9 @@ func evidenceStatus(ev *memory.EvidenceReport, prev *memoryv1alpha1.EvidenceStat
 		ManifestHash:   ev.ManifestHash,
 		Message:        truncate(ev.Reason, 1024),
 	}
-	if ev.IndexLag != nil {
+	// An eventual adapter's lag moves with every write; recording it would turn a steady
+	// adapter into a stream of status writes, and it invalidates nothing there.
+	if ev.IndexLag != nil && immediate {
 		lag := max(*ev.IndexLag, 0)
 		st.IndexLag = &lag
 	}

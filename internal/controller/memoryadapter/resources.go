@@ -217,7 +217,7 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings, tokenHash s
 	env := append([]corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}, connectionEnv(ma)...)
 	probe := func(path string, period int32) *corev1.Probe {
 		return &corev1.Probe{
-			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("http")}},
+			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("http")}},
 			// Every value the API server would default is set, so the template compares equal
 			// to the stored one and a steady adapter causes no update.
 			PeriodSeconds: period, TimeoutSeconds: 2, FailureThreshold: 3, SuccessThreshold: 1,

@@ -165,4 +165,3 @@ var _ = Describe("the controller at scale", Label("scale"), Ordered, func() {
 		AddReportEntry("scale", fmt.Sprintf("adapters=%d available_after=%s reconciles_per_adapter=%.1f steady_writes=%d peak_rss=%s", n, toAvailable.Round(time.Second), reconciles/float64(n), steadyWrites, peakRSS()))
 	}, SpecTimeout(90*time.Minute))
 })
-

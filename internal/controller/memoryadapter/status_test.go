@@ -239,20 +239,20 @@ func TestEffectiveSettings(t *testing.T) {
 func TestEvidenceStatusMovesOnlyOnChange(t *testing.T) {
 	t0 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 	ev := &memory.EvidenceReport{ServiceVersion: "3.50", AdapterVersion: "v1", ManifestHash: hashA, ManifestValid: true, ObservedAt: t0}
-	first := evidenceStatus(ev, nil, t0)
+	first := evidenceStatus(ev, nil, true, t0)
 	again := *ev
 	again.ObservedAt = t0.Add(time.Minute) // the adapter probes again and finds the same
-	if got := evidenceStatus(&again, first, t0.Add(time.Minute)); got != first {
+	if got := evidenceStatus(&again, first, true, t0.Add(time.Minute)); got != first {
 		t.Fatalf("unchanged evidence produced a new status: %+v", got)
 	}
 	again.ManifestValid, again.Reason = false, "service version changed"
-	got := evidenceStatus(&again, first, t0.Add(2*time.Minute))
+	got := evidenceStatus(&again, first, true, t0.Add(2*time.Minute))
 	if got.Verdict != memoryv1alpha1.EvidenceInvalid || !got.ObservedTime.Equal(&metav1.Time{Time: t0.Add(2 * time.Minute)}) {
 		t.Fatalf("changed evidence: %+v", got)
 	}
 	bad := *ev
 	bad.ManifestHash = "not a hash"
-	if evidenceStatus(&bad, nil, t0).ManifestHash != "" {
+	if evidenceStatus(&bad, nil, true, t0).ManifestHash != "" {
 		t.Error("a malformed hash would make the API server refuse the whole status patch")
 	}
 }

@@ -20,11 +20,11 @@ import (
 	"github.com/agentmem/memory-adapter-operator/adapters/redis"
 	"github.com/agentmem/memory-adapter-operator/adapters/remote"
 	"github.com/agentmem/memory-adapter-operator/adapters/sqlite"
+	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	"github.com/agentmem/memory-adapter-operator/conformance"
 	"github.com/agentmem/memory-adapter-operator/internal/server"
 	"github.com/agentmem/memory-adapter-operator/internal/server/wireharness"
-	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
 )
 
 // Live servers for the whole package: MAO_TEST_POSTGRES_URL / MAO_TEST_REDIS_ADDR when set,
