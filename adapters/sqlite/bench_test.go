@@ -59,7 +59,7 @@ func BenchmarkSQLite(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { _ = s.Close() })
-		raw, err := sql.Open("sqlite", dsn(path, "rw"))
+		raw, err := sql.Open("sqlite", dsn(path, "rw", DefaultRequestTimeout))
 		if err != nil {
 			b.Fatal(err)
 		}

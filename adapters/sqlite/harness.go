@@ -29,15 +29,16 @@ import (
 // the open file; the suite makes no concurrent calls during the cut.) Reset renames the
 // directory back.
 type Harness struct {
-	base      string // disposable root, removed by Close
-	dataDir   string // holds the database file; renamed away while cut
-	cutDir    string
-	path      string
-	scope     string
-	filters   []string
-	adapterID string
-	admin     *sql.DB // the harness's own connection, for planting and rejecting records
-	obs       observer
+	base           string // disposable root, removed by Close
+	dataDir        string // holds the database file; renamed away while cut
+	cutDir         string
+	path           string
+	scope          string
+	filters        []string
+	adapterID      string
+	requestTimeout time.Duration
+	admin          *sql.DB // the harness's own connection, for planting and rejecting records
+	obs            observer
 
 	mu       sync.Mutex
 	cut      bool
@@ -54,6 +55,8 @@ type HarnessOptions struct {
 	SupportedFilters []string
 	// AdapterID is passed to every store (the manifest's adapter id); empty means AdapterID.
 	AdapterID string
+	// RequestTimeout is passed to every store; 0 means DefaultRequestTimeout.
+	RequestTimeout time.Duration
 }
 
 // NewHarness creates the disposable directory and database file.
@@ -63,22 +66,23 @@ func NewHarness(ctx context.Context, opts HarnessOptions) (*Harness, error) {
 		return nil, fmt.Errorf("sqlite harness: %w", err)
 	}
 	h := &Harness{
-		base:      base,
-		dataDir:   filepath.Join(base, "data"),
-		cutDir:    filepath.Join(base, "data.cut"),
-		scope:     relstore.DisposableScope(),
-		filters:   opts.SupportedFilters,
-		adapterID: opts.AdapterID,
+		base:           base,
+		dataDir:        filepath.Join(base, "data"),
+		cutDir:         filepath.Join(base, "data.cut"),
+		scope:          relstore.DisposableScope(),
+		filters:        opts.SupportedFilters,
+		adapterID:      opts.AdapterID,
+		requestTimeout: opts.RequestTimeout,
 	}
 	h.path = filepath.Join(h.dataDir, "memory.db")
 	// Opening a store once creates the file and its schema.
-	s, err := Open(ctx, Options{Path: h.path, Scope: h.scope, SupportedFilters: h.filters, AdapterID: h.adapterID})
+	s, err := Open(ctx, Options{Path: h.path, Scope: h.scope, SupportedFilters: h.filters, AdapterID: h.adapterID, RequestTimeout: h.requestTimeout})
 	if err != nil {
 		_ = os.RemoveAll(base)
 		return nil, fmt.Errorf("sqlite harness: %w", err)
 	}
 	_ = s.Close()
-	h.admin, err = sql.Open("sqlite", dsn(h.path, "rw"))
+	h.admin, err = sql.Open("sqlite", dsn(h.path, "rw", DefaultRequestTimeout))
 	if err != nil {
 		_ = os.RemoveAll(base)
 		return nil, fmt.Errorf("sqlite harness: %w", err)
@@ -101,7 +105,7 @@ func (h *Harness) MakeStore(ctx context.Context) (memory.ExternalStore, error) {
 	}
 	// During a cut this really tries to open the unreachable file, so the caller sees the
 	// adapter's own MemoryAdapterUnavailable.
-	s, err := Open(ctx, Options{Path: h.path, Scope: h.scope, SupportedFilters: h.filters, AdapterID: h.adapterID, trace: h.obs.trace})
+	s, err := Open(ctx, Options{Path: h.path, Scope: h.scope, SupportedFilters: h.filters, AdapterID: h.adapterID, RequestTimeout: h.requestTimeout, trace: h.obs.trace})
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,6 @@ const AdapterID = "sqlite"
 // lock contention surfaces as SQLITE_BUSY with its own message before the request deadline.
 const (
 	DefaultRequestTimeout = 5 * time.Second
-	busyTimeoutMillis     = 4000
 	DefaultMaxOpenConns   = 8
 	kindMemoryItem        = "memory_item"
 )
@@ -98,10 +97,14 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	// The file is created once here; the pool below opens it read-write without create, so
 	// a database file that vanishes later is an error rather than a silently new empty file.
-	if err := migrate(ctx, dsn(abs, "rwc")); err != nil {
+	timeout := opts.RequestTimeout
+	if timeout <= 0 {
+		timeout = DefaultRequestTimeout
+	}
+	if err := migrate(ctx, dsn(abs, "rwc", timeout)); err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("sqlite", dsn(abs, "rw"))
+	db, err := sql.Open("sqlite", dsn(abs, "rw", timeout))
 	if err != nil {
 		return nil, memory.NewUnavailable("sqlite: open", err)
 	}
@@ -111,10 +114,6 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	db.SetMaxOpenConns(maxOpen)
 	db.SetMaxIdleConns(maxOpen)
-	timeout := opts.RequestTimeout
-	if timeout <= 0 {
-		timeout = DefaultRequestTimeout
-	}
 	s := &Store{
 		db: db, scope: opts.Scope, manifest: m, timeout: timeout, maxIdle: maxOpen,
 		rules: relstore.Rules{MaxItemBytes: opts.MaxItemBytes}, trace: opts.trace,
@@ -130,12 +129,14 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 
 // dsn builds a modernc.org/sqlite URI: WAL for concurrent readers beside one writer, a busy
 // timeout so writers queue instead of failing, and full sync so an acknowledged write
-// survives power loss.
-func dsn(abs, mode string) string {
+// survives power loss. The busy timeout is four fifths of the request timeout (4 s of the
+// default 5 s), so lock contention surfaces as SQLITE_BUSY with its own message before the
+// request deadline.
+func dsn(abs, mode string, requestTimeout time.Duration) string {
 	u := url.URL{Scheme: "file", Path: abs}
 	q := url.Values{}
 	q.Set("mode", mode)
-	q.Set("_busy_timeout", fmt.Sprint(busyTimeoutMillis))
+	q.Set("_busy_timeout", fmt.Sprint((requestTimeout * 4 / 5).Milliseconds()))
 	q.Set("_journal_mode", "WAL")
 	q.Set("_synchronous", "FULL")
 	q.Set("_txlock", "immediate")
