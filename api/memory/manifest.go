@@ -253,6 +253,10 @@ func (m Manifest) Equal(o Manifest) bool {
 
 // Hash returns "sha256:<hex>" over the canonical JSON of the normalized manifest. It is
 // stable across set order and duplicates, so the operator can key conformance runs on it.
+// The canonical form is a wire contract that non-Go adapters reproduce: it is specified in
+// conformance/README.md ("The manifest hash") and on manifest_hash in openapi.yaml, and
+// pinned by the vectors in testdata/manifest_hash_vectors.json. It includes encoding/json's
+// HTML-safe escaping, so changing how the manifest is marshalled changes every hash.
 func (m Manifest) Hash() string {
 	b, err := json.Marshal(m.Normalize())
 	if err != nil {
