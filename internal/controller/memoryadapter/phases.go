@@ -106,7 +106,11 @@ func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 	}))
 
 	if ma.Spec.Backend.Type == memoryv1alpha1.BackendSQLite {
-		add(r.ensureDataClaim(ctx, s))
+		if want, err := desiredDataClaim(ma); err != nil {
+			s.deploy.specErr = err
+		} else {
+			add(r.ensureDataClaim(ctx, s, want))
+		}
 	}
 	if s.deploy.specErr != nil || token == "" {
 		return errors.Join(errs...)
@@ -179,12 +183,7 @@ func (r *Reconciler) ensureBinding(ctx context.Context, s *scope) (string, error
 
 // ensureDataClaim keeps SQLite's claim. Under deletionPolicy Retain it is not owned, so
 // deleting the MemoryAdapter leaves the data; under Delete the adapter owns it.
-func (r *Reconciler) ensureDataClaim(ctx context.Context, s *scope) error {
-	want, err := desiredDataClaim(s.ma)
-	if err != nil {
-		s.deploy.specErr = err
-		return nil
-	}
+func (r *Reconciler) ensureDataClaim(ctx context.Context, s *scope, want *corev1.PersistentVolumeClaim) error {
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: s.ma.Namespace}}
 	owned := s.ma.Spec.DeletionPolicy == memoryv1alpha1.DeletionDelete
 	return r.ensure(ctx, s, pvc, owned, func() {

@@ -49,7 +49,7 @@ const (
 	componentConformance = "conformance"
 
 	adapterPort       = 8080
-	tokenMountDir     = "/var/run/memory-adapter/binding"
+	bindingMountDir     = "/var/run/memory-adapter/binding"
 	manifestMountDir  = "/etc/memory-adapter/manifest"
 	dataMountDir      = "/var/lib/memory-adapter"
 	connectionEnvName = "MEMORY_ADAPTER_CONNECTION"
@@ -195,13 +195,13 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings, tokenHash s
 	args = append(args,
 		"--scope", ma.Spec.Backend.Scope,
 		"--listen", fmt.Sprintf(":%d", adapterPort),
-		"--token-file", tokenMountDir+"/token",
+		"--token-file", bindingMountDir+"/token",
 		"--operation-timeout", s.lifecycle.RequestTimeout.Or(defaultHealthPeriod).String(),
 		"--open-timeout", s.lifecycle.ConnectTimeout.Or(defaultHealthPeriod).String(),
 	)
 	volumes := []corev1.Volume{bindingVolume(ma), emptyDir("tmp")}
 	mounts := []corev1.VolumeMount{
-		{Name: "binding", MountPath: tokenMountDir, ReadOnly: true},
+		{Name: "binding", MountPath: bindingMountDir, ReadOnly: true},
 		{Name: "tmp", MountPath: "/tmp"},
 	}
 	strategy := appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType}
@@ -337,7 +337,7 @@ func desiredJob(ma *memoryv1alpha1.MemoryAdapter, s settings, name string, key r
 	budget := s.conformanceTimeout - s.conformanceTimeout/10
 	args = append(args,
 		"--server-url", serviceURL(ma),
-		"--server-token-file", tokenMountDir+"/token",
+		"--server-token-file", bindingMountDir+"/token",
 		"--expected-manifest-file", manifestMountDir+"/manifest.json",
 		"--report-file=",
 		"--termination-log", corev1.TerminationMessagePathDefault,
@@ -348,7 +348,7 @@ func desiredJob(ma *memoryv1alpha1.MemoryAdapter, s settings, name string, key r
 		Name: "manifest", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: manifestName(ma)}}},
 	}}
 	mounts := []corev1.VolumeMount{
-		{Name: "binding", MountPath: tokenMountDir, ReadOnly: true},
+		{Name: "binding", MountPath: bindingMountDir, ReadOnly: true},
 		{Name: "tmp", MountPath: "/tmp"},
 		{Name: "manifest", MountPath: manifestMountDir, ReadOnly: true},
 	}
