@@ -49,7 +49,7 @@ const (
 	componentConformance = "conformance"
 
 	adapterPort       = 8080
-	bindingMountDir     = "/var/run/memory-adapter/binding"
+	bindingMountDir   = "/var/run/memory-adapter/binding"
 	manifestMountDir  = "/etc/memory-adapter/manifest"
 	dataMountDir      = "/var/lib/memory-adapter"
 	connectionEnvName = "MEMORY_ADAPTER_CONNECTION"
