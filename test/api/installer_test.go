@@ -28,8 +28,9 @@ import (
 const installerImage = "registry.example.com:5000/mao/manager:v0.0.0-installer-test"
 
 // renderInstaller runs hack/render-install.sh exactly as `make build-installer` does and
-// returns the YAML it printed. The script finds its kubectl through hack/k8s-binaries.sh,
-// which hack/test.sh has already built by the time this suite runs, so it returns at once.
+// returns the YAML it printed. It gives the script the suite's kubectl (MAO_KUBECTL), so the
+// kustomize is the one the rest of the suite runs and nothing is built when
+// KUBEBUILDER_ASSETS points outside hack/k8s-binaries.sh's cache.
 func renderInstaller(img string) []byte {
 	script, err := filepath.Abs(filepath.Join("..", "..", "hack", "render-install.sh"))
 	Expect(err).NotTo(HaveOccurred())
@@ -43,6 +44,7 @@ func renderInstaller(img string) []byte {
 	defer cancel()
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(c, script, img)
+	cmd.Env = append(os.Environ(), "MAO_KUBECTL="+kubectlPath)
 	cmd.Stdout, cmd.Stderr = f, &stderr
 	Expect(cmd.Run()).To(Succeed(), "hack/render-install.sh %s: %s", img, stderr.String())
 	b, err := os.ReadFile(out)
