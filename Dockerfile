@@ -16,8 +16,11 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 # CGO off: the SQLite driver is pure Go, and static binaries need no libc in the image.
+# Both binaries get the same flags as hack/images (its goBuild; hack/images/dockerfile_test.go
+# checks they agree), version included: the manager has no main.version today and the linker
+# ignores -X for a missing symbol, so one flag set serves both and keeps serving if it gets one.
 RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" -o /out/memory-adapter ./cmd/memory-adapter \
- && CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -ldflags="-s -w" -o /out/manager ./cmd
+ && CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" -o /out/manager ./cmd
 
 FROM gcr.io/distroless/static:nonroot AS memory-adapter
 WORKDIR /

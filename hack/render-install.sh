@@ -6,12 +6,12 @@
 #   hack/render-install.sh IMG [KUSTOMIZATION_DIR]     (default config/default)
 #
 # kustomize is the one built into kubectl (`kubectl kustomize`), and kubectl is the one
-# hack/k8s-binaries.sh builds, so no separate kustomize download is needed. The image is set
-# through an `images:` override in a throwaway kustomization that names the real one as its
-# base, so no checked-in file changes (kubebuilder's `kustomize edit set image` would rewrite
-# config/manager/kustomization.yaml on every deploy). kustomize refuses absolute paths to a
-# base, so the throwaway directory sits in the checkout (gitignored, removed on exit) and names
-# the base relatively.
+# hack/k8s-binaries.sh builds (or MAO_KUBECTL, below), so no separate kustomize download is
+# needed. The image is set through an `images:` override in a throwaway kustomization that
+# names the real one as its base, so no checked-in file changes (kubebuilder's `kustomize edit
+# set image` would rewrite config/manager/kustomization.yaml on every deploy). kustomize
+# refuses absolute paths to a base, so the throwaway directory sits in the checkout
+# (gitignored, removed on exit) and names the base relatively.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,7 +37,9 @@ case "$img" in
     ;;
 esac
 
-kubectl="$(hack/k8s-binaries.sh kubectl)/kubectl"
+# MAO_KUBECTL names a kubectl to use instead: the API test suite passes the one it already
+# has (KUBEBUILDER_ASSETS), so rendering there never waits for a build.
+kubectl="${MAO_KUBECTL:-$(hack/k8s-binaries.sh kubectl)/kubectl}"
 tmp=$(mktemp -d .render-install.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 {

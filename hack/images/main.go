@@ -163,14 +163,25 @@ func ldflags(version string) string {
 	return "-s -w -X main.version=" + version
 }
 
+// goBuild returns the arguments of `go` and the extra environment that build pkg into out:
+// the Dockerfile's builder stage runs the same command (flags, CGO off, GOOS and GOARCH set),
+// and dockerfile_test.go holds the two to that. GOARCH is the host's, since the images are
+// for the local cluster on this machine.
+func goBuild(version, out, pkg string) (args, env []string) {
+	args = []string{"build", "-trimpath", "-ldflags=" + ldflags(version), "-o", out, pkg}
+	env = []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + runtime.GOARCH}
+	return args, env
+}
+
 // build compiles the package as a static binary and writes the image tarball; it returns
 // the tarball path.
 func build(ctx context.Context, spec imageSpec, outDir string) (string, error) {
 	binPath := spec.prebuilt
 	if binPath == "" {
 		binPath = filepath.Join(outDir, "bin", strings.TrimPrefix(spec.entrypoint, "/"))
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags="+ldflags(buildVersion), "-o", binPath, spec.pkg)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+		args, env := goBuild(buildVersion, binPath, spec.pkg)
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Env = append(os.Environ(), env...)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		fmt.Fprintf(os.Stderr, "[images] building %s (CGO_ENABLED=0)\n", spec.pkg)
 		if err := cmd.Run(); err != nil {

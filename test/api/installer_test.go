@@ -1,0 +1,219 @@
+package apitest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// installerImage is the manager image the spec renders the installer with: not the Makefile's
+// default, so a rendering that ignored IMG would be caught.
+const installerImage = "registry.example.com:5000/mao/manager:v0.0.0-installer-test"
+
+// renderInstaller runs hack/render-install.sh exactly as `make build-installer` does and
+// returns the YAML it printed. It gives the script the suite's kubectl (MAO_KUBECTL), so the
+// kustomize is the one the rest of the suite runs and nothing is built when
+// KUBEBUILDER_ASSETS points outside hack/k8s-binaries.sh's cache.
+func renderInstaller(img string) []byte {
+	script, err := filepath.Abs(filepath.Join("..", "..", "hack", "render-install.sh"))
+	Expect(err).NotTo(HaveOccurred())
+	// The installer goes to a file in a temp dir, as the Makefile writes dist/install.yaml,
+	// so a failed render leaves nothing in the checkout.
+	out := filepath.Join(GinkgoT().TempDir(), "install.yaml")
+	f, err := os.Create(out)
+	Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = f.Close() }()
+	c, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(c, script, img)
+	cmd.Env = append(os.Environ(), "MAO_KUBECTL="+kubectlPath)
+	cmd.Stdout, cmd.Stderr = f, &stderr
+	Expect(cmd.Run()).To(Succeed(), "hack/render-install.sh %s: %s", img, stderr.String())
+	b, err := os.ReadFile(out)
+	Expect(err).NotTo(HaveOccurred())
+	return b
+}
+
+// splitObjects decodes a multi-document YAML stream into objects, skipping empty documents
+// (kustomize never emits them, but a hand-edited install.yaml may).
+func splitObjects(b []byte) ([]*unstructured.Unstructured, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+	var objs []*unstructured.Unstructured
+	for i := 0; ; i++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if u.GetKind() == "" || u.GetAPIVersion() == "" || u.GetName() == "" {
+			return nil, fmt.Errorf("document %d has no apiVersion, kind or name:\n%s", i, doc)
+		}
+		objs = append(objs, u)
+	}
+}
+
+// objectName names an object in failure messages: kind, namespace and name.
+func objectName(u *unstructured.Unstructured) string {
+	if ns := u.GetNamespace(); ns != "" {
+		return fmt.Sprintf("%s %s/%s", u.GetKind(), ns, u.GetName())
+	}
+	return fmt.Sprintf("%s %s", u.GetKind(), u.GetName())
+}
+
+// warningRecorder keeps the API server's warnings. Pod Security admission only warns for
+// workload objects such as Deployments (it enforces on pods), so a manager Deployment that the
+// installer's restricted namespace would refuse to run shows up here and nowhere else.
+type warningRecorder struct {
+	mu       sync.Mutex
+	warnings []string
+}
+
+func (w *warningRecorder) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.warnings = append(w.warnings, text)
+}
+
+// take returns the warnings recorded since the last call and forgets them.
+func (w *warningRecorder) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.warnings
+	w.warnings = nil
+	return out
+}
+
+var _ = Describe("the rendered installer (make build-installer)", func() {
+	It("is accepted object by object by a server-side dry-run apply, without warnings, and holds what the operator needs", func() {
+		objs, err := splitObjects(renderInstaller(installerImage))
+		Expect(err).NotTo(HaveOccurred())
+
+		// A client of its own, so the warnings are this spec's alone.
+		warnings := &warningRecorder{}
+		wcfg := rest.CopyConfig(cfg)
+		wcfg.WarningHandler, wcfg.WarningHandlerWithContext = nil, warnings
+		c, err := client.New(wcfg, client.Options{Scheme: k8sClient.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+
+		// Namespaced objects can only be dry-run into a namespace that exists, so the
+		// installer's Namespace is created for real first, from the rendered object itself (a
+		// strict create, so it is checked like the rest). envtest runs no namespace
+		// controller, and no other spec uses this fixed name, so it is deleted at the end only
+		// to leave the API server as it was.
+		var nsObj *unstructured.Unstructured
+		for _, u := range objs {
+			if u.GetKind() == "Namespace" && u.GetAPIVersion() == "v1" {
+				Expect(nsObj).To(BeNil(), "the installer holds more than one Namespace")
+				nsObj = u
+			}
+		}
+		Expect(nsObj).NotTo(BeNil(), "the installer holds no Namespace")
+		ns := nsObj.DeepCopy()
+		Expect(c.Create(ctx, ns, client.FieldValidation("Strict"))).To(Succeed(), objectName(nsObj))
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, ns))).To(Succeed()) })
+		Expect(warnings.take()).To(BeEmpty(), objectName(nsObj))
+
+		// Server-side apply, as `make deploy` does (apply --server-side --force-conflicts),
+		// and not a dry-run create: the suite has already installed the CRD from
+		// config/crd/bases, and a create of an existing object is refused whatever its
+		// content, while an apply validates the whole rendered object either way. Apply also
+		// refuses fields the schema does not declare, as a strict create would. Every object
+		// is applied, the Namespace too, and each failure names its object, so one run lists
+		// every rejected object rather than the first.
+		var rejected []string
+		for _, u := range objs {
+			err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()),
+				client.FieldOwner("memory-adapter-operator"), client.ForceOwnership, client.DryRunAll)
+			if err != nil {
+				rejected = append(rejected, fmt.Sprintf("%s: %v", objectName(u), err))
+			}
+			for _, w := range warnings.take() {
+				rejected = append(rejected, fmt.Sprintf("%s: warning: %s", objectName(u), w))
+			}
+		}
+		Expect(rejected).To(BeEmpty(), "the API server rejected or warned about these rendered objects")
+
+		// What the operator cannot run without, so that a kustomization that drops a
+		// resource (the dry-run would not notice an absence) fails here.
+		byKindName := map[string]*unstructured.Unstructured{}
+		for _, u := range objs {
+			key := u.GetKind() + " " + u.GetName()
+			Expect(byKindName).NotTo(HaveKey(key), "the installer holds %s twice", objectName(u))
+			byKindName[key] = u
+		}
+		const prefix = "memory-adapter-operator-"
+		for _, key := range []string{
+			"Namespace " + prefix + "system",
+			"CustomResourceDefinition memoryadapters.memory.agentmem.io",
+			"ServiceAccount " + prefix + "controller-manager",
+			"ClusterRole " + prefix + "manager-role",
+			"ClusterRoleBinding " + prefix + "manager-rolebinding",
+			"Role " + prefix + "leader-election-role",
+			"RoleBinding " + prefix + "leader-election-rolebinding",
+			"Service " + prefix + "controller-manager-metrics-service",
+			"Deployment " + prefix + "controller-manager",
+		} {
+			Expect(byKindName).To(HaveKey(key), "the installer lacks %s", key)
+		}
+		for key, u := range byKindName {
+			switch u.GetKind() {
+			case "Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding":
+			default:
+				Expect(u.GetNamespace()).To(Equal(nsObj.GetName()), "%s is outside the installer's namespace", key)
+			}
+		}
+
+		// The manager runs the image given to the render, under the installer's service
+		// account, and that account is the one the manager role is bound to.
+		deploy := byKindName["Deployment "+prefix+"controller-manager"]
+		containers, _, err := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")
+		Expect(err).NotTo(HaveOccurred())
+		var images []string
+		for _, ct := range containers {
+			m, ok := ct.(map[string]any)
+			Expect(ok).To(BeTrue())
+			if m["name"] == "manager" {
+				images = append(images, fmt.Sprint(m["image"]))
+			}
+		}
+		Expect(images).To(Equal([]string{installerImage}), "the manager container's image is not IMG")
+		sa, _, _ := unstructured.NestedString(deploy.Object, "spec", "template", "spec", "serviceAccountName")
+		Expect(sa).To(Equal(prefix + "controller-manager"))
+		binding := byKindName["ClusterRoleBinding "+prefix+"manager-rolebinding"]
+		roleName, _, _ := unstructured.NestedString(binding.Object, "roleRef", "name")
+		Expect(roleName).To(Equal(prefix + "manager-role"))
+		subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")
+		Expect(subjects).To(ContainElement(And(
+			HaveKeyWithValue("kind", "ServiceAccount"),
+			HaveKeyWithValue("name", sa),
+			HaveKeyWithValue("namespace", nsObj.GetName()),
+		)), "the manager role is not bound to the manager's service account")
+	})
+})
