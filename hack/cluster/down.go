@@ -85,13 +85,12 @@ func tail2(s string) string {
 }
 
 // strayProcesses are processes of the cluster that no PID file tracks: containerd shims,
-// container processes, and components whose PID file was lost.
+// container processes, and components whose PID file was lost. A component is recognised by
+// the state directory on its command line (every one gets a flag pointing into it), never by
+// the binary directory alone: that directory is the shared envtest cache, and envtest's etcd
+// and kube-apiserver of other test runs on the machine start from it too.
 func (c *cluster) strayProcesses() []procInfo {
-	needles := []string{c.dir + "/", c.containerdSock()}
-	if c.binDir != "" {
-		needles = append(needles, c.binDir+"/")
-	}
-	procs := processesMatching(needles...)
+	procs := processesMatching(c.dir+"/", c.containerdSock())
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		var pid int

@@ -101,7 +101,7 @@ var _ = Describe("dynamic provisioning (local-path-provisioner, the default Stor
 			volumePod("writer", claim, fmt.Sprintf("echo %s >/data/proof && sync && echo wrote >/dev/termination-log", token)),
 			metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(waitPodSucceeded(ctx, "writer", volumeDeadline)).To(Equal("wrote"))
+		Expect(strings.TrimSpace(waitPodSucceeded(ctx, "writer", volumeDeadline))).To(Equal("wrote"))
 
 		pvc, err = clientset.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, claim, metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
