@@ -17,7 +17,7 @@ func TestServeLogsFollowTheConvention(t *testing.T) {
 	defer cancel()
 	logs := captureStderr(t, func() {
 		cmd := newRootCommand()
-		cmd.SetArgs([]string{"serve", "--backend", "inmemory", "--listen", "127.0.0.1:0"})
+		cmd.SetArgs([]string{"serve", "--backend", "inmemory", "--listen", "127.0.0.1:0", "--insecure-no-token"})
 		time.AfterFunc(time.Second, cancel)
 		if err := cmd.ExecuteContext(ctx); err != nil {
 			t.Errorf("serve: %v", err)

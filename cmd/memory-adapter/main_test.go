@@ -173,7 +173,7 @@ func TestServeWithoutTokenNeedsTheFlag(t *testing.T) {
 	if serveErr != nil {
 		t.Fatalf("serve --insecure-no-token: %v", serveErr)
 	}
-	for _, want := range []string{`"level":"WARN"`, "--insecure-no-token: /v1 routes are open", `"auth":false`} {
+	for _, want := range []string{`"level":"warn"`, "--insecure-no-token: /v1 routes are open", `"auth":false`} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("the log lacks %q:\n%s", want, logs)
 		}
