@@ -157,7 +157,7 @@ var _ = Describe("host backends reached from pods through a Service without a se
 				Containers: []corev1.Container{{
 					Name: "adapter", Image: adapterImage, ImagePullPolicy: corev1.PullIfNotPresent,
 					Args: []string{"serve", "--backend", backend, "--connection-file", "/etc/memory-adapter/dsn",
-						"--scope", "e2e" + backend, "--listen", ":8080"},
+						"--scope", "e2e" + backend, "--listen", ":8080", "--insecure-no-token"},
 					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
 					ReadinessProbe: &corev1.Probe{
 						ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString("http")}},
