@@ -317,11 +317,19 @@ func (r *Reconciler) reconcileConformance(ctx context.Context, s *scope) error {
 	if ev == nil {
 		return nil
 	}
+	last := ma.Status.Conformance
+	s.conform.last = last
+	if ev.ServiceVersion == "" {
+		// The adapter cannot reach its backend, so no version is known to verify; a run now
+		// would only test the outage. The last verdict stands, and Healthy says why.
+		if last != nil {
+			s.conform.key = &runKey{manifestHash: ma.Spec.Manifest.Hash(), serviceVersion: last.ServiceVersion, adapterVersion: last.AdapterVersion}
+		}
+		return nil
+	}
 	key := runKey{manifestHash: ma.Spec.Manifest.Hash(), serviceVersion: ev.ServiceVersion, adapterVersion: ev.AdapterVersion}
 	s.conform.key = &key
-	s.conform.last = ma.Status.Conformance
 	rerun := truncate(ma.Annotations[AnnotationRerunConformance], 63)
-	last := ma.Status.Conformance
 
 	after := ""
 	if key.matches(last) && last.RerunToken == rerun {

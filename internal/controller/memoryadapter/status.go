@@ -249,7 +249,9 @@ func healthyCondition(o healthObservation) metav1.Condition {
 			fmt.Sprintf("the last evidence was read at %s, more than stalenessGrace %s ago", o.lastSuccess.UTC().Format(time.RFC3339), o.grace))
 	}
 	ev := o.evidence
-	if v := o.verified; v != nil {
+	// An adapter that cannot reach its backend reports no service version; that is an
+	// outage, said in the adapter's own words below, not a version change.
+	if v := o.verified; v != nil && ev.ServiceVersion != "" {
 		if ev.ServiceVersion != v.ServiceVersion {
 			return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonServiceVersionChanged,
 				fmt.Sprintf("the passing conformance run (job %s) tested service version %q, but the adapter reports %q", v.JobName, v.ServiceVersion, ev.ServiceVersion))

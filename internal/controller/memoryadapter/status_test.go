@@ -159,6 +159,9 @@ func TestHealthyCondition(t *testing.T) {
 			want{metav1.ConditionFalse, memoryv1alpha1.ReasonIndexLagging, []string{"4 acknowledged writes"}}},
 		"eventual index lags": {base(func(o *healthObservation) { o.evidence.IndexLag, o.immediate = &lag, false }),
 			want{metav1.ConditionTrue, memoryv1alpha1.ReasonEvidenceValid, nil}},
+		"adapter cannot reach its backend": {base(func(o *healthObservation) {
+			o.evidence.ServiceVersion, o.evidence.ManifestValid, o.evidence.Reason = "", false, "backend unavailable: connection refused"
+		}), want{metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceInvalidatesManifest, []string{"connection refused"}}},
 		"adapter invalidated itself": {base(func(o *healthObservation) {
 			o.evidence.ManifestValid, o.evidence.Reason = false, "probe wal_mode failed"
 		}),
