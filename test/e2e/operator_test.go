@@ -261,14 +261,19 @@ var _ = Describe("the operator loop", Ordered, func() {
 		Eventually(func(g Gomega) {
 			h := condition(ctx, c, ns, "pgmem", memoryv1alpha1.ConditionHealthy)
 			g.Expect(h.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(h.Reason).To(Equal(memoryv1alpha1.ReasonEvidenceInvalidatesManifest))
+			g.Expect(h.Message).To(ContainSubstring("backend unreachable"))
 			a := condition(ctx, c, ns, "pgmem", memoryv1alpha1.ConditionAvailable)
 			g.Expect(a.Status).NotTo(Equal(metav1.ConditionTrue))
 			fmt.Fprintf(GinkgoWriter, "while stopped: Healthy %s/%s: %s\n", h.Status, h.Reason, h.Message)
 		}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 
+		Expect(len(jobsOf(ctx, c, ns, "pgmem"))).To(Equal(1), "an outage is not a new version to verify")
+
 		By("resuming it on the same port")
 		pg.do(ctx, "resume")
 		waitAvailable(ctx, ns, "pgmem")
+		Expect(len(jobsOf(ctx, c, ns, "pgmem"))).To(Equal(1), "the same service version needs no new run")
 	}, SpecTimeout(20*time.Minute))
 
 	It("verifies Redis as an eventual adapter", func(ctx SpecContext) {
