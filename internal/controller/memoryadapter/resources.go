@@ -395,3 +395,33 @@ func desiredJob(ma *memoryv1alpha1.MemoryAdapter, s settings, name string, key r
 func runSeed(key runKey, rerun string, after string) string {
 	return strings.Join([]string{key.manifestHash, key.serviceVersion, key.adapterVersion, rerun, after, strconv.Itoa(1)}, "\n")
 }
+
+// unappliedOptions names the per-backend options this adapter build does not apply yet, so
+// the Deployed condition says so instead of ignoring them in silence.
+func unappliedOptions(ma *memoryv1alpha1.MemoryAdapter) []string {
+	var out []string
+	b := ma.Spec.Backend
+	if o := b.SQLite; o != nil && o.JournalMode != "" && o.JournalMode != memoryv1alpha1.SQLiteJournalWAL {
+		out = append(out, "spec.backend.sqlite.journalMode (the adapter always uses WAL)")
+	}
+	if o := b.Postgres; o != nil {
+		if o.SSLMode != "" {
+			out = append(out, "spec.backend.postgres.sslMode (set sslmode in the DSN)")
+		}
+		if o.MaxConnections != nil {
+			out = append(out, "spec.backend.postgres.maxConnections (set pool_max_conns in the DSN)")
+		}
+	}
+	if o := b.Redis; o != nil {
+		if o.Database != nil {
+			out = append(out, "spec.backend.redis.database (put the database in the URL path)")
+		}
+		if o.TLS != "" {
+			out = append(out, "spec.backend.redis.tls (use a rediss:// URL)")
+		}
+		if o.PoolSize != nil {
+			out = append(out, "spec.backend.redis.poolSize")
+		}
+	}
+	return out
+}
