@@ -156,6 +156,15 @@ func networkedAdapter(ns, name string, t memoryv1alpha1.BackendType, adapter str
 	}
 }
 
+// connectionSecret exposes a host server (its connection URL conn names the node's address)
+// as Service svc, and returns the Secret <adapter>-conn holding the URL through that Service.
+func connectionSecret(ctx context.Context, ns, svc, adapter, conn string) *corev1.Secret {
+	GinkgoHelper()
+	hostPort := exposeHostService(ctx, ns, svc, urlPort(conn))
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: adapter + "-conn"},
+		StringData: map[string]string{"dsn": withHost(conn, hostPort)}}
+}
+
 var _ = Describe("the operator loop", Ordered, func() {
 	var (
 		c  client.Client
@@ -249,10 +258,9 @@ var _ = Describe("the operator loop", Ordered, func() {
 	}, SpecTimeout(15*time.Minute))
 
 	It("verifies PostgreSQL, withdraws Available when the server stops, and restores it when it is back", func(ctx SpecContext) {
-		pg, dsn := startStoppable(ctx, "postgres-server.sh", "MAO_TEST_POSTGRES_LISTEN_URL=")
-		hostPort := exposeHostService(ctx, ns, "pg", urlPort(dsn))
-		Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pgmem-conn"},
-			StringData: map[string]string{"dsn": withHost(dsn, hostPort)}})).To(Succeed())
+		pg, conn := startStoppable(ctx, "postgres-server.sh", "MAO_TEST_POSTGRES_LISTEN_URL=")
+		pgSecret := connectionSecret(ctx, ns, "pg", "pgmem", conn)
+		Expect(c.Create(ctx, pgSecret)).To(Succeed())
 		Expect(c.Create(ctx, networkedAdapter(ns, "pgmem", memoryv1alpha1.BackendPostgres, "postgres", "immediate"))).To(Succeed())
 		waitAvailable(ctx, ns, "pgmem")
 
@@ -276,12 +284,17 @@ var _ = Describe("the operator loop", Ordered, func() {
 		Expect(len(jobsOf(ctx, c, ns, "pgmem"))).To(Equal(1), "the same service version needs no new run")
 	}, SpecTimeout(20*time.Minute))
 
-	It("verifies Redis as an eventual adapter", func(ctx SpecContext) {
-		_, url := startStoppable(ctx, "redis-server.sh", "MAO_TEST_REDIS_LISTEN_URL=")
-		hostPort := exposeHostService(ctx, ns, "redis", urlPort(url))
-		Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "redismem-conn"},
-			StringData: map[string]string{"dsn": withHost(url, hostPort)}})).To(Succeed())
+	It("verifies Redis as an eventual adapter, healing by itself once its missing Secret exists", func(ctx SpecContext) {
+		_, conn := startStoppable(ctx, "redis-server.sh", "MAO_TEST_REDIS_LISTEN_URL=")
+		redisSecret := connectionSecret(ctx, ns, "redis", "redismem", conn)
 		Expect(c.Create(ctx, networkedAdapter(ns, "redismem", memoryv1alpha1.BackendRedis, "redis", "eventual"))).To(Succeed())
+		Eventually(func(g Gomega) {
+			d := condition(ctx, c, ns, "redismem", memoryv1alpha1.ConditionDeployed)
+			g.Expect(d.Reason).To(Equal(memoryv1alpha1.ReasonBackendSecretMissing))
+			g.Expect(d.Message).To(ContainSubstring("redismem-conn"))
+		}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		By("creating the Secret, and nothing else")
+		Expect(c.Create(ctx, redisSecret)).To(Succeed())
 		waitAvailable(ctx, ns, "redismem")
 	}, SpecTimeout(15*time.Minute))
 
