@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -287,11 +288,12 @@ func evidenceStatus(ev *memory.EvidenceReport, prev *memoryv1alpha1.EvidenceStat
 	return st
 }
 
+// truncate cuts s to at most n bytes on a rune boundary.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && !utf8Start(s[n]) {
+	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
 	return s[:n]
@@ -309,10 +311,7 @@ func passedRun(r *memoryv1alpha1.ConformanceResult) *memoryv1alpha1.ConformanceR
 // run in status, restarts the adapter after a verified version change, and trims history.
 func (r *Reconciler) reconcileConformance(ctx context.Context, s *scope) error {
 	ma := s.ma
-	var ev *memory.EvidenceReport
-	if s.health.evidence != nil {
-		ev = s.health.evidence
-	}
+	ev := s.health.evidence
 	s.health.verified = passedRun(ma.Status.Conformance)
 	if ev == nil {
 		return nil

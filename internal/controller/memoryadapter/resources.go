@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -393,7 +392,7 @@ func desiredJob(ma *memoryv1alpha1.MemoryAdapter, s settings, name string, key r
 // runSeed is what a Job name is derived from: the run key, the rerun token, and for a
 // periodic re-run the completion time of the run it repeats.
 func runSeed(key runKey, rerun string, after string) string {
-	return strings.Join([]string{key.manifestHash, key.serviceVersion, key.adapterVersion, rerun, after, strconv.Itoa(1)}, "\n")
+	return strings.Join([]string{key.manifestHash, key.serviceVersion, key.adapterVersion, rerun, after}, "\n")
 }
 
 // unappliedOptions names the per-backend options this adapter build does not apply yet, so

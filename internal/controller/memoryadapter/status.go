@@ -30,14 +30,8 @@ func bound(s string) string {
 	if len(s) <= limit {
 		return s
 	}
-	cut := limit
-	for cut > 0 && !utf8Start(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return truncate(s, limit) + "…"
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 // manifestCondition reports the Go verdict on spec.manifest.
 func manifestCondition(err error) metav1.Condition {
