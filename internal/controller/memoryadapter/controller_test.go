@@ -2,6 +2,7 @@ package memoryadapter
 
 import (
 	"context"
+	"fmt"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -325,11 +326,14 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 	It("writes nothing while the adapter is steady", func() {
 		before := resourceVersions(ctx, key)
 		writes := managerWrites.Load()
+		reads := evidence.reads()
 		// Evidence is read every second; three periods of unchanged evidence must not move
 		// any object, nor send any write (a no-op update or an Event would not show in the
 		// resourceVersions).
 		Consistently(func() map[string]string { return resourceVersions(ctx, key) }, 4*time.Second, 500*time.Millisecond).Should(Equal(before))
 		Expect(managerWrites.Load()).To(Equal(writes), "the manager sent writes for a steady adapter")
+		fmt.Fprintf(GinkgoWriter, "evidence reads in 4s with a 1s period: %d\n", evidence.reads()-reads)
+		Expect(evidence.reads()-reads).To(BeNumerically(">=", 3), "the evidence is read every health period")
 	})
 
 	It("reverts a hand edit of an owned object", func() {

@@ -207,6 +207,12 @@ func (r *routedEvidence) setMutation(f func(*memory.EvidenceReport)) {
 	r.mutate = f
 }
 
+func (r *routedEvidence) reads() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.tokens)
+}
+
 func (r *routedEvidence) lastToken() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
