@@ -2,11 +2,13 @@ package memoryadapter
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -259,5 +261,63 @@ func TestEvidenceStatusMovesOnlyOnChange(t *testing.T) {
 	bad.ManifestHash = "not a hash"
 	if evidenceStatus(&bad, nil, true, t0).ManifestHash != "" {
 		t.Error("a malformed hash would make the API server refuse the whole status patch")
+	}
+}
+
+func TestBlockedReason(t *testing.T) {
+	unschedulable := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "run-1"}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: insufficient memory",
+	}}}}
+	for name, tc := range map[string]struct {
+		pods []corev1.Pod
+		want string
+	}{
+		"no pod yet":        {nil, ""},
+		"starting":          {[]corev1.Pod{waitingPod("ContainerCreating", "")}, ""},
+		"image pull":        {[]corev1.Pod{waitingPod("ImagePullBackOff", `Back-off pulling image "x:v9"`)}, `ImagePullBackOff: Back-off pulling image "x:v9"`},
+		"missing secret":    {[]corev1.Pod{waitingPod("CreateContainerConfigError", `secret "pg" not found`)}, `secret "pg" not found`},
+		"unschedulable pod": {[]corev1.Pod{unschedulable}, "insufficient memory"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := blockedReason(tc.pods)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Fatalf("blockedReason = %q, want it to name %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestResultFromJob(t *testing.T) {
+	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	key := runKey{manifestHash: hashA, serviceVersion: "3.50", adapterVersion: "v1"}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "mem-conformance-1"}}
+	terminated := func(msg string, code int32) []corev1.Pod {
+		return []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "mem-conformance-1-x"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: "Error", Message: msg}},
+		}}}}}
+	}
+	report := func(result string, cases ...string) string {
+		var cs []string
+		for _, c := range cases {
+			id, outcome, _ := strings.Cut(c, "=")
+			cs = append(cs, fmt.Sprintf(`{"id":%q,"outcome":%q}`, id, outcome))
+		}
+		return fmt.Sprintf(`{"suite_version":"1","adapter_id":"sqlite","start_time":"2026-12-03T09:59:00Z","duration_ms":1000,"result":%q,"error":"deployed server: manifest: differs","counts":{"passed":0,"failed":0,"not_applicable":0},"cases":[%s]}`, result, strings.Join(cs, ","))
+	}
+
+	r := resultFromJob(job, nil, key, "", "DeadlineExceeded: Job was active longer than specified deadline", now)
+	if r.Passed+r.Failed != 0 || !strings.Contains(r.Message, "DeadlineExceeded") || r.ServiceVersion != "3.50" {
+		t.Errorf("a Job without a pod: %+v", r)
+	}
+	r = resultFromJob(job, terminated("panic: boom", 2), key, "", "BackoffLimitExceeded", now)
+	if r.Passed+r.Failed != 0 || !strings.Contains(r.Message, "exited 2") {
+		t.Errorf("an unreadable termination message: %+v", r)
+	}
+	r = resultFromJob(job, terminated(report("Failed", "limit=Failed", "unknown-id=Passed", "a-case-from-a-newer-suite=Passed"), 1), key, "7", "", now)
+	if r.Failed != 1 || r.Passed != 1 || len(r.Cases) != 2 || r.RerunToken != "7" {
+		t.Errorf("a failing report (unknown case ids dropped, as the CRD's enum would refuse them): %+v", r)
+	}
+	if r.Message != "deployed server: manifest: differs" {
+		t.Errorf("the run-level error is kept: %q", r.Message)
 	}
 }
