@@ -279,12 +279,12 @@ var _ = Describe("the operator loop", Ordered, func() {
 			fmt.Fprintf(GinkgoWriter, "while stopped: Healthy %s/%s: %s\n", h.Status, h.Reason, h.Message)
 		}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 
-		Expect(len(jobsOf(ctx, c, ns, "pgmem"))).To(Equal(1), "an outage is not a new version to verify")
+		Expect(jobsOf(ctx, c, ns, "pgmem")).To(HaveLen(1), "an outage is not a new version to verify")
 
 		By("resuming it on the same port")
 		pg.do(ctx, "resume")
 		waitAvailable(ctx, ns, "pgmem")
-		Expect(len(jobsOf(ctx, c, ns, "pgmem"))).To(Equal(1), "the same service version needs no new run")
+		Expect(jobsOf(ctx, c, ns, "pgmem")).To(HaveLen(1), "the same service version needs no new run")
 	}, SpecTimeout(20*time.Minute))
 
 	It("verifies Redis as an eventual adapter, healing by itself once its missing Secret exists", func(ctx SpecContext) {
