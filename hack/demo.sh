@@ -79,9 +79,10 @@ conditions() {
     jq -r '.status.conditions // [] | .[] | [.type, .status, .reason, (.message // "")] | @tsv'
 }
 
-# watch_until NAME TYPE STATUS TIMEOUT_SECONDS polls NAME's conditions every two seconds,
-# prints every change, and returns 0 once condition TYPE has STATUS, 1 at the timeout. Meant
-# to run under heartbeat_run, which says it is alive while nothing changes.
+# watch_until NAME TYPE WANT TIMEOUT_SECONDS polls NAME's conditions every two seconds, prints
+# every change, and returns 0 once condition TYPE matches WANT, 1 at the timeout. WANT is a
+# status (True) or a status and reason (False/EvidenceInvalidatesManifest). Meant to run under
+# heartbeat_run, which says it is alive while nothing changes.
 declare -A SEEN=()
 watch_until() {
   local name=$1 want_type=$2 want_status=$3 timeout=$4 start now line t s r m
@@ -95,7 +96,7 @@ watch_until() {
         printf -v now '%(%s)T' -1
         printf '    [+%3ds] %-13s %-7s %-28s %s\n' $((now - start)) "$t" "$s" "$r" "$m"
       fi
-      if [ "$t" = "$want_type" ] && [ "$s" = "$want_status" ]; then
+      if [ "$t" = "$want_type" ] && { [ "$s" = "$want_status" ] || [ "$line" = "$want_status" ]; }; then
         return 0
       fi
     done < <(conditions "$name")
@@ -195,13 +196,15 @@ Use the cluster from this shell:
   export PATH="$(cat "$MAO_CLUSTER_DIR/bin-dir"):\$PATH"   # the project's kubectl, matching the server
 
 Explore:
-  kubectl get madp -n $NS                              # Backend, Consistency, Conformant, Available
-  kubectl describe madp -n $NS $SQLITE                 # the five conditions and their events
-  kubectl get madp -n $NS $SQLITE -o jsonpath='{.status.conformance.cases}'
-  kubectl get jobs,pods,svc,secrets -n $NS             # what the operator made
-  kubectl logs -n $NS job/$job                         # the conformance table
-  kubectl logs -n $OPERATOR_NS deployment/$MANAGER     # the operator
-  hack/postgres-server.sh stop $PG_DIR                 # (or resume) and watch $PG go and come back
+EOF
+  explore "kubectl get madp -n $NS" "Backend, Consistency, Conformant, Available"
+  explore "kubectl describe madp -n $NS $SQLITE" "the five conditions and their events"
+  explore "kubectl get madp -n $NS $SQLITE -o jsonpath='{.status.conformance.cases}'" "every case"
+  explore "kubectl get jobs,pods,svc,secrets -n $NS" "what the operator made"
+  explore "kubectl logs -n $NS job/$job" "the conformance table"
+  explore "kubectl logs -n $OPERATOR_NS deployment/$MANAGER" "the operator's log"
+  explore "hack/postgres-server.sh stop $PG_DIR" "(then resume) and watch $PG go and return"
+  cat <<EOF
 
 Not shown yet: an agent pod gated on Available and bound through the Secret; it comes with
 the gating work (the admission webhook), which does not exist yet.
@@ -210,6 +213,9 @@ Remove everything (namespace, PostgreSQL server, operator, cluster):
   make demo-down
 EOF
 }
+
+# explore COMMAND WHY prints one line of the closing "Explore" list.
+explore() { printf '  %-72s # %s\n' "$1" "$2"; }
 
 # item_roundtrip stores one item and reads it back from the host. The binding Secret's url
 # names the Service by its cluster DNS name, which the host cannot resolve; curl --resolve
@@ -228,7 +234,8 @@ item_roundtrip() {
   info "the host has no cluster DNS: $host resolves to the Service's ClusterIP $ip for curl"
 
   id=$(cat /proc/sys/kernel/random/uuid)
-  printf -v created '%(%s)T.000000' -1
+  # Unix seconds with microseconds, the resolution the contract keeps.
+  created=$(date +%s.%6N)
   body=$(jq -cn --arg id "$id" --argjson ts "$created" '{
     id: $id, created_at: $ts,
     metadata: {source: "make-demo", branch_id: "main"},
@@ -336,14 +343,15 @@ EOF
   hack/postgres-server.sh stop "$PG_DIR"
   heartbeat_run -v "watching conditions" -e "~10 s: two failed health reads 3 s apart" "$PG" \
     watch_until "$PG" Available False 180 || die "$PG stayed Available with its server stopped"
-  # Healthy may be written a moment before or after Available; wait for it to carry the cause.
-  local healthy=""
-  for _ in $(seq 1 30); do
-    healthy=$(condition_of "$PG" Healthy)
-    case "$healthy" in False*) break ;; esac
-    sleep 1
-  done
-  info "Healthy:   $healthy"
+  # The first evidence after the stop can show only the failed "reachable" probe
+  # (CapabilityProbeFailed); the adapter's own verdict, that its manifest is unavailable
+  # because the backend is unreachable, follows at its next evidence refresh. Wait for that,
+  # the cause a user should read, and print the way there.
+  info "waiting for Healthy to carry the adapter's own verdict (EvidenceInvalidatesManifest)"
+  heartbeat_run -v "watching conditions" -e "a few seconds: the adapter's next evidence refresh" "$PG" \
+    watch_until "$PG" Healthy False/EvidenceInvalidatesManifest 120 ||
+    info "Healthy did not reach EvidenceInvalidatesManifest within 2 minutes; it says what is shown above"
+  info "Healthy:   $(condition_of "$PG" Healthy)"
   info "Available: $(condition_of "$PG" Available)"
   info "conformance Jobs for $PG: $(kc get jobs -n "$NS" -l "memory.agentmem.io/adapter=$PG,app.kubernetes.io/component=conformance" --no-headers | wc -l) (an outage is not a new version: no new run)"
 
