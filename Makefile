@@ -160,6 +160,14 @@ images: ## Build the adapter (ADAPTER_IMG) and manager (IMG) images without Dock
 	go run ./hack/images -out "$(MAO_CLUSTER_DIR)/images" $$load \
 	  "$(ADAPTER_IMG)=./cmd/memory-adapter:/memory-adapter" "$(IMG)=./cmd:/manager"
 
+.PHONY: demo
+demo: ## The tour (README "Using it"): cluster, images, operator, the SQLite sample to Available, an item through its Service, a real PostgreSQL outage and recovery; leaves the cluster running.
+	hack/demo.sh up
+
+.PHONY: demo-down
+demo-down: ## Remove what make demo made: its namespace, its PostgreSQL server, the operator, and the cluster.
+	hack/demo.sh down
+
 .PHONY: test-e2e
 test-e2e: ## End-to-end suite on the local cluster: brings it up (or reuses it), tears down what it started unless KEEP_CLUSTER=1.
 	go test -tags e2e ./test/e2e/ -count=1 -timeout 90m -v -ginkgo.v
