@@ -55,6 +55,9 @@ type Reconciler struct {
 	health sync.Map // types.NamespacedName → *healthState
 }
 
+// firstReadRetry is how soon a failed read is retried while no evidence has been read yet.
+const firstReadRetry = 2 * time.Second
+
 // healthState is the evidence the controller keeps in memory between reconciles: reads that
 // find nothing new write nothing to the API server.
 type healthState struct {
@@ -62,6 +65,8 @@ type healthState struct {
 	evidence    *memory.EvidenceReport
 	lastSuccess time.Time
 	lastAttempt time.Time
+	// lastCounted is when a failed read last counted toward failureThreshold.
+	lastCounted time.Time
 	failures    int
 	lastErr     string
 }

@@ -214,19 +214,31 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) error {
 	}
 	deployed := deployedCondition(s.deploy).Status == metav1.ConditionTrue
 	period := s.settings.healthPeriod
+	// Until the first evidence arrives, read every firstReadRetry: a freshly ready pod is
+	// often not behind its Service yet, and waiting a whole period for the second try delays
+	// the first verdict for nothing. Failures still count once per period, so
+	// failureThreshold means the same time either way.
+	interval := period
+	if hs.evidence == nil {
+		interval = min(period, firstReadRetry)
+	}
 	if deployed && s.token != "" {
-		if hs.lastAttempt.IsZero() || s.now.Sub(hs.lastAttempt) >= period {
+		if hs.lastAttempt.IsZero() || s.now.Sub(hs.lastAttempt) >= interval {
 			hs.lastAttempt = s.now
 			ev, err := r.Evidence.ReadEvidence(ctx, url, s.token)
 			if err != nil {
-				hs.failures++
+				if hs.lastCounted.IsZero() || s.now.Sub(hs.lastCounted) >= period {
+					hs.failures++
+					hs.lastCounted = s.now
+				}
 				hs.lastErr = err.Error()
 				evidenceReadFailures.Inc()
 			} else {
-				hs.evidence, hs.lastSuccess, hs.failures, hs.lastErr = ev, s.now, 0, ""
+				hs.evidence, hs.lastSuccess, hs.failures, hs.lastErr, hs.lastCounted = ev, s.now, 0, "", time.Time{}
+				interval = period
 			}
 		}
-		s.requeue(period - s.now.Sub(hs.lastAttempt))
+		s.requeue(interval - s.now.Sub(hs.lastAttempt))
 	}
 	s.health = healthObservation{
 		deployed:     deployed,

@@ -242,7 +242,11 @@ func healthyCondition(o healthObservation) metav1.Condition {
 		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceUnreachable,
 			fmt.Sprintf("%d consecutive reads of %s/v1/evidence failed (threshold %d); last error: %s", o.failures, o.url, o.threshold, o.lastErr))
 	case o.evidence == nil:
-		return condition(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidencePending, "no evidence has been read from "+o.url+"/v1/evidence yet")
+		msg := "no evidence has been read from " + o.url + "/v1/evidence yet"
+		if o.lastErr != "" {
+			msg += "; the last read failed: " + o.lastErr
+		}
+		return condition(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidencePending, msg)
 	case o.now.Sub(o.lastSuccess) > o.grace:
 		return condition(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidenceStale,
 			fmt.Sprintf("the last evidence was read at %s, more than stalenessGrace %s ago", o.lastSuccess.UTC().Format(time.RFC3339), o.grace))

@@ -144,6 +144,8 @@ func TestHealthyCondition(t *testing.T) {
 	}{
 		"not deployed":   {base(func(o *healthObservation) { o.deployed, o.evidence = false, nil }), want{metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidencePending, nil}},
 		"first read due": {base(func(o *healthObservation) { o.evidence = nil }), want{metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidencePending, []string{"/v1/evidence"}}},
+		"first read failed": {base(func(o *healthObservation) { o.evidence, o.failures, o.lastErr = nil, 1, "no endpoints" }),
+			want{metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidencePending, []string{"the last read failed: no endpoints"}}},
 		"below threshold keeps the verdict": {base(func(o *healthObservation) { o.failures, o.lastErr = 2, "connection refused" }),
 			want{metav1.ConditionTrue, memoryv1alpha1.ReasonEvidenceValid, nil}},
 		"unreachable": {base(func(o *healthObservation) { o.failures, o.lastErr = 3, "connection refused" }),
