@@ -91,6 +91,7 @@ func (c *cluster) start(name, bin string, args ...string) error {
 	}
 	defer lf.Close()
 	fmt.Fprintf(lf, "\n=== %s starting %s %s\n", time.Now().Format(time.RFC3339), bin, strings.Join(args, " "))
+	closeInheritedFiles()
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.Dir = c.dir
@@ -199,4 +200,20 @@ func processesMatching(needles ...string) []procInfo {
 type procInfo struct {
 	pid     int
 	cmdline string
+}
+
+// closeInheritedFiles marks every descriptor above stderr close-on-exec. The components
+// outlive this command, and a descriptor it inherited (a caller's lock, a pipe its caller
+// waits on) would otherwise stay open in them until the cluster stops: a `flock` taken
+// around `make cluster-up` would be held for the cluster's whole life.
+func closeInheritedFiles() {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
