@@ -349,8 +349,8 @@ EOF
   # the cause a user should read, and print the way there.
   info "waiting for Healthy to carry the adapter's own verdict (EvidenceInvalidatesManifest)"
   heartbeat_run -v "watching conditions" -e "a few seconds: the adapter's next evidence refresh" "$PG" \
-    watch_until "$PG" Healthy False/EvidenceInvalidatesManifest 120 ||
-    info "Healthy did not reach EvidenceInvalidatesManifest within 2 minutes; it says what is shown above"
+    watch_until "$PG" Healthy False/EvidenceInvalidatesManifest 30 ||
+    info "Healthy did not reach EvidenceInvalidatesManifest within 30s (seen: it can stay CapabilityProbeFailed); it says what is shown above"
   info "Healthy:   $(condition_of "$PG" Healthy)"
   info "Available: $(condition_of "$PG" Available)"
   info "conformance Jobs for $PG: $(kc get jobs -n "$NS" -l "memory.agentmem.io/adapter=$PG,app.kubernetes.io/component=conformance" --no-headers | wc -l) (an outage is not a new version: no new run)"
