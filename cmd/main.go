@@ -4,15 +4,21 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
+	"errors"
 	"flag"
+	"fmt"
 	"os"
+	"strings"
+	"time"
 
 	// Import every client auth plugin (exec, OIDC, ...) so the manager can run from any
 	// kubeconfig a user hands it.
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -57,6 +63,7 @@ type managerFlags struct {
 	metricsCertName  string
 	metricsCertKey   string
 	adapterImage     string
+	tokenKeySecret   string
 }
 
 func main() {
@@ -78,6 +85,9 @@ func main() {
 		"If set, HTTP/2 will be enabled for the metrics and webhook servers.")
 	flag.StringVar(&f.adapterImage, "adapter-image", "ghcr.io/agentmem/memory-adapter:dev",
 		"The image of adapters and their conformance Jobs when a MemoryAdapter sets no spec.image.")
+	flag.StringVar(&f.tokenKeySecret, "token-key-secret", "",
+		"NAMESPACE/NAME of the Secret holding the key adapter tokens are derived from; created when absent. "+
+			"Empty means $POD_NAMESPACE/"+defaultTokenKeySecret+".")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -90,6 +100,19 @@ func main() {
 		os.Exit(1)
 	}
 
+	keyRef, err := tokenKeyRef(f.tokenKeySecret, os.Getenv("POD_NAMESPACE"))
+	if err != nil {
+		setupLog.Error(err, "Invalid --token-key-secret")
+		os.Exit(1)
+	}
+	loadCtx, cancelLoad := context.WithTimeout(context.Background(), 30*time.Second)
+	tokenKey, err := memoryadapter.LoadOrCreateTokenKey(loadCtx, mgr.GetAPIReader(), mgr.GetClient(), keyRef)
+	cancelLoad()
+	if err != nil {
+		setupLog.Error(err, "Failed to load the token key", "secret", keyRef.String())
+		os.Exit(1)
+	}
+
 	if err := (&memoryadapter.Reconciler{
 		Client:       mgr.GetClient(),
 		Recorder:     mgr.GetEventRecorder("memory-adapter-operator"),
@@ -98,6 +121,7 @@ func main() {
 		// The Deployment sets POD_NAMESPACE from the downward API; the adapters'
 		// NetworkPolicies admit the manager's pods from that namespace.
 		OperatorNamespace: os.Getenv("POD_NAMESPACE"),
+		TokenKey:          tokenKey,
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "Failed to create controller", "controller", "memoryadapter")
 		os.Exit(1)
@@ -118,6 +142,25 @@ func main() {
 		setupLog.Error(err, "Failed to run manager")
 		os.Exit(1)
 	}
+}
+
+// defaultTokenKeySecret is the token key Secret's name in the manager's namespace.
+const defaultTokenKeySecret = "memory-adapter-operator-token-key" //nolint:gosec // a Secret's name, not a credential
+
+// tokenKeyRef resolves --token-key-secret: NAMESPACE/NAME, or the default name in the
+// manager's own namespace.
+func tokenKeyRef(flagValue, podNamespace string) (types.NamespacedName, error) {
+	if flagValue == "" {
+		if podNamespace == "" {
+			return types.NamespacedName{}, errors.New("POD_NAMESPACE is not set: pass --token-key-secret NAMESPACE/NAME")
+		}
+		return types.NamespacedName{Namespace: podNamespace, Name: defaultTokenKeySecret}, nil
+	}
+	ns, name, ok := strings.Cut(flagValue, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return types.NamespacedName{}, fmt.Errorf("%q is not NAMESPACE/NAME", flagValue)
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, nil
 }
 
 // managerOptions turns the flags into manager options.

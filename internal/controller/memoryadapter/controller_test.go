@@ -18,6 +18,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -349,6 +350,36 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 			g.Expect(k8sClient.Get(ctx, key, dep)).To(Succeed())
 			g.Expect(strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " ")).To(ContainSubstring("--backend sqlite"))
 		}, timeout, poll).Should(Succeed())
+		markAvailable(ctx, key)
+	})
+
+	It("never reads a Secret, and repairs a hand-edited binding token the adapter refuses", func() {
+		secKey := types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-binding"}
+		asManager, err := client.New(managerCfg, client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(apierrors.IsForbidden(asManager.Get(ctx, secKey, &corev1.Secret{}))).To(BeTrue(),
+			"the generated RBAC must not let the manager read the binding Secret")
+
+		sec := &corev1.Secret{}
+		Expect(k8sClient.Get(ctx, secKey, sec)).To(Succeed())
+		derived := string(sec.Data["token"])
+		sec.Data["token"] = []byte("edited-by-hand")
+		Expect(k8sClient.Update(ctx, sec)).To(Succeed())
+		// The adapter serves with whatever token its Secret holds: it refuses the derived one
+		// while the edit stands.
+		evidence.setRefusal(func(token string) bool {
+			cur := &corev1.Secret{}
+			if err := k8sClient.Get(ctx, secKey, cur); err != nil {
+				return true
+			}
+			return token != string(cur.Data["token"])
+		})
+		DeferCleanup(func() { evidence.setRefusal(nil) })
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, secKey, sec)).To(Succeed())
+			g.Expect(string(sec.Data["token"])).To(Equal(derived))
+		}, timeout, poll).Should(Succeed())
+		evidence.setRefusal(nil)
 		markAvailable(ctx, key)
 	})
 

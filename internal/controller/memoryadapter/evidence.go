@@ -63,6 +63,9 @@ func (h *HTTPEvidenceReader) ReadEvidence(ctx context.Context, baseURL, token st
 	if len(body) > maxEvidenceBytes {
 		return nil, fmt.Errorf("evidence read: body exceeds %d bytes", maxEvidenceBytes)
 	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		return nil, fmt.Errorf("evidence read: HTTP 401: %w", ErrUnauthorized)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("evidence read: HTTP %d", resp.StatusCode)
 	}

@@ -51,8 +51,12 @@ type Reconciler struct {
 	Now func() time.Time
 	// JobHistory is how many finished conformance Jobs are kept per adapter; 0 means 3.
 	JobHistory int
+	// TokenKey is the operator's secret key, at least MinTokenKeyBytes long, from which each
+	// adapter's bearer token is derived (never logged).
+	TokenKey []byte
 
-	health sync.Map // types.NamespacedName → *healthState
+	health   sync.Map // types.NamespacedName → *healthState
+	bindings sync.Map // types.UID → digest of the binding Secret last applied
 }
 
 // firstReadRetry is how soon a failed read is retried while no evidence has been read yet.
@@ -77,7 +81,11 @@ type healthState struct {
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=services;serviceaccounts;configmaps;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// The operator writes its binding Secrets and never reads any Secret: create and patch only.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=create;patch
+// In its own namespace it reads one Secret, its token key, and creates it on first start.
+// +kubebuilder:rbac:groups="",namespace=memory-adapter-operator-system,resources=secrets,resourceNames=memory-adapter-operator-token-key,verbs=get
+// +kubebuilder:rbac:groups="",namespace=memory-adapter-operator-system,resources=secrets,verbs=create
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -198,14 +206,14 @@ func (r *Reconciler) reconcileManifest(_ context.Context, s *scope) error {
 	return nil
 }
 
-// CacheOptions restricts the manager's Secret and Pod caches to the objects the operator
-// labels, so it never holds other Secrets in memory. The manager and the envtest suites use
-// the same options.
+// CacheOptions restricts the manager's Pod cache to the pods the operator labels (its
+// adapters' and Jobs'), so it does not hold every pod of the cluster in memory. Secrets are
+// not cached at all: the operator writes them and never reads them. The manager and the
+// envtest suites use the same options.
 func CacheOptions() cache.Options {
 	managed := labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue})
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Secret{}: {Label: managed},
-		&corev1.Pod{}:    {Label: managed},
+		&corev1.Pod{}: {Label: managed},
 	}}
 }
 
@@ -224,7 +232,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ServiceAccount{}).
-		Owns(&corev1.Secret{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.PersistentVolumeClaim{}).
 		Owns(&networkingv1.NetworkPolicy{}).

@@ -2,7 +2,6 @@ package memoryadapter
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -149,39 +148,6 @@ func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 	return errors.Join(errs...)
 }
 
-// ensureBinding keeps the binding Secret: a token generated once, and the url, type and
-// provider a workload needs. It returns the token, which is never logged.
-func (r *Reconciler) ensureBinding(ctx context.Context, s *scope) (string, error) {
-	ma := s.ma
-	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: bindingName(ma), Namespace: ma.Namespace}}
-	var token string
-	err := r.ensure(ctx, s, sec, true, func() {
-		token = string(sec.Data["token"])
-		if token == "" {
-			b := make([]byte, 32)
-			_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms.
-			token = hex.EncodeToString(b)
-		}
-		if sec.CreationTimestamp.IsZero() {
-			sec.Type = BindingSecretType
-		}
-		want := map[string][]byte{
-			"type":     []byte("memory-adapter"),
-			"provider": []byte("agentmem"),
-			"url":      []byte(serviceURL(ma)),
-			"token":    []byte(token),
-		}
-		if !equality.Semantic.DeepEqual(want, sec.Data) {
-			sec.Data = want
-		}
-		sec.StringData = nil
-	})
-	if err != nil {
-		return "", err
-	}
-	return token, nil
-}
-
 // ensureDataClaim keeps SQLite's claim. Under deletionPolicy Retain it is not owned, so
 // deleting the MemoryAdapter leaves the data; under Delete the adapter owns it.
 func (r *Reconciler) ensureDataClaim(ctx context.Context, s *scope, want *corev1.PersistentVolumeClaim) error {
@@ -226,6 +192,11 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) error {
 		if hs.lastAttempt.IsZero() || s.now.Sub(hs.lastAttempt) >= interval {
 			hs.lastAttempt = s.now
 			ev, err := r.Evidence.ReadEvidence(ctx, url, s.token)
+			if errors.Is(err, ErrUnauthorized) {
+				// The binding Secret the adapter serves with no longer holds the derived
+				// token (edited by hand, or the operator's key changed): apply it again.
+				r.forgetBinding(s.ma)
+			}
 			if err != nil {
 				if hs.lastCounted.IsZero() || s.now.Sub(hs.lastCounted) >= period {
 					hs.failures++

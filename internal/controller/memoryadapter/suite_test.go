@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,7 +17,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -28,6 +34,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
@@ -39,8 +46,12 @@ import (
 // specs play its part: they mark the Deployment available and finish Jobs with the
 // termination message of a real `memory-adapter conformance` run.
 var (
-	testEnv    *envtest.Environment
-	cfg        *rest.Config
+	testEnv *envtest.Environment
+	cfg     *rest.Config
+	// managerCfg acts as the manager's ServiceAccount, holding only the generated RBAC
+	// (config/rbac/role.yaml): a controller that needs a permission its markers do not grant,
+	// or that reads a Secret, fails here as it would in a cluster.
+	managerCfg *rest.Config
 	k8sClient  client.Client
 	scheme     = runtime.NewScheme()
 	workDir    string
@@ -70,6 +81,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
+	managerCfg = bindGeneratedRBAC(context.Background())
 
 	workDir = GinkgoT().TempDir()
 	By("building the memory-adapter binary")
@@ -95,7 +107,7 @@ var _ = AfterSuite(func() {
 // startManager runs the controller in its own manager, configured as cmd/main.go configures
 // it; the returned function stops it and waits until it has.
 func startManager() (stop func()) {
-	mcfg := rest.CopyConfig(cfg)
+	mcfg := rest.CopyConfig(managerCfg)
 	mcfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return writeCounter{next: rt, writes: &managerWrites} })
 	return startManagerWith(mcfg, evidence)
 }
@@ -127,7 +139,12 @@ func startManagerWith(cfg *rest.Config, evidence EvidenceReader) (stop func()) {
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	Expect(err).NotTo(HaveOccurred())
+	keyCtx, cancelKey := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelKey()
+	key, err := LoadOrCreateTokenKey(keyCtx, mgr.GetAPIReader(), mgr.GetClient(), tokenKeyRef)
+	Expect(err).NotTo(HaveOccurred())
 	Expect((&Reconciler{
+		TokenKey:     key,
 		Client:       mgr.GetClient(),
 		Recorder:     mgr.GetEventRecorder("memory-adapter-operator"),
 		Evidence:     evidence,
@@ -141,6 +158,47 @@ func startManagerWith(cfg *rest.Config, evidence EvidenceReader) (stop func()) {
 		Expect(mgr.Start(ctx)).To(Succeed())
 	}()
 	return func() { cancel(); <-done }
+}
+
+// operatorNamespace is where config/rbac/role.yaml's namespaced Role lives.
+const operatorNamespace = "memory-adapter-operator-system"
+
+// managerUser is the manager's ServiceAccount as the API server names it.
+const managerUser = "system:serviceaccount:" + operatorNamespace + ":controller-manager"
+
+// tokenKeyRef is the token key Secret the manager's markers let it read.
+var tokenKeyRef = types.NamespacedName{Namespace: operatorNamespace, Name: "memory-adapter-operator-token-key"}
+
+// bindGeneratedRBAC installs the generated ClusterRole and Role, binds them to the manager's
+// ServiceAccount, and returns a config that impersonates it.
+func bindGeneratedRBAC(ctx context.Context) *rest.Config {
+	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}})).To(Succeed())
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "config", "rbac", "role.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	subject := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: managerUser}}
+	var roles int
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		u := &unstructured.Unstructured{}
+		Expect(yaml.Unmarshal([]byte(doc), &u.Object)).To(Succeed())
+		if u.Object == nil {
+			continue
+		}
+		Expect(k8sClient.Create(ctx, u)).To(Succeed())
+		roles++
+		ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: u.GetKind(), Name: u.GetName()}
+		switch u.GetKind() {
+		case "ClusterRole":
+			Expect(k8sClient.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "manager"}, RoleRef: ref, Subjects: subject})).To(Succeed())
+		case "Role":
+			Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "manager", Namespace: u.GetNamespace()}, RoleRef: ref, Subjects: subject})).To(Succeed())
+		default:
+			Fail("role.yaml holds a " + u.GetKind())
+		}
+	}
+	Expect(roles).To(Equal(2), "role.yaml should hold the ClusterRole and the operator namespace's Role")
+	c := rest.CopyConfig(cfg)
+	c.Impersonate = rest.ImpersonationConfig{UserName: managerUser, Groups: []string{"system:serviceaccounts", "system:authenticated"}}
+	return c
 }
 
 // localAdapter is a `memory-adapter serve` process on loopback.
@@ -187,13 +245,18 @@ type routedEvidence struct {
 	mu     sync.Mutex
 	tokens []string
 	mutate func(*memory.EvidenceReport)
+	// refuse, when set, answers like an adapter whose token file differs: true means 401.
+	refuse func(token string) bool
 }
 
 func (r *routedEvidence) ReadEvidence(ctx context.Context, _ string, token string) (*memory.EvidenceReport, error) {
 	r.mu.Lock()
 	r.tokens = append(r.tokens, token)
-	mutate := r.mutate
+	mutate, refuse := r.mutate, r.refuse
 	r.mu.Unlock()
+	if refuse != nil && refuse(token) {
+		return nil, fmt.Errorf("evidence read: HTTP 401: %w", ErrUnauthorized)
+	}
 	ev, err := (&HTTPEvidenceReader{}).ReadEvidence(ctx, r.target.url, r.target.token)
 	if err == nil && mutate != nil {
 		mutate(ev)
@@ -205,6 +268,12 @@ func (r *routedEvidence) setMutation(f func(*memory.EvidenceReport)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.mutate = f
+}
+
+func (r *routedEvidence) setRefusal(f func(string) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.refuse = f
 }
 
 func (r *routedEvidence) reads() int {

@@ -1,0 +1,184 @@
+package memoryadapter
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+)
+
+// FieldOwner is the server-side apply field manager of the objects the operator applies.
+const FieldOwner = "memory-adapter-operator"
+
+// MinTokenKeyBytes is the shortest operator key accepted for deriving adapter tokens.
+const MinTokenKeyBytes = 32
+
+// ErrUnauthorized marks an evidence read the adapter refused with 401: the token the
+// operator derives no longer matches the one the adapter serves with.
+var ErrUnauthorized = errors.New("the adapter refused the operator's token")
+
+// deriveToken is an adapter's bearer token: an HMAC of the adapter's identity under the
+// operator's key. Deriving it, rather than generating and storing it, is what lets the
+// operator write the binding Secret without any right to read Secrets back: the token is
+// recomputed on every reconcile, and a recreated adapter (new UID) gets a new one.
+func deriveToken(key []byte, ma *memoryv1alpha1.MemoryAdapter) string {
+	m := hmac.New(sha256.New, key)
+	// NUL separators: no namespace, name or UID contains one, so no two identities collide.
+	_, _ = fmt.Fprintf(m, "memory-adapter-token/v1\x00%s\x00%s\x00%s", ma.Namespace, ma.Name, ma.UID)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// bindingData is the binding Secret's content: the Service Binding specification's
+// Provisioned Service keys.
+func bindingData(ma *memoryv1alpha1.MemoryAdapter, token string) map[string][]byte {
+	return map[string][]byte{
+		"type":     []byte("memory-adapter"),
+		"provider": []byte("agentmem"),
+		"url":      []byte(serviceURL(ma)),
+		"token":    []byte(token),
+	}
+}
+
+// bindingApply is the binding Secret as the operator applies it: content, type, labels and
+// the controller reference, so the garbage collector removes it with the adapter.
+func bindingApply(ma *memoryv1alpha1.MemoryAdapter, token string) *corev1ac.SecretApplyConfiguration {
+	return corev1ac.Secret(bindingName(ma), ma.Namespace).
+		WithLabels(commonLabels(ma)).
+		WithOwnerReferences(metav1ac.OwnerReference().
+			WithAPIVersion(memoryv1alpha1.GroupVersion.String()).
+			WithKind("MemoryAdapter").
+			WithName(ma.Name).
+			WithUID(ma.UID).
+			WithController(true).
+			WithBlockOwnerDeletion(true)).
+		WithType(BindingSecretType).
+		WithData(bindingData(ma, token))
+}
+
+// bindingDigest identifies what was applied, so an unchanged binding is not applied again.
+func bindingDigest(ma *memoryv1alpha1.MemoryAdapter, token string) string {
+	h := sha256.New()
+	_, _ = fmt.Fprintf(h, "%s\x00%s\x00", ma.UID, BindingSecretType)
+	data := bindingData(ma, token)
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		_, _ = fmt.Fprintf(h, "%s=%x\x00", k, data[k])
+	}
+	labels := commonLabels(ma)
+	keys = keys[:0]
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		_, _ = fmt.Fprintf(h, "%s:%s\x00", k, labels[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ensureBinding makes the binding Secret hold the adapter's derived token, url, type and
+// provider, and returns the token (never logged). The operator has no right to read Secrets,
+// so it does not look: it creates the Secret, or applies it server-side when it exists, once
+// per manager process and whenever the desired content changes; a hand edit is repaired
+// when the adapter refuses the operator's token (see forgetBinding), when the manager
+// restarts, or when the adapter's spec changes.
+func (r *Reconciler) ensureBinding(ctx context.Context, s *scope) (string, error) {
+	ma := s.ma
+	if len(r.TokenKey) < MinTokenKeyBytes {
+		return "", fmt.Errorf("binding Secret %s: the operator's token key has %d bytes, fewer than %d", bindingName(ma), len(r.TokenKey), MinTokenKeyBytes)
+	}
+	token := deriveToken(r.TokenKey, ma)
+	digest := bindingDigest(ma, token)
+	if prev, ok := r.bindings.Load(ma.UID); ok && prev.(string) == digest {
+		return token, nil
+	}
+	_, known := r.bindings.Load(ma.UID)
+	sec := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: bindingName(ma), Namespace: ma.Namespace, Labels: commonLabels(ma),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: memoryv1alpha1.GroupVersion.String(), Kind: "MemoryAdapter",
+				Name: ma.Name, UID: ma.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
+		Type: BindingSecretType,
+		Data: bindingData(ma, token),
+	}
+	err := r.Client.Create(ctx, sec, client.FieldOwner(FieldOwner))
+	switch {
+	case err == nil:
+		r.Recorder.Eventf(ma, sec, corev1.EventTypeNormal, "Created", "Create", "created Secret %s", sec.Name)
+	case apierrors.IsAlreadyExists(err):
+		if err := r.Client.Apply(ctx, bindingApply(ma, token), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			return "", fmt.Errorf("apply Secret %s: %w", sec.Name, err)
+		}
+		if known {
+			// A digest already applied in this process differs: the desired content changed.
+			r.Recorder.Eventf(ma, sec, corev1.EventTypeNormal, "Updated", "Update", "applied Secret %s", sec.Name)
+		}
+	default:
+		return "", fmt.Errorf("create Secret %s: %w", sec.Name, err)
+	}
+	r.bindings.Store(ma.UID, digest)
+	return token, nil
+}
+
+// forgetBinding makes the next reconcile apply the binding Secret again.
+func (r *Reconciler) forgetBinding(ma *memoryv1alpha1.MemoryAdapter) {
+	r.bindings.Delete(ma.UID)
+}
+
+// tokenKeyField is the key of the operator's token-key Secret that holds the key.
+const tokenKeyField = "key"
+
+// LoadOrCreateTokenKey returns the operator's token key from the Secret ref, creating the
+// Secret with a fresh random key when it does not exist. Two managers starting together
+// agree: the one whose create loses reads the winner's key. r must read from the API server,
+// not a cache, so that this is the only Secret the operator ever reads.
+func LoadOrCreateTokenKey(ctx context.Context, r client.Reader, w client.Writer, ref types.NamespacedName) ([]byte, error) {
+	for range 2 {
+		sec := &corev1.Secret{}
+		err := r.Get(ctx, ref, sec)
+		if err == nil {
+			key := sec.Data[tokenKeyField]
+			if len(key) < MinTokenKeyBytes {
+				return nil, fmt.Errorf("token key Secret %s: key %q has %d bytes, fewer than %d", ref, tokenKeyField, len(key), MinTokenKeyBytes)
+			}
+			return key, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("read token key Secret %s: %w", ref, err)
+		}
+		key := make([]byte, MinTokenKeyBytes)
+		_, _ = rand.Read(key) // crypto/rand.Read never fails on supported platforms.
+		sec = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace,
+				Labels: map[string]string{LabelManagedBy: ManagedByValue}},
+			Type: corev1.SecretTypeOpaque,
+			Data: map[string][]byte{tokenKeyField: key},
+		}
+		err = w.Create(ctx, sec, client.FieldOwner(FieldOwner))
+		if err == nil {
+			return key, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("create token key Secret %s: %w", ref, err)
+		}
+	}
+	return nil, fmt.Errorf("token key Secret %s: created and deleted by someone else while starting", ref)
+}

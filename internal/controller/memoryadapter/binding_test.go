@@ -1,0 +1,56 @@
+package memoryadapter
+
+import (
+	"bytes"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+)
+
+func TestDeriveToken(t *testing.T) {
+	key := bytes.Repeat([]byte{7}, MinTokenKeyBytes)
+	other := bytes.Repeat([]byte{8}, MinTokenKeyBytes)
+	ma := func(ns, name, uid string) *memoryv1alpha1.MemoryAdapter {
+		return &memoryv1alpha1.MemoryAdapter{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid)}}
+	}
+	base := deriveToken(key, ma("ns", "mem", "u1"))
+	if len(base) != 64 {
+		t.Fatalf("token has %d characters, want 64 hex", len(base))
+	}
+	if again := deriveToken(key, ma("ns", "mem", "u1")); again != base {
+		t.Fatalf("the same adapter got two tokens")
+	}
+	for name, tc := range map[string]struct {
+		key []byte
+		ma  *memoryv1alpha1.MemoryAdapter
+	}{
+		"recreated adapter (new UID)": {key, ma("ns", "mem", "u2")},
+		"other namespace":             {key, ma("ns2", "mem", "u1")},
+		"other name":                  {key, ma("ns", "mem2", "u1")},
+		"name and namespace shifted":  {key, ma("n", "smem", "u1")},
+		"other operator key":          {other, ma("ns", "mem", "u1")},
+	} {
+		if got := deriveToken(tc.key, tc.ma); got == base {
+			t.Errorf("%s: same token as the base adapter", name)
+		}
+	}
+}
+
+func TestBindingDigestFollowsContent(t *testing.T) {
+	ma := &memoryv1alpha1.MemoryAdapter{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "mem", UID: "u1"}}
+	d := bindingDigest(ma, "t1")
+	if bindingDigest(ma, "t1") != d {
+		t.Fatal("digest is not stable")
+	}
+	if bindingDigest(ma, "t2") == d {
+		t.Fatal("a new token must be applied again")
+	}
+	moved := ma.DeepCopy()
+	moved.UID = "u2"
+	if bindingDigest(moved, "t1") == d {
+		t.Fatal("a recreated adapter must be applied again")
+	}
+}
