@@ -7,6 +7,8 @@ CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+CRD_REF_DOCS_VERSION ?= v0.3.0
+CRD_REF_DOCS ?= $(LOCALBIN)/crd-ref-docs-$(CRD_REF_DOCS_VERSION)
 
 # Recipes run in bash with pipefail so a failing command in a pipe fails the target.
 SHELL = /usr/bin/env bash -o pipefail
@@ -28,8 +30,9 @@ manifests: controller-gen ## Generate ClusterRole, CustomResourceDefinition and 
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd webhook paths="./..." output:crd:artifacts:config=config/crd/bases
 
 .PHONY: generate
-generate: controller-gen ## Generate DeepCopy methods for the API types.
+generate: controller-gen crd-ref-docs ## Generate DeepCopy methods for the API types and the API reference (docs/reference/api.md).
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
+	$(CRD_REF_DOCS) --log-level=ERROR --source-path=api/v1alpha1 --config=hack/crd-ref-docs.yaml --renderer=markdown --output-path=docs/reference/api.md
 
 .PHONY: fmt
 fmt: ## Run gofmt over the module.
@@ -54,7 +57,7 @@ lint-fix: golangci-lint ## Run golangci-lint and apply its fixes.
 	$(GOLANGCI_LINT) run --fix ./...
 
 .PHONY: verify
-verify: controller-gen ## Check that generated files are current and Go sources are gofmt-clean.
+verify: controller-gen crd-ref-docs ## Check that generated files are current and Go sources are gofmt-clean.
 	CONTROLLER_GEN="$(CONTROLLER_GEN)" hack/verify-generated.sh
 
 .PHONY: ci
@@ -116,6 +119,11 @@ $(LOCALBIN):
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into ./bin.
 $(CONTROLLER_GEN): | $(LOCALBIN)
 	$(call go-install-tool,$(CONTROLLER_GEN),sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION),~1 min on 2 cores cold)
+
+.PHONY: crd-ref-docs
+crd-ref-docs: $(CRD_REF_DOCS) ## Install crd-ref-docs (the API reference generator) into ./bin.
+$(CRD_REF_DOCS): | $(LOCALBIN)
+	$(call go-install-tool,$(CRD_REF_DOCS),github.com/elastic/crd-ref-docs,$(CRD_REF_DOCS_VERSION),~1 min on 2 cores cold)
 
 .PHONY: golangci-lint
 golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into ./bin.

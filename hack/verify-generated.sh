@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The verify stage of `make ci`: fails when `make manifests generate` changes any generated
-# file (CRDs, RBAC, webhook configuration, zz_generated DeepCopy code), and when a Go file is
+# file (CRDs, RBAC, webhook configuration, zz_generated DeepCopy code, the API reference in
+# docs/reference), and when a Go file is
 # not gofmt-clean. It compares content before and after instead of asking git, so it also
 # works in a tree with unrelated uncommitted edits.
 set -euo pipefail
@@ -8,7 +9,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 snapshot() {
   {
-    for d in config/crd config/rbac config/webhook; do
+    for d in config/crd config/rbac config/webhook docs/reference; do
       [ -d "$d" ] && find "$d" -type f
     done
     find . \( -path ./bin -o -path ./.git \) -prune -o -name 'zz_generated.*.go' -type f -print
