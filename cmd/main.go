@@ -83,8 +83,8 @@ func main() {
 	flag.StringVar(&f.metricsCertKey, "metrics-cert-key", "tls.key", "The name of the metrics server key file.")
 	flag.BoolVar(&f.enableHTTP2, "enable-http2", false,
 		"If set, HTTP/2 will be enabled for the metrics and webhook servers.")
-	flag.StringVar(&f.adapterImage, "adapter-image", "ghcr.io/agentmem/memory-adapter:dev",
-		"The image of adapters and their conformance Jobs when a MemoryAdapter sets no spec.image.")
+	flag.StringVar(&f.adapterImage, "adapter-image", envOr("ADAPTER_IMAGE", "ghcr.io/agentmem/memory-adapter:dev"),
+		"The image of adapters and their conformance Jobs when a MemoryAdapter sets no spec.image (default from $ADAPTER_IMAGE).")
 	flag.StringVar(&f.tokenKeySecret, "token-key-secret", "",
 		"NAMESPACE/NAME of the Secret holding the key adapter tokens are derived from; created when absent. "+
 			"Empty means $POD_NAMESPACE/"+defaultTokenKeySecret+".")
@@ -142,6 +142,14 @@ func main() {
 		setupLog.Error(err, "Failed to run manager")
 		os.Exit(1)
 	}
+}
+
+// envOr is the environment variable name's value, or def when it is unset or empty.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }
 
 // defaultTokenKeySecret is the token key Secret's name in the manager's namespace.

@@ -3,7 +3,10 @@
 # what `make deploy` applies, `make undeploy` deletes and `make build-installer` writes to
 # dist/install.yaml.
 #
-#   hack/render-install.sh IMG [KUSTOMIZATION_DIR]     (default config/default)
+#   [ADAPTER_IMG=IMAGE] hack/render-install.sh IMG [KUSTOMIZATION_DIR]     (default config/default)
+#
+# ADAPTER_IMG, when set, becomes the manager's ADAPTER_IMAGE: the image of the adapters and
+# conformance Jobs it creates (config/manager/manager.yaml's value otherwise).
 #
 # kustomize is the one built into kubectl (`kubectl kustomize`), and kubectl is the one
 # hack/k8s-binaries.sh builds (or MAO_KUBECTL, below), so no separate kustomize download is
@@ -53,5 +56,22 @@ trap 'rm -rf "$tmp"' EXIT
   echo "  newName: $name"
   [ -z "$tag" ] || echo "  newTag: \"$tag\""
   [ -z "$digest" ] || echo "  digest: $digest"
+  if [ -n "${ADAPTER_IMG:-}" ]; then
+    # A strategic merge patch: env entries merge by name, so only ADAPTER_IMAGE changes.
+    echo "patches:"
+    echo "- target: {kind: Deployment, labelSelector: control-plane=controller-manager}"
+    echo "  patch: |-"
+    echo "    apiVersion: apps/v1"
+    echo "    kind: Deployment"
+    echo "    metadata: {name: controller-manager}"
+    echo "    spec:"
+    echo "      template:"
+    echo "        spec:"
+    echo "          containers:"
+    echo "          - name: manager"
+    echo "            env:"
+    echo "            - name: ADAPTER_IMAGE"
+    echo "              value: \"$ADAPTER_IMG\""
+  fi
 } >"$tmp/kustomization.yaml"
 "$kubectl" kustomize "$tmp"

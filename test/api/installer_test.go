@@ -27,6 +27,9 @@ import (
 // default, so a rendering that ignored IMG would be caught.
 const installerImage = "registry.example.com:5000/mao/manager:v0.0.0-installer-test"
 
+// installerAdapterImage is the adapter image (ADAPTER_IMG) the spec renders with.
+const installerAdapterImage = "registry.example.com:5000/mao/adapter:v0.0.0-installer-test"
+
 // renderInstaller runs hack/render-install.sh exactly as `make build-installer` does and
 // returns the YAML it printed. It gives the script the suite's kubectl (MAO_KUBECTL), so the
 // kustomize is the one the rest of the suite runs and nothing is built when
@@ -44,7 +47,7 @@ func renderInstaller(img string) []byte {
 	defer cancel()
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(c, script, img)
-	cmd.Env = append(os.Environ(), "MAO_KUBECTL="+kubectlPath)
+	cmd.Env = append(os.Environ(), "MAO_KUBECTL="+kubectlPath, "ADAPTER_IMG="+installerAdapterImage)
 	cmd.Stdout, cmd.Stderr = f, &stderr
 	Expect(cmd.Run()).To(Succeed(), "hack/render-install.sh %s: %s", img, stderr.String())
 	b, err := os.ReadFile(out)
@@ -195,15 +198,23 @@ var _ = Describe("the rendered installer (make build-installer)", func() {
 		deploy := byKindName["Deployment "+prefix+"controller-manager"]
 		containers, _, err := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")
 		Expect(err).NotTo(HaveOccurred())
-		var images []string
+		var images, adapterImages []string
 		for _, ct := range containers {
 			m, ok := ct.(map[string]any)
 			Expect(ok).To(BeTrue())
-			if m["name"] == "manager" {
-				images = append(images, fmt.Sprint(m["image"]))
+			if m["name"] != "manager" {
+				continue
+			}
+			images = append(images, fmt.Sprint(m["image"]))
+			env, _, _ := unstructured.NestedSlice(m, "env")
+			for _, e := range env {
+				if ev, ok := e.(map[string]any); ok && ev["name"] == "ADAPTER_IMAGE" {
+					adapterImages = append(adapterImages, fmt.Sprint(ev["value"]))
+				}
 			}
 		}
 		Expect(images).To(Equal([]string{installerImage}), "the manager container's image is not IMG")
+		Expect(adapterImages).To(Equal([]string{installerAdapterImage}), "the manager's ADAPTER_IMAGE is not ADAPTER_IMG")
 		sa, _, _ := unstructured.NestedString(deploy.Object, "spec", "template", "spec", "serviceAccountName")
 		Expect(sa).To(Equal(prefix + "controller-manager"))
 		binding := byKindName["ClusterRoleBinding "+prefix+"manager-rolebinding"]

@@ -50,7 +50,8 @@ var _ = Describe("installing the operator with make deploy", Ordered, func() {
 		c := dep.Spec.Template.Spec.Containers[0]
 		Expect(c.Image).To(Equal(managerImage), "make deploy sets IMG")
 		Expect(c.Args).To(ContainElements("--leader-elect", "--health-probe-bind-address=:8081",
-			"--metrics-bind-address=:8443", "--adapter-image="+adapterImage))
+			"--metrics-bind-address=:8443"))
+		Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "ADAPTER_IMAGE", Value: adapterImage}), "make deploy sets ADAPTER_IMG")
 
 		By("the ReplicaSet creating the pod: Pod Security admission accepted it under restricted")
 		var pod corev1.Pod

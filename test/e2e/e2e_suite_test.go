@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
 // Image names are the ones the Dockerfile and the Makefile produce.
@@ -92,6 +94,9 @@ func run(ctx context.Context, name string, args ...string) (string, error) {
 }
 
 var _ = BeforeSuite(func(ctx SpecContext) {
+	// controller-runtime's client logs through its own logger; without one set it prints a
+	// stack trace that reads like a failure.
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
 	var err error
 	repoRoot, err = filepath.Abs(filepath.Join("..", ".."))
 	Expect(err).NotTo(HaveOccurred())
