@@ -87,17 +87,15 @@ type SecretKeyReference struct {
 }
 
 // SQLiteJournalMode is the SQLite journal mode of the adapter's database
-// file.
-// +kubebuilder:validation:Enum=WAL;Delete
+// file. WAL is the only one: the adapter's concurrency (readers beside one
+// writer) and its wal_mode capability probe rely on it.
+// +kubebuilder:validation:Enum=WAL
 type SQLiteJournalMode string
 
 // The SQLite journal modes the adapter supports.
 const (
 	// SQLiteJournalWAL lets readers proceed while the single writer commits.
 	SQLiteJournalWAL SQLiteJournalMode = "WAL"
-	// SQLiteJournalDelete is SQLite's rollback journal, for filesystems
-	// without shared memory.
-	SQLiteJournalDelete SQLiteJournalMode = "Delete"
 )
 
 // SQLiteOptions tunes the embedded SQLite backend.
@@ -117,8 +115,9 @@ type SQLiteOptions struct {
 	// +kubebuilder:validation:MaxLength=253
 	StorageClassName *string `json:"storageClassName,omitempty"`
 
-	// journalMode is the database file's journal mode: WAL (the default) or
-	// Delete.
+	// journalMode is the database file's journal mode; WAL, the default, is
+	// the only one the adapter runs with (its volume must support shared
+	// memory, as local and block volumes do; NFS does not).
 	// +optional
 	JournalMode SQLiteJournalMode `json:"journalMode,omitempty"`
 }

@@ -31,8 +31,10 @@ type backendConfig struct {
 	Scope            string
 	SQLitePath       string
 	ConnectionFile   string
-	// connection is the secret connection string (PostgreSQL DSN, Redis URL); never logged.
+	// connection is the secret connection string (PostgreSQL DSN, Redis URL), with the
+	// conn overrides applied; never logged.
 	connection string
+	conn       connOptions
 }
 
 func (c *backendConfig) addFlags(fs *pflag.FlagSet, scopeHelp string) {
@@ -42,6 +44,7 @@ func (c *backendConfig) addFlags(fs *pflag.FlagSet, scopeHelp string) {
 	fs.StringVar(&c.Scope, "scope", "", scopeHelp)
 	fs.StringVar(&c.SQLitePath, "sqlite-path", "/var/lib/memory-adapter/memory.db", "sqlite: the database file")
 	fs.StringVar(&c.ConnectionFile, "connection-file", "", "file holding the backend connection string (postgres DSN, redis URL); else $"+connectionEnv)
+	c.conn.addFlags(fs)
 }
 
 // resolve validates the flags and loads the connection string from its file or the
@@ -64,6 +67,16 @@ func (c *backendConfig) resolve(fs *pflag.FlagSet) error {
 		c.connection = s
 	} else {
 		c.connection = strings.TrimSpace(os.Getenv(connectionEnv))
+	}
+	if err := c.conn.validate(c.Backend); err != nil {
+		return err
+	}
+	if c.connection != "" {
+		conn, err := c.conn.apply(c.Backend, c.connection)
+		if err != nil {
+			return err
+		}
+		c.connection = conn
 	}
 	return nil
 }

@@ -66,7 +66,7 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, obj client.Object, ow
 // rollout.
 func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 	ma := s.ma
-	s.deploy = deployObservation{replicas: s.settings.replicas, backendSecret: backendSecretName(ma), unapplied: unappliedOptions(ma)}
+	s.deploy = deployObservation{replicas: s.settings.replicas, backendSecret: backendSecretName(ma)}
 	var errs []error
 	add := func(err error) {
 		if err != nil {

@@ -107,11 +107,39 @@ func backendArgs(ma *memoryv1alpha1.MemoryAdapter) []string {
 	for _, f := range m.SupportedFilters {
 		filters = append(filters, string(f))
 	}
-	return []string{
+	args := []string{
 		"--backend", backendFlag(ma.Spec.Backend.Type),
 		"--adapter-id", m.Adapter,
 		"--supported-filters=" + strings.Join(filters, ","),
 	}
+	return append(args, connectionOptionArgs(ma.Spec.Backend)...)
+}
+
+// connectionOptionArgs turns spec.backend.postgres and spec.backend.redis into the flags
+// that override the matching parameters of the connection string; the adapter and its
+// conformance Job get the same ones.
+func connectionOptionArgs(b memoryv1alpha1.BackendSpec) []string {
+	var args []string
+	if o := b.Postgres; o != nil {
+		if o.SSLMode != "" {
+			args = append(args, "--postgres-sslmode", string(o.SSLMode))
+		}
+		if o.MaxConnections != nil {
+			args = append(args, fmt.Sprintf("--postgres-max-conns=%d", *o.MaxConnections))
+		}
+	}
+	if o := b.Redis; o != nil {
+		if o.Database != nil {
+			args = append(args, fmt.Sprintf("--redis-db=%d", *o.Database))
+		}
+		if o.TLS != "" {
+			args = append(args, "--redis-tls", strings.ToLower(string(o.TLS)))
+		}
+		if o.PoolSize != nil {
+			args = append(args, fmt.Sprintf("--redis-pool-size=%d", *o.PoolSize))
+		}
+	}
+	return args
 }
 
 // connectionEnv passes the user's connection Secret by reference: the kubelet resolves it,
@@ -393,34 +421,4 @@ func desiredJob(ma *memoryv1alpha1.MemoryAdapter, s settings, name string, key r
 // periodic re-run the completion time of the run it repeats.
 func runSeed(key runKey, rerun string, after string) string {
 	return strings.Join([]string{key.manifestHash, key.serviceVersion, key.adapterVersion, rerun, after}, "\n")
-}
-
-// unappliedOptions names the per-backend options this adapter build does not apply yet, so
-// the Deployed condition says so instead of ignoring them in silence.
-func unappliedOptions(ma *memoryv1alpha1.MemoryAdapter) []string {
-	var out []string
-	b := ma.Spec.Backend
-	if o := b.SQLite; o != nil && o.JournalMode != "" && o.JournalMode != memoryv1alpha1.SQLiteJournalWAL {
-		out = append(out, "spec.backend.sqlite.journalMode (the adapter always uses WAL)")
-	}
-	if o := b.Postgres; o != nil {
-		if o.SSLMode != "" {
-			out = append(out, "spec.backend.postgres.sslMode (set sslmode in the DSN)")
-		}
-		if o.MaxConnections != nil {
-			out = append(out, "spec.backend.postgres.maxConnections (set pool_max_conns in the DSN)")
-		}
-	}
-	if o := b.Redis; o != nil {
-		if o.Database != nil {
-			out = append(out, "spec.backend.redis.database (put the database in the URL path)")
-		}
-		if o.TLS != "" {
-			out = append(out, "spec.backend.redis.tls (use a rediss:// URL)")
-		}
-		if o.PoolSize != nil {
-			out = append(out, "spec.backend.redis.poolSize")
-		}
-	}
-	return out
 }

@@ -53,8 +53,6 @@ type deployObservation struct {
 	pods []corev1.Pod
 	// backendSecret names the connection Secret and key, empty for SQLite.
 	backendSecret string
-	// unapplied names spec options this adapter build does not apply.
-	unapplied []string
 }
 
 // deployedCondition decides Deployed from the Deployment's status and its pods.
@@ -94,11 +92,8 @@ func deployedCondition(o deployObservation) metav1.Condition {
 			fmt.Sprintf("Deployment %s: %d of %d replicas updated, %d available%s", d.Name,
 				d.Status.UpdatedReplicas, o.replicas, d.Status.AvailableReplicas, podProblems(o.pods)))
 	}
-	msg := fmt.Sprintf("Deployment %s: %d of %d replicas updated and available", d.Name, d.Status.AvailableReplicas, o.replicas)
-	if len(o.unapplied) > 0 {
-		msg += "; not applied by this adapter build: " + strings.Join(o.unapplied, ", ")
-	}
-	return condition(t, metav1.ConditionTrue, memoryv1alpha1.ReasonDeploymentReady, msg)
+	return condition(t, metav1.ConditionTrue, memoryv1alpha1.ReasonDeploymentReady,
+		fmt.Sprintf("Deployment %s: %d of %d replicas updated and available", d.Name, d.Status.AvailableReplicas, o.replicas))
 }
 
 // podProblems quotes the first container that waits for a reason other than starting, so a

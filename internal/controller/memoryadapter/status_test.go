@@ -87,8 +87,6 @@ func TestDeployedCondition(t *testing.T) {
 			want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentFailed, []string{"timed out"}}},
 		"ready": {deployObservation{replicas: 1, deployment: readyDeployment(2, 2, 1, 1)},
 			want{metav1.ConditionTrue, memoryv1alpha1.ReasonDeploymentReady, nil}},
-		"ready with an option not applied": {deployObservation{replicas: 1, deployment: readyDeployment(2, 2, 1, 1), unapplied: []string{"spec.backend.postgres.sslMode (set sslmode in the DSN)"}},
-			want{metav1.ConditionTrue, memoryv1alpha1.ReasonDeploymentReady, []string{"not applied", "sslMode"}}},
 	} {
 		t.Run(name, func(t *testing.T) { check(t, deployedCondition(tc.obs), tc.want) })
 	}
