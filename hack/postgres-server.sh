@@ -20,6 +20,8 @@
 # the server runs as the "postgres" user (created if missing). The password is random per
 # cluster and lives only in <dir>; the URL is printed once on stdout for the caller.
 set -euo pipefail
+# shellcheck source=lib/closefds.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/closefds.sh"
 
 die() { echo "postgres-server.sh: $*" >&2; exit 1; }
 
@@ -80,9 +82,13 @@ listen_addresses() {
 }
 
 pg_start() {
-  run_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
-    -o "-p $1 -k $dir -c listen_addresses=$(listen_addresses) -c fsync=off -c full_page_writes=off -c max_connections=200" \
-    start >/dev/null
+  # The server outlives this script: it must not keep the caller's descriptors open.
+  (
+    close_inherited_fds
+    run_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
+      -o "-p $1 -k $dir -c listen_addresses=$(listen_addresses) -c fsync=off -c full_page_writes=off -c max_connections=200" \
+      start >/dev/null
+  )
 }
 
 case "$cmd" in

@@ -18,6 +18,8 @@
 # server listens on 127.0.0.1 only with no password, as before. The server persists with AOF (appendfsync everysec)
 # and no RDB snapshots; the adapter's docs explain what that setting can lose.
 set -euo pipefail
+# shellcheck source=lib/closefds.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/closefds.sh"
 
 usage() { echo "usage: $0 start|stop|kill <dir>" >&2; exit 2; }
 [[ $# -eq 2 ]] || usage
@@ -123,10 +125,10 @@ start() {
       port_free "$port" || continue
     fi
     { [[ ${#auth[@]} -eq 0 ]] || printf 'requirepass %s\n' "$(cat "$dir/password")"; } |
-      redis-server "${auth[@]}" --bind "${bind[@]}" --port "$port" --dir "$dir" \
+      (close_inherited_fds; exec redis-server "${auth[@]}" --bind "${bind[@]}" --port "$port" --dir "$dir" \
         --daemonize no --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" \
         --appendonly yes --appendfsync everysec --save "" \
-        --protected-mode yes --databases 1 >/dev/null 2>&1 &
+        --protected-mode yes --databases 1) >/dev/null 2>&1 &
     local pid=$!
     echo "$pid" >"$dir/redis.pid"
     if wait_ready "$port" "$pid"; then
