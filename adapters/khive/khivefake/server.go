@@ -72,7 +72,7 @@ func (s *Server) handle(line []byte) ([]byte, error) {
 	var req rpcRequest
 	if err := json.Unmarshal(line, &req); err != nil {
 		// A JSON-RPC parse error is an answer to the client, not a failure of the server.
-		return rpcErr(json.RawMessage("null"), -32700, "parse error: "+err.Error(), nil), nil
+		return answerError(json.RawMessage("null"), -32700, "parse error", nil, err)
 	}
 	if len(req.ID) == 0 {
 		return nil, nil // a notification
@@ -139,7 +139,7 @@ func (e *opErr) Error() string { return e.Message }
 func (s *Server) toolsCall(req rpcRequest) ([]byte, error) {
 	var p callParams
 	if err := json.Unmarshal(req.Params, &p); err != nil {
-		return rpcErr(req.ID, -32602, "invalid params: "+err.Error(), map[string]any{"reason": "parse-error"}), nil
+		return answerError(req.ID, -32602, "invalid params", map[string]any{"reason": "parse-error"}, err)
 	}
 	if p.Name != "request" || p.Arguments.Ops == nil {
 		return rpcErr(req.ID, -32602, "invalid params", map[string]any{"reason": "parse-error"}), nil
@@ -150,7 +150,7 @@ func (s *Server) toolsCall(req rpcRequest) ([]byte, error) {
 	// The fake speaks only the JSON form; a DSL string is a parse error here, as malformed
 	// DSL is for khive (ADR-016: parse errors are JSON-RPC invalid_params).
 	if err := dec.Decode(&ops); err != nil {
-		return rpcErr(req.ID, -32602, "invalid params: ops: "+err.Error(), map[string]any{"reason": "parse-error"}), nil
+		return answerError(req.ID, -32602, "invalid params: ops", map[string]any{"reason": "parse-error"}, err)
 	}
 	if len(ops) == 0 || len(ops) > 100 {
 		return rpcErr(req.ID, -32602, "invalid params: 1 to 100 ops", map[string]any{"reason": "parse-error"}), nil
@@ -616,6 +616,12 @@ func empty(v any) bool {
 func rpcOK(id json.RawMessage, result any) []byte {
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
 	return b
+}
+
+// answerError turns a client mistake into a JSON-RPC error response: the server answers it
+// and goes on, so it is not a Serve error.
+func answerError(id json.RawMessage, code int, msg string, data any, cause error) ([]byte, error) {
+	return rpcErr(id, code, msg+": "+cause.Error(), data), nil
 }
 
 func rpcErr(id json.RawMessage, code int, msg string, data any) []byte {
