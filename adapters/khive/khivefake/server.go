@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -43,27 +44,60 @@ type rpcRequest struct {
 }
 
 // Serve reads newline-delimited JSON-RPC requests from r and writes responses to w until r
-// ends. Requests are answered one at a time, in order.
+// ends. Each request is handled in its own goroutine and answered when done, so responses
+// can come back out of order, as from a server that runs requests concurrently; a client
+// must route them by id.
 func (s *Server) Serve(r io.Reader, w io.Writer) error {
-	br := bufio.NewReaderSize(r, 1<<20)
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(strings.TrimSpace(string(line))) > 0 {
-			resp, herr := s.handle(line)
-			if herr != nil {
-				return herr
+	var wmu sync.Mutex
+	fatal := make(chan error, 1)
+	lines := make(chan []byte)
+	readErr := make(chan error, 1)
+	go func() {
+		br := bufio.NewReaderSize(r, 1<<20)
+		for {
+			line, err := br.ReadBytes('\n')
+			if len(strings.TrimSpace(string(line))) > 0 {
+				lines <- line
 			}
-			if resp != nil {
-				if _, werr := w.Write(append(resp, '\n')); werr != nil {
-					return werr
-				}
+			if err != nil {
+				readErr <- err
+				close(lines)
+				return
 			}
 		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
+	}()
+	for {
+		select {
+		case err := <-fatal:
+			return err
+		case line, ok := <-lines:
+			if !ok {
+				// Handlers still running (a HangOn) are abandoned, as a killed process's are.
+				if err := <-readErr; !errors.Is(err, io.EOF) {
+					return err
+				}
 				return nil
 			}
-			return err
+			go func() {
+				resp, err := s.handle(line)
+				if err != nil {
+					select {
+					case fatal <- err:
+					default:
+					}
+					return
+				}
+				if resp != nil {
+					wmu.Lock()
+					defer wmu.Unlock()
+					if _, err := w.Write(append(resp, '\n')); err != nil {
+						select {
+						case fatal <- err:
+						default:
+						}
+					}
+				}
+			}()
 		}
 	}
 }
