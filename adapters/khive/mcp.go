@@ -162,6 +162,9 @@ func (c *client) readLoop() {
 	if err == nil || errors.Is(err, io.EOF) {
 		err = errors.New("the khive MCP server closed its output (the child process ended)")
 	}
+	// Whatever ended the stream, the child is of no more use: a server that wrote garbage
+	// may still be running, and must not outlive its connection.
+	_ = c.t.Close()
 	c.mu.Lock()
 	c.dead = err
 	for id, ch := range c.pending {

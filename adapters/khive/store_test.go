@@ -317,6 +317,10 @@ func TestTransportFailures(t *testing.T) {
 		{"oversized response", func(id int64) string {
 			return `{"jsonrpc":"2.0","id":` + itoa(id) + `,"result":"` + strings.Repeat("x", 4096) + `"}`
 		}, false},
+		{"a line that is not JSON-RPC", func(int64) string { return "panic: something broke" }, true},
+		{"oversized response without a readable id", func(int64) string {
+			return `{"result":"` + strings.Repeat("x", 4096) + `"}`
+		}, true},
 		{"no answer", func(id int64) string { return `{"jsonrpc":"2.0","method":"notifications/progress","params":{}}` }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
