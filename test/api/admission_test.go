@@ -319,7 +319,7 @@ var _ = Describe("MemoryAdapter admission", func() {
 			Entry("an unknown fidelity", []string{"spec", "manifest", "retrieveFidelity"}, "perfect",
 				`spec.manifest.retrieveFidelity: Unsupported value: "perfect": supported values: "full", "native_fields", "lossy"`),
 			Entry("an unknown backend type", []string{"spec", "backend", "type"}, "Mongo",
-				`spec.backend.type: Unsupported value: "Mongo": supported values: "SQLite", "Postgres", "Redis"`),
+				`spec.backend.type: Unsupported value: "Mongo": supported values: "SQLite", "Postgres", "Redis", "Khive"`),
 			Entry("an oversized adapter id", []string{"spec", "manifest", "adapter"}, strings.Repeat("a", 254),
 				`spec.manifest.adapter: Too long: may not be (more|longer) than 253`),
 			Entry("an empty adapter id", []string{"spec", "manifest", "adapter"}, "",
