@@ -1,7 +1,7 @@
 package v1alpha1
 
 // BackendType names the storage service an adapter runs on.
-// +kubebuilder:validation:Enum=SQLite;Postgres;Redis
+// +kubebuilder:validation:Enum=SQLite;Postgres;Redis;Khive
 type BackendType string
 
 // The backend types this API version supports.
@@ -15,17 +15,24 @@ const (
 	// BackendRedis is a Redis server with an asynchronously maintained search
 	// index.
 	BackendRedis BackendType = "Redis"
+	// BackendKhive is khive, reached through a `kkernel mcp` child process that
+	// the adapter starts inside its own container. The operator's adapter image
+	// does not contain kkernel: spec.image must name one that does.
+	BackendKhive BackendType = "Khive"
 )
 
 // BackendSpec says where the adapter keeps its items.
-// +kubebuilder:validation:XValidation:rule="self.type == 'SQLite' || has(self.connectionSecretRef)",message="connectionSecretRef is required unless type is 'SQLite'"
+// +kubebuilder:validation:XValidation:rule="self.type == 'SQLite' || self.type == 'Khive' || has(self.connectionSecretRef)",message="connectionSecretRef is required unless type is 'SQLite' or 'Khive'"
 // +kubebuilder:validation:XValidation:rule="self.type != 'SQLite' || !has(self.connectionSecretRef)",message="connectionSecretRef must not be set when type is 'SQLite': the database file lives in the adapter's volume"
 // +kubebuilder:validation:XValidation:rule="!has(self.sqlite) || self.type == 'SQLite'",message="sqlite options may only be set when type is 'SQLite'"
 // +kubebuilder:validation:XValidation:rule="!has(self.postgres) || self.type == 'Postgres'",message="postgres options may only be set when type is 'Postgres'"
 // +kubebuilder:validation:XValidation:rule="!has(self.redis) || self.type == 'Redis'",message="redis options may only be set when type is 'Redis'"
+// +kubebuilder:validation:XValidation:rule="self.type != 'Khive' || !has(self.connectionSecretRef)",message="connectionSecretRef must not be set when type is 'Khive': the adapter starts kkernel itself and its database lives in the adapter's volume"
+// +kubebuilder:validation:XValidation:rule="!has(self.khive) || self.type == 'Khive'",message="khive options may only be set when type is 'Khive'"
+// +kubebuilder:validation:XValidation:rule="self.type != 'Khive' || has(self.khive)",message="khive options are required when type is 'Khive'"
 type BackendSpec struct {
 	// type selects the storage service: SQLite (embedded, no Secret needed),
-	// Postgres or Redis. It is fixed at creation: items written to one backend
+	// Postgres, Redis or Khive (a kkernel child process, no Secret needed). It is fixed at creation: items written to one backend
 	// are not in another, so a different backend is a new MemoryAdapter.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="type is immutable: create a new MemoryAdapter to use a different backend"
@@ -64,6 +71,48 @@ type BackendSpec struct {
 	// Redis.
 	// +optional
 	Redis *RedisOptions `json:"redis,omitempty"`
+
+	// khive holds options for the Khive backend; required when type is Khive
+	// and only allowed then.
+	// +optional
+	Khive *KhiveOptions `json:"khive,omitempty"`
+}
+
+// KhiveOptions configure the Khive backend: the adapter starts
+// `<command> mcp <args> --db <volume>/khive.db --namespace <scope>` as its
+// child and speaks MCP to it over stdin and stdout (docs/adapters/khive.md).
+type KhiveOptions struct {
+	// command is the kkernel binary inside the image, a path or a name looked
+	// up in PATH. Defaults to "kkernel".
+	// +optional
+	// +kubebuilder:default=kkernel
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Command string `json:"command,omitempty"`
+
+	// args are extra kkernel arguments after "mcp" (for example "--no-embed"
+	// or "--pack=name"). The operator sets --db and the adapter sets
+	// --namespace (the scope), so neither may appear here.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="self.all(a, !a.startsWith('--db') && !a.startsWith('--namespace'))",message="khive.args must not set --db or --namespace: the operator sets the database path and the scope is the namespace"
+	Args []string `json:"args,omitempty"`
+
+	// storageSize is the size of the PersistentVolumeClaim holding kkernel's
+	// database file, as a Kubernetes quantity such as "1Gi". Defaults to 1Gi.
+	// +optional
+	// +kubebuilder:default="1Gi"
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$`
+	StorageSize string `json:"storageSize,omitempty"`
+
+	// storageClassName is the StorageClass of that claim; omitted means the
+	// cluster default.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	StorageClassName *string `json:"storageClassName,omitempty"`
 }
 
 // SecretKeyReference names one key of a Secret in the MemoryAdapter's

@@ -5,7 +5,8 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // MemoryAdapterSpec is the desired state of a MemoryAdapter: the contract
 // it publishes and the backend, lifecycle and checks it runs with.
 // +kubebuilder:validation:XValidation:rule="!has(self.deletionPolicy) || self.deletionPolicy != 'Delete' || self.backend.type == 'SQLite'",message="deletionPolicy Delete is supported for SQLite only: the operator does not yet remove items from a shared PostgreSQL or Redis server"
-// +kubebuilder:validation:XValidation:rule="self.backend.type != 'SQLite' || !has(self.replicas) || self.replicas <= 1",message="replicas must be at most 1 when backend.type is 'SQLite': one database file has one writer"
+// +kubebuilder:validation:XValidation:rule="(self.backend.type != 'SQLite' && self.backend.type != 'Khive') || !has(self.replicas) || self.replicas <= 1",message="replicas must be at most 1 when backend.type is 'SQLite' or 'Khive': one database file has one writer"
+// +kubebuilder:validation:XValidation:rule="self.backend.type != 'Khive' || has(self.image)",message="image is required when backend.type is 'Khive': the operator's adapter image has no kkernel, so name an image holding memory-adapter and kkernel"
 type MemoryAdapterSpec struct {
 	// manifest is the fidelity manifest the adapter publishes (lionagi
 	// ADR-0093 D1). The API server enforces the seed's six coherence rules,

@@ -31,6 +31,9 @@ type backendConfig struct {
 	Scope            string
 	SQLitePath       string
 	ConnectionFile   string
+	// KhiveCommand and KhiveArgs start the khive backend's MCP child (kkernel mcp).
+	KhiveCommand string
+	KhiveArgs    []string
 	// connection is the secret connection string (PostgreSQL DSN, Redis URL), with the
 	// conn overrides applied; never logged.
 	connection string
@@ -43,6 +46,8 @@ func (c *backendConfig) addFlags(fs *pflag.FlagSet, scopeHelp string) {
 	fs.StringSliceVar(&c.SupportedFilters, "supported-filters", nil, "the exact filter key set the manifest publishes (default: the backend's default, branch_id,source)")
 	fs.StringVar(&c.Scope, "scope", "", scopeHelp)
 	fs.StringVar(&c.SQLitePath, "sqlite-path", "/var/lib/memory-adapter/memory.db", "sqlite: the database file")
+	fs.StringVar(&c.KhiveCommand, "khive-command", "kkernel", "khive: the MCP server binary the adapter starts as its child (not in the operator's image: supply an image with kkernel)")
+	fs.StringArrayVar(&c.KhiveArgs, "khive-arg", []string{"mcp"}, "khive: one argument of the child, repeatable (the adapter appends --namespace <scope>)")
 	fs.StringVar(&c.ConnectionFile, "connection-file", "", "file holding the backend connection string (postgres DSN, redis URL); else $"+connectionEnv)
 	c.conn.addFlags(fs)
 }

@@ -192,6 +192,55 @@ var _ = Describe("MemoryAdapter admission", func() {
 			Expect(a.Spec.Backend.ConnectionSecretRef.Key).To(Equal("dsn"), "the key defaults to dsn")
 		})
 
+		It("accepts a Khive backend with an image, without a Secret, and defaults its command", func() {
+			a := newAdapter(ns, fullManifest())
+			a.Spec.Backend.Type = v1alpha1.BackendKhive
+			a.Spec.Backend.Khive = &v1alpha1.KhiveOptions{Args: []string{"--no-embed"}}
+			img := "registry.example/memory-adapter-khive:1"
+			a.Spec.Image = &img
+			Expect(k8sClient.Create(ctx, a)).To(Succeed())
+			Expect(a.Spec.Backend.Khive.Command).To(Equal("kkernel"), "the command defaults to kkernel")
+			Expect(a.Spec.Backend.Khive.StorageSize).To(Equal("1Gi"), "the volume defaults to 1Gi")
+		})
+
+		khive := func(a *v1alpha1.MemoryAdapter) {
+			a.Spec.Backend.Type = v1alpha1.BackendKhive
+			a.Spec.Backend.Khive = &v1alpha1.KhiveOptions{}
+			img := "registry.example/memory-adapter-khive:1"
+			a.Spec.Image = &img
+		}
+		DescribeTable("rejects an inconsistent Khive backend",
+			func(mutate func(a *v1alpha1.MemoryAdapter), want string) {
+				a := newAdapter(ns, fullManifest())
+				khive(a)
+				mutate(a)
+				err := k8sClient.Create(ctx, a, client.DryRunAll)
+				Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+				Expect(err.Error()).To(ContainSubstring(want))
+			},
+			Entry("no image holding kkernel", func(a *v1alpha1.MemoryAdapter) { a.Spec.Image = nil },
+				"image is required when backend.type is 'Khive'"),
+			Entry("no khive options", func(a *v1alpha1.MemoryAdapter) { a.Spec.Backend.Khive = nil },
+				"khive options are required when type is 'Khive'"),
+			Entry("a Secret", func(a *v1alpha1.MemoryAdapter) {
+				a.Spec.Backend.ConnectionSecretRef = &v1alpha1.SecretKeyReference{Name: "s"}
+			}, "connectionSecretRef must not be set when type is 'Khive'"),
+			Entry("khive options on Redis", func(a *v1alpha1.MemoryAdapter) {
+				a.Spec.Backend.Type = v1alpha1.BackendRedis
+				a.Spec.Backend.ConnectionSecretRef = &v1alpha1.SecretKeyReference{Name: "redis"}
+			}, "khive options may only be set when type is 'Khive'"),
+			Entry("an argument setting the database", func(a *v1alpha1.MemoryAdapter) {
+				a.Spec.Backend.Khive.Args = []string{"--db=/elsewhere"}
+			}, "khive.args must not set --db or --namespace"),
+			Entry("an argument setting the namespace", func(a *v1alpha1.MemoryAdapter) {
+				a.Spec.Backend.Khive.Args = []string{"--namespace", "x"}
+			}, "khive.args must not set --db or --namespace"),
+			Entry("two replicas", func(a *v1alpha1.MemoryAdapter) {
+				a.Spec.Replicas = new(int32)
+				*a.Spec.Replicas = 2
+			}, "replicas must be at most 1 when backend.type is 'SQLite' or 'Khive'"),
+		)
+
 		DescribeTable("rejects inconsistent backend and operational settings",
 			func(mutate func(a *v1alpha1.MemoryAdapter), want string) {
 				a := newAdapter(ns, fullManifest())
@@ -270,7 +319,7 @@ var _ = Describe("MemoryAdapter admission", func() {
 			Entry("an unknown fidelity", []string{"spec", "manifest", "retrieveFidelity"}, "perfect",
 				`spec.manifest.retrieveFidelity: Unsupported value: "perfect": supported values: "full", "native_fields", "lossy"`),
 			Entry("an unknown backend type", []string{"spec", "backend", "type"}, "Mongo",
-				`spec.backend.type: Unsupported value: "Mongo": supported values: "SQLite", "Postgres", "Redis"`),
+				`spec.backend.type: Unsupported value: "Mongo": supported values: "SQLite", "Postgres", "Redis", "Khive"`),
 			Entry("an oversized adapter id", []string{"spec", "manifest", "adapter"}, strings.Repeat("a", 254),
 				`spec.manifest.adapter: Too long: may not be (more|longer) than 253`),
 			Entry("an empty adapter id", []string{"spec", "manifest", "adapter"}, "",

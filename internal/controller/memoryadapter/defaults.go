@@ -85,6 +85,14 @@ func backendLifecycle(t memoryv1alpha1.BackendType) memoryv1alpha1.LifecycleSpec
 		l.RequestTimeout = memoryv1alpha1.NewDuration(2 * time.Second)
 		l.ConnectTimeout = memoryv1alpha1.NewDuration(2 * time.Second)
 		l.Retry = &memoryv1alpha1.RetryPolicies{Store: once, Retrieve: read, Search: read.DeepCopy()}
+	case memoryv1alpha1.BackendKhive:
+		// docs/adapters/khive.md: the kkernel child starts on the first call; a stored id
+		// with other content is refused (khive's idempotency_key_conflict); no call retries.
+		l.ConnectionCreation = memoryv1alpha1.ConnectionAtFirstCall
+		l.DuplicateIDBehaviour = memoryv1alpha1.DuplicateIDReject
+		l.RequestTimeout = memoryv1alpha1.NewDuration(35 * time.Second)
+		l.ConnectTimeout = memoryv1alpha1.NewDuration(20 * time.Second)
+		l.Retry = &memoryv1alpha1.RetryPolicies{Store: once, Retrieve: once.DeepCopy(), Search: once.DeepCopy()}
 	default: // SQLite: a local failure does not clear within a retry's pause.
 		l.RequestTimeout = memoryv1alpha1.NewDuration(5 * time.Second)
 		l.ConnectTimeout = memoryv1alpha1.NewDuration(30 * time.Second)

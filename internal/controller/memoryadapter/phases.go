@@ -105,7 +105,7 @@ func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 		}
 	}))
 
-	if ma.Spec.Backend.Type == memoryv1alpha1.BackendSQLite {
+	if usesDataClaim(ma) {
 		if want, err := desiredDataClaim(ma); err != nil {
 			s.deploy.specErr = err
 		} else {

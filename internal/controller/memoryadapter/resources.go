@@ -232,8 +232,15 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings, tokenHash s
 		{Name: "tmp", MountPath: "/tmp"},
 	}
 	strategy := appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType}
-	if ma.Spec.Backend.Type == memoryv1alpha1.BackendSQLite {
-		args = append(args, "--sqlite-path", dataMountDir+"/memory.db")
+	env := []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
+	if k := ma.Spec.Backend.Khive; ma.Spec.Backend.Type == memoryv1alpha1.BackendKhive && k != nil {
+		args = append(args, khiveArgs(k, "--db="+dataMountDir+"/khive.db")...)
+		env = append(env, khiveEnv()...)
+	}
+	if usesDataClaim(ma) {
+		if ma.Spec.Backend.Type == memoryv1alpha1.BackendSQLite {
+			args = append(args, "--sqlite-path", dataMountDir+"/memory.db")
+		}
 		volumes = append(volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: dataClaimName(ma)},
 		}})
@@ -241,7 +248,7 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings, tokenHash s
 		// One database file has one writer: the old pod must stop before the new one opens it.
 		strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
 	}
-	env := append([]corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}, connectionEnv(ma)...)
+	env = append(env, connectionEnv(ma)...)
 	probe := func(path string, period int32) *corev1.Probe {
 		return &corev1.Probe{
 			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("http")}},
@@ -324,9 +331,40 @@ func desiredNetworkPolicy(ma *memoryv1alpha1.MemoryAdapter, operatorNamespace st
 	}
 }
 
-// desiredDataClaim is SQLite's database volume.
+// usesDataClaim reports whether the backend keeps a database file in the adapter's volume:
+// SQLite's own file, or kkernel's for Khive.
+func usesDataClaim(ma *memoryv1alpha1.MemoryAdapter) bool {
+	t := ma.Spec.Backend.Type
+	return t == memoryv1alpha1.BackendSQLite || t == memoryv1alpha1.BackendKhive
+}
+
+// khiveArgs are the serve and conformance flags that start kkernel: `mcp`, then db (serve's
+// persistent file; empty for conformance, whose harness adds a disposable one), then the
+// user's extra arguments. The adapter appends --namespace <scope> itself.
+func khiveArgs(k *memoryv1alpha1.KhiveOptions, db string) []string {
+	cmd := k.Command
+	if cmd == "" {
+		cmd = "kkernel"
+	}
+	out := []string{"--khive-command", cmd, "--khive-arg=mcp"}
+	if db != "" {
+		out = append(out, "--khive-arg="+db)
+	}
+	for _, a := range k.Args {
+		// The = form keeps an argument that starts with "-" a value of --khive-arg.
+		out = append(out, "--khive-arg="+a)
+	}
+	return out
+}
+
+// khiveEnv points kkernel's home (~/.khive: exports, daemon socket) at the writable /tmp,
+// since the root filesystem is read-only.
+func khiveEnv() []corev1.EnvVar { return []corev1.EnvVar{{Name: "HOME", Value: "/tmp"}} }
+
+// desiredDataClaim is the database volume of SQLite, or of kkernel for Khive.
 func desiredDataClaim(ma *memoryv1alpha1.MemoryAdapter) (*corev1.PersistentVolumeClaim, error) {
 	size := defaultSQLiteStorageSize
+	field := "spec.backend.sqlite.storageSize"
 	var class *string
 	if o := ma.Spec.Backend.SQLite; o != nil {
 		if o.StorageSize != "" {
@@ -334,9 +372,16 @@ func desiredDataClaim(ma *memoryv1alpha1.MemoryAdapter) (*corev1.PersistentVolum
 		}
 		class = o.StorageClassName
 	}
+	if o := ma.Spec.Backend.Khive; ma.Spec.Backend.Type == memoryv1alpha1.BackendKhive && o != nil {
+		field = "spec.backend.khive.storageSize"
+		if o.StorageSize != "" {
+			size = o.StorageSize
+		}
+		class = o.StorageClassName
+	}
 	q, err := resource.ParseQuantity(size)
 	if err != nil {
-		return nil, fmt.Errorf("spec.backend.sqlite.storageSize %q: %w", size, err)
+		return nil, fmt.Errorf("%s %q: %w", field, size, err)
 	}
 	return &corev1.PersistentVolumeClaim{
 		ObjectMeta: objectMeta(ma, dataClaimName(ma), componentAdapter),
@@ -382,6 +427,12 @@ func desiredJob(ma *memoryv1alpha1.MemoryAdapter, s settings, name string, key r
 	if ma.Spec.Backend.Type == memoryv1alpha1.BackendSQLite {
 		args = append(args, "--sqlite-path", "/tmp/conformance.db")
 	}
+	env := connectionEnv(ma)
+	if k := ma.Spec.Backend.Khive; ma.Spec.Backend.Type == memoryv1alpha1.BackendKhive && k != nil {
+		// The harness gives every run its own database file under /tmp.
+		args = append(args, khiveArgs(k, "")...)
+		env = append(env, khiveEnv()...)
+	}
 	podLabels := componentLabels(ma, componentConformance)
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
@@ -404,7 +455,7 @@ func desiredJob(ma *memoryv1alpha1.MemoryAdapter, s settings, name string, key r
 						Image:                    s.image,
 						ImagePullPolicy:          corev1.PullIfNotPresent,
 						Args:                     args,
-						Env:                      connectionEnv(ma),
+						Env:                      env,
 						Resources:                adapterResources(),
 						SecurityContext:          hardened(),
 						VolumeMounts:             mounts,

@@ -3,7 +3,10 @@ package memoryadapter
 import (
 	"slices"
 	"testing"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
@@ -23,4 +26,113 @@ func TestConnectionOptionArgs(t *testing.T) {
 			t.Errorf("%s: got %q, want %q", name, got, tc.want)
 		}
 	}
+}
+
+// TestBackendResources checks, per backend, the flags the adapter Deployment and the
+// conformance Job get, the image, and whether the adapter has a data volume.
+func TestBackendResources(t *testing.T) {
+	khive := &memoryv1alpha1.KhiveOptions{Command: "/opt/khive/kkernel", Args: []string{"--no-embed", "--pack=kg"}, StorageSize: "5Gi"}
+	for _, tc := range []struct {
+		name       string
+		backend    memoryv1alpha1.BackendSpec
+		image      *string
+		serveArgs  []string // must appear in order in the serve args
+		jobArgs    []string // must appear in order in the conformance args
+		notInJob   []string
+		dataClaim  string // requested size, "" for none
+		homeEnv    bool
+		recreate   bool
+		wantImageS string
+	}{
+		{
+			name:      "khive",
+			backend:   memoryv1alpha1.BackendSpec{Type: memoryv1alpha1.BackendKhive, Scope: "agents", Khive: khive},
+			image:     ptr.To("registry.example/mao-khive:1"),
+			serveArgs: []string{"--backend", "khive", "--scope", "agents", "--khive-command", "/opt/khive/kkernel", "--khive-arg=mcp", "--khive-arg=--db=/var/lib/memory-adapter/khive.db", "--khive-arg=--no-embed", "--khive-arg=--pack=kg"},
+			jobArgs:   []string{"--backend", "khive", "--khive-command", "/opt/khive/kkernel", "--khive-arg=mcp", "--khive-arg=--no-embed", "--khive-arg=--pack=kg"},
+			notInJob:  []string{"--khive-arg=--db=/var/lib/memory-adapter/khive.db"},
+			dataClaim: "5Gi", homeEnv: true, recreate: true, wantImageS: "registry.example/mao-khive:1",
+		},
+		{
+			name:      "sqlite has no khive flags",
+			backend:   memoryv1alpha1.BackendSpec{Type: memoryv1alpha1.BackendSQLite, Scope: "agents"},
+			serveArgs: []string{"--backend", "sqlite", "--sqlite-path", "/var/lib/memory-adapter/memory.db"},
+			jobArgs:   []string{"--backend", "sqlite", "--sqlite-path", "/tmp/conformance.db"},
+			notInJob:  []string{"--khive-command"},
+			dataClaim: "1Gi", recreate: true, wantImageS: "default-image",
+		},
+		{
+			name:       "redis has neither",
+			backend:    memoryv1alpha1.BackendSpec{Type: memoryv1alpha1.BackendRedis, Scope: "agents", ConnectionSecretRef: &memoryv1alpha1.SecretKeyReference{Name: "r"}},
+			serveArgs:  []string{"--backend", "redis"},
+			jobArgs:    []string{"--backend", "redis"},
+			notInJob:   []string{"--khive-command", "--sqlite-path"},
+			wantImageS: "default-image",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ma := &memoryv1alpha1.MemoryAdapter{}
+			ma.Name, ma.Namespace = "agent-memory", "team"
+			ma.Spec.Backend = tc.backend
+			ma.Spec.Image = tc.image
+			ma.Spec.Manifest.Adapter = "a"
+			s := effectiveSettings(ma, "default-image")
+			if l := s.lifecycle; tc.backend.Type == memoryv1alpha1.BackendKhive &&
+				(l.ConnectionCreation != memoryv1alpha1.ConnectionAtFirstCall || l.DuplicateIDBehaviour != memoryv1alpha1.DuplicateIDReject ||
+					l.RequestTimeout.Or(0) != 35*time.Second || l.ConnectTimeout.Or(0) != 20*time.Second || *l.Retry.Store.MaxAttempts != 1) {
+				t.Errorf("khive lifecycle does not match docs/adapters/khive.md: %+v", l)
+			}
+			dep := desiredDeployment(ma, s, "hash")
+			c := dep.Spec.Template.Spec.Containers[0]
+			if !inOrder(c.Args, tc.serveArgs) {
+				t.Errorf("serve args %q lack %q in order", c.Args, tc.serveArgs)
+			}
+			if c.Image != tc.wantImageS {
+				t.Errorf("adapter image %q, want %q", c.Image, tc.wantImageS)
+			}
+			home := slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "HOME" && e.Value == "/tmp" })
+			if home != tc.homeEnv {
+				t.Errorf("HOME=/tmp set: %v, want %v", home, tc.homeEnv)
+			}
+			if got := dep.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType; got != tc.recreate {
+				t.Errorf("Recreate strategy %v, want %v", got, tc.recreate)
+			}
+			job := desiredJob(ma, s, "job", runKey{}, "")
+			jc := job.Spec.Template.Spec.Containers[0]
+			if !inOrder(jc.Args, tc.jobArgs) {
+				t.Errorf("conformance args %q lack %q in order", jc.Args, tc.jobArgs)
+			}
+			for _, a := range tc.notInJob {
+				if slices.Contains(jc.Args, a) {
+					t.Errorf("conformance args %q contain %q", jc.Args, a)
+				}
+			}
+			if jc.Image != tc.wantImageS {
+				t.Errorf("conformance image %q, want %q", jc.Image, tc.wantImageS)
+			}
+			if usesDataClaim(ma) != (tc.dataClaim != "") {
+				t.Fatalf("usesDataClaim %v, want %v", usesDataClaim(ma), tc.dataClaim != "")
+			}
+			if tc.dataClaim != "" {
+				pvc, err := desiredDataClaim(ma)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; got.String() != tc.dataClaim {
+					t.Errorf("claim size %s, want %s", got.String(), tc.dataClaim)
+				}
+			}
+		})
+	}
+}
+
+// inOrder reports whether want appears in args as a subsequence.
+func inOrder(args, want []string) bool {
+	i := 0
+	for _, a := range args {
+		if i < len(want) && a == want[i] {
+			i++
+		}
+	}
+	return i == len(want)
 }
