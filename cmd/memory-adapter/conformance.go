@@ -36,6 +36,7 @@ type conformanceFlags struct {
 	caseTimeout      time.Duration
 	timeout          time.Duration
 	progress         bool
+	target           targetFlags
 }
 
 func newConformanceCommand() *cobra.Command {
@@ -56,6 +57,9 @@ table to stdout. Exit code 0 when the run passed, 1 when it failed, 2 on a usage
 			if err := f.backend.resolve(cmd.Flags()); err != nil {
 				return err
 			}
+			if err := f.target.resolve(cmd.Flags()); err != nil {
+				return err
+			}
 			return runConformance(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)
 		},
 	}
@@ -70,6 +74,7 @@ table to stdout. Exit code 0 when the run passed, 1 when it failed, 2 on a usage
 	fs.DurationVar(&f.caseTimeout, "case-timeout", conformance.DefaultCaseTimeout, "bound on one case")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "bound on the whole run")
 	fs.BoolVar(&f.progress, "progress", false, "print one line per finished case to stderr")
+	f.target.addFlags(fs)
 	return cmd
 }
 
@@ -99,6 +104,10 @@ func runConformance(parent context.Context, stdout, stderr io.Writer, f *conform
 		serverToken = s
 	}
 
+	if f.target.url != "" {
+		r := runTarget(ctx, f, expected)
+		return writeReports(stdout, stderr, f, r, nil, true)
+	}
 	r := runMatrix(ctx, f)
 	if expected != nil && r.Manifest != nil && !expected.Equal(*r.Manifest) {
 		addRunError(r, fmt.Sprintf("this backend configuration publishes manifest %s, not the expected %s", r.ManifestHash, expected.Hash()))
@@ -125,6 +134,12 @@ func runConformance(parent context.Context, stdout, stderr io.Writer, f *conform
 		}
 	}
 
+	return writeReports(stdout, stderr, f, r, checks, false)
+}
+
+// writeReports writes the table, the report file and the termination message, and turns the
+// verdict into the exit code. A --target run exits 1 unless it passed with the full claim.
+func writeReports(stdout, stderr io.Writer, f *conformanceFlags, r *conformance.Report, checks []wireCheck, target bool) error {
 	var errs []error
 	if err := r.WriteTable(stdout); err != nil {
 		errs = append(errs, err)
@@ -160,6 +175,9 @@ func runConformance(parent context.Context, stdout, stderr io.Writer, f *conform
 	if r.Result != conformance.Passed {
 		return &exitError{code: 1, err: fmt.Errorf("conformance %s (%d failed)", r.Result, r.Counts.Failed)}
 	}
+	if target && !r.FullClaim() {
+		return &exitError{code: 1, err: fmt.Errorf("conformance %s", r.Summary())}
+	}
 	return nil
 }
 
@@ -192,6 +210,7 @@ func addRunError(r *conformance.Report, msg string) {
 	}
 	r.Error += msg
 	r.Result = conformance.Failed
+	r.Claim = conformance.ClaimPartial
 }
 
 func readManifestFile(path string) (memory.Manifest, error) {
