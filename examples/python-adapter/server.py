@@ -243,16 +243,17 @@ class Adapter:
         self.manifest_reads = 0
         self.lock = threading.Lock()
 
-    def current_manifest(self):
+    def current_manifest(self, count=True):
         with self.lock:
-            self.manifest_reads += 1
+            if count:
+                self.manifest_reads += 1
             m = dict(self.manifest)
             if self.lie == "manifest-changes" and self.manifest_reads > 6:
                 m["supported_filters"] = ["branch_id", "kind", "source"]
             return m
 
     def evidence(self):
-        m = dict(self.manifest)
+        m = self.current_manifest(count=False)
         h = manifest_hash(m)
         if self.lie == "wrong-manifest-hash":
             h = "sha256:" + hashlib.sha256(json.dumps(m).encode("utf-8")).hexdigest()
