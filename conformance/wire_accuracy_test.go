@@ -2,6 +2,9 @@ package conformance
 
 import (
 	"context"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -151,4 +154,16 @@ func TestEveryWireCheckIsNeeded(t *testing.T) {
 		}
 		t.Logf("disabling %-36s lets lie %s pass", name, escaped)
 	}
+}
+
+// TestPythonExampleHashesTheVectors: the Python example computes manifest_hash from the
+// written canonical form alone, and agrees with every known-answer vector.
+func TestPythonExampleHashesTheVectors(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	vectors := filepath.Join(filepath.Dir(file), "..", "api", "memory", "testdata", "manifest_hash_vectors.json")
+	out, err := exec.Command(wiretest.Interpreter(t), wiretest.ServerPath(), "--check-hash-vectors", vectors).CombinedOutput()
+	if err != nil {
+		t.Fatalf("the Python implementation disagrees with the vectors: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
 }

@@ -21,6 +21,7 @@ import hashlib
 import hmac
 import json
 import platform
+import re
 import sys
 import threading
 import uuid
@@ -135,12 +136,19 @@ def json_equal(a, b):
 
 # ---- the manifest and its hash ----
 
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def canonical(manifest):
     """The manifest's canonical string (conformance/README.md, "The manifest hash")."""
+    def text(s):
+        # json.loads joins escaped surrogate pairs; what is left is unpaired: U+FFFD.
+        return LONE_SURROGATE.sub("\ufffd", s)
+
     def norm(lst):
-        return sorted(set(lst), key=lambda s: s.encode("utf-8"))
+        return sorted({text(x) for x in lst}, key=lambda s: s.encode("utf-8"))
     m = {
-        "adapter": manifest["adapter"],
+        "adapter": text(manifest["adapter"]),
         "native_item_fields": norm(manifest["native_item_fields"]),
         "dropped_item_fields": norm(manifest["dropped_item_fields"]),
         "supported_filters": norm(manifest["supported_filters"]),
@@ -646,6 +654,20 @@ def serve(address, handler):
     return httpd
 
 
+def check_vectors(path):
+    """Checks this implementation of manifest_hash against the known-answer vectors."""
+    with open(path, encoding="utf-8") as f:
+        vectors = json.load(f)["vectors"]
+    bad = 0
+    for v in vectors:
+        got_c, got_h = canonical(v["manifest"]), manifest_hash(v["manifest"])
+        if got_c != v["canonical"] or got_h != v["manifest_hash"]:
+            bad += 1
+            print("MISMATCH %s: canonical %s hash %s" % (v["name"], got_c, got_h))
+    print("checked %d vectors, %d mismatches" % (len(vectors), bad))
+    return 1 if bad or not vectors else 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--listen", default="127.0.0.1:8080")
@@ -654,7 +676,10 @@ def main():
     p.add_argument("--harness-token-file")
     p.add_argument("--adapter-id", default="python-example")
     p.add_argument("--lie", choices=sorted(LIES), help="plant one lie (for the conformance accuracy table)")
+    p.add_argument("--check-hash-vectors", metavar="FILE", help="check manifest_hash against known-answer vectors and exit")
     args = p.parse_args()
+    if args.check_hash_vectors:
+        sys.exit(check_vectors(args.check_hash_vectors))
     if args.harness_listen and not args.harness_token_file:
         sys.exit("--harness-listen needs --harness-token-file")
     adapter = Adapter(args.adapter_id, args.lie)

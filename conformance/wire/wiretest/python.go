@@ -6,6 +6,7 @@ package wiretest
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"os"
 	"os/exec"
@@ -51,18 +52,25 @@ var interpreter = sync.OnceValues(func() (string, error) {
 	return py, nil
 })
 
-// StartPython starts the example server on free loopback ports, with lie planted unless it
-// is empty, and stops it when the test ends. Python 3 is a requirement of the test command:
-// without python3 on PATH the test fails, it never skips.
-func StartPython(t testing.TB, lie string) *Python {
+// Interpreter returns the python3 interpreter, failing t (never skipping) when there is none.
+func Interpreter(t testing.TB) string {
 	t.Helper()
 	py, err := interpreter()
 	if err != nil {
 		t.Fatalf("python3 is required to run the Python example adapter (examples/python-adapter); install Python 3 and put python3 on PATH: %v", err)
 	}
+	return py
+}
+
+// StartPython starts the example server on free loopback ports, with lie planted unless it
+// is empty, and stops it when the test ends. Python 3 is a requirement of the test command:
+// without python3 on PATH the test fails, it never skips.
+func StartPython(t testing.TB, lie string) *Python {
+	t.Helper()
+	py := Interpreter(t)
 	dir := t.TempDir()
 	p := &Python{
-		Token: "py-data-token", HarnessToken: "py-harness-token",
+		Token: rand.Text(), HarnessToken: rand.Text(),
 		TokenFile: filepath.Join(dir, "token"), HarnessTokenFile: filepath.Join(dir, "harness-token"),
 	}
 	for f, v := range map[string]string{p.TokenFile: p.Token, p.HarnessTokenFile: p.HarnessToken} {
