@@ -123,10 +123,20 @@ func waitReady(t *testing.T, url string) {
 // --target with the full claim. It needs python3 and fails loudly without it.
 func TestTargetCommandAgainstThePythonExample(t *testing.T) {
 	py := wiretest.StartPython(t, "")
+	term := filepath.Join(t.TempDir(), "termination-log")
 	r, out, err := runTargetCommand(t, "--target", py.URL, "--token-file", py.TokenFile,
-		"--harness-url", py.HarnessURL, "--harness-token-file", py.HarnessTokenFile)
+		"--harness-url", py.HarnessURL, "--harness-token-file", py.HarnessTokenFile, "--termination-log", term)
 	if err != nil || !r.FullClaim() {
 		t.Fatalf("exit %v, %s\n%s", err, r.Summary(), out)
+	}
+	// The compact form of a wire report (21 cases) fits a termination message and agrees.
+	cb, err := os.ReadFile(term)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := conformance.ParseCompact(cb)
+	if err != nil || len(cb) > conformance.MaxTerminationMessage || c.Claim != conformance.ClaimFull || c.Target != py.URL || len(c.Cases) != len(r.Cases) {
+		t.Fatalf("compact report %s (%v) disagrees with the full one", cb, err)
 	}
 	if r.AdapterID != "python-example" || !strings.HasPrefix(r.AdapterVersion, "python-example") || !strings.HasPrefix(r.ServiceVersion, "python ") {
 		t.Errorf("the report does not name what the target reported: adapter %q version %q service %q", r.AdapterID, r.AdapterVersion, r.ServiceVersion)
