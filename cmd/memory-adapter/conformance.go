@@ -50,6 +50,11 @@ unless --direct. With --server-url it also checks the deployed server through th
 published manifest equals the expected one, its evidence is valid and names the same manifest
 hash, and the service version it reports.
 
+With --target the matrix and four wire-rule cases judge the server at that URL (any
+implementation of api/memory/openapi.yaml) through a raw client, using the harness protocol
+of --harness-url for its disposable scope; --server-url may then name the production
+instance, which gets the same read-only checks against the target's manifest.
+
 Writes the full JSON report to --report-file, the compact form to --termination-log, and a
 table to stdout. Exit code 0 when the run passed, 1 when it failed, 2 on a usage error.`,
 		Args: cobra.NoArgs,
@@ -104,13 +109,16 @@ func runConformance(parent context.Context, stdout, stderr io.Writer, f *conform
 		serverToken = s
 	}
 
+	// With --target the matrix judges that server (a disposable harness-mode instance); the
+	// deployed-server checks below then compare the production instance with it.
+	var r *conformance.Report
 	if f.target.url != "" {
-		r := runTarget(ctx, f, expected)
-		return writeReports(stdout, stderr, f, r, nil, true)
-	}
-	r := runMatrix(ctx, f)
-	if expected != nil && r.Manifest != nil && !expected.Equal(*r.Manifest) {
-		addRunError(r, fmt.Sprintf("this backend configuration publishes manifest %s, not the expected %s", r.ManifestHash, expected.Hash()))
+		r = runTarget(ctx, f, expected)
+	} else {
+		r = runMatrix(ctx, f)
+		if expected != nil && r.Manifest != nil && !expected.Equal(*r.Manifest) {
+			addRunError(r, fmt.Sprintf("this backend configuration publishes manifest %s, not the expected %s", r.ManifestHash, expected.Hash()))
+		}
 	}
 	var checks []wireCheck
 	if f.serverURL != "" {
@@ -134,7 +142,7 @@ func runConformance(parent context.Context, stdout, stderr io.Writer, f *conform
 		}
 	}
 
-	return writeReports(stdout, stderr, f, r, checks, false)
+	return writeReports(stdout, stderr, f, r, checks, f.target.url != "")
 }
 
 // writeReports writes the table, the report file and the termination message, and turns the

@@ -33,9 +33,10 @@ func (t *targetFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&t.duplicateID, "duplicate-id-behaviour", "", "with --target: the declared duplicate-id behaviour (Overwrite, Reject, Duplicate) when the harness declares none; must agree when it does")
 }
 
-// targetConflicts are the flags that configure this build's own backend or the deployed
-// server check; with --target they would be silently ignored, so they are refused.
-var targetConflicts = []string{"backend", "scope", "sqlite-path", "connection-file", "supported-filters", "server-url", "server-token-file", "direct"}
+// targetConflicts are the flags that configure this build's own backend; with --target they
+// would be silently ignored, so they are refused. (--server-url keeps its meaning: the
+// production instance, checked read-only against the target's manifest.)
+var targetConflicts = []string{"backend", "scope", "sqlite-path", "connection-file", "supported-filters", "direct"}
 
 func (t *targetFlags) resolve(fs *pflag.FlagSet) error {
 	if t.url == "" {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,8 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
 	"github.com/agentmem/memory-adapter-operator/conformance"
 	"github.com/agentmem/memory-adapter-operator/conformance/wire/wiretest"
+	"github.com/agentmem/memory-adapter-operator/internal/server"
 )
 
 func executeCtx(ctx context.Context, args ...string) (string, error) {
@@ -141,6 +144,21 @@ func TestTargetCommandAgainstThePythonExample(t *testing.T) {
 	if r.AdapterID != "python-example" || !strings.HasPrefix(r.AdapterVersion, "python-example") || !strings.HasPrefix(r.ServiceVersion, "python ") {
 		t.Errorf("the report does not name what the target reported: adapter %q version %q service %q", r.AdapterID, r.AdapterVersion, r.ServiceVersion)
 	}
+	// --server-url with --target: the production instance (here the same server) gets the
+	// read-only checks against the target's manifest; another adapter there fails the run.
+	r, out, err = runTargetCommand(t, "--target", py.URL, "--token-file", py.TokenFile,
+		"--harness-url", py.HarnessURL, "--harness-token-file", py.HarnessTokenFile,
+		"--server-url", py.URL, "--server-token-file", py.TokenFile)
+	if err != nil || !r.FullClaim() || !strings.Contains(out, "published manifest equals the expected one") {
+		t.Fatalf("with --server-url: exit %v, %s\n%s", err, r.Summary(), out)
+	}
+	r, _, err = runTargetCommand(t, "--target", py.URL, "--token-file", py.TokenFile,
+		"--harness-url", py.HarnessURL, "--harness-token-file", py.HarnessTokenFile,
+		"--server-url", startOtherAdapter(t, py.Token), "--server-token-file", py.TokenFile)
+	if err == nil || r.Result != conformance.Failed || !strings.Contains(r.Error, "manifest: published") {
+		t.Fatalf("a production instance of another adapter: exit %v, result %s, error %q", err, r.Result, r.Error)
+	}
+
 	// Without the harness URL the same server gets a partial report naming reset.
 	r, out, err = runTargetCommand(t, "--target", py.URL, "--token-file", py.TokenFile)
 	if err == nil || r.FullClaim() || !slices.Contains(r.MissingCapabilities, "reset") {
@@ -154,7 +172,6 @@ func TestTargetAndHarnessUsageErrors(t *testing.T) {
 	other := writeFile(t, dir, "other", "other\n")
 	for _, args := range [][]string{
 		{"conformance", "--target", "http://127.0.0.1:1", "--backend", "sqlite"},
-		{"conformance", "--target", "http://127.0.0.1:1", "--server-url", "http://127.0.0.1:2"},
 		{"conformance", "--harness-url", "http://127.0.0.1:1"},
 		{"conformance", "--target", "http://127.0.0.1:1", "--duplicate-id-behaviour", "Sometimes"},
 		{"serve", "--harness", "--token-file", tok, "--harness-listen", "127.0.0.1:0"},
@@ -169,4 +186,18 @@ func TestTargetAndHarnessUsageErrors(t *testing.T) {
 			t.Errorf("%v: got %v, want exit code 2", args, err)
 		}
 	}
+}
+
+// startOtherAdapter serves the inmemory backend, another adapter than the Python example,
+// with the given token.
+func startOtherAdapter(t *testing.T, token string) string {
+	t.Helper()
+	srv, err := server.New(server.Config{Store: inmemory.New(inmemory.Options{}), Token: []byte(token)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Refresh(t.Context(), true)
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	return hs.URL
 }
