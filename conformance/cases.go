@@ -42,6 +42,11 @@ type Case struct {
 	// run performs the case's checks against a fresh store; every observation is guarded by
 	// one named check (caseRun.check) so the mutation test can prove each is needed.
 	run func(*caseRun)
+	// readOnly marks a case that writes nothing: it runs without Reset, so also against a
+	// target without a disposable scope.
+	readOnly bool
+	// wire marks a wire-rule case, run only when the harness is a WireTarget.
+	wire bool
 }
 
 // cases is the matrix in order; each case is one value holding its id, texts and checks,

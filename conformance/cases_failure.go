@@ -20,7 +20,7 @@ var caseTransportOutage = Case{
 		stored := c.fixture(1)
 		c.mustStore(stored)
 		if err := c.h.MakeTransportUnavailable(c.ctx); err != nil {
-			c.fatalf("harness MakeTransportUnavailable failed: %v", err)
+			c.harnessFailed("MakeTransportUnavailable", err)
 		}
 		if c.check("transport-outage/calls-unavailable") {
 			c.expectUnavailable("existing store", c.store, stored.ID)
@@ -69,11 +69,8 @@ var caseRejectedWrite = Case{
 	Description: "a write the service rejects raises MemoryAdapterError and returns no identifier",
 	Hint:        "the adapter ignores the service's rejection status and returns item.ID",
 	run: func(c *caseRun) {
-		w, ok := c.h.(WriteRejecter)
-		if !ok {
-			c.notApplicable("the harness cannot make the service reject a write (it does not implement WriteRejecter)")
-		}
-		it, err := w.MakeWriteRejected(c.ctx)
+		c.needCapability(CapWriteRejected, "the harness cannot make the service reject a write (WriteRejecter)")
+		it, err := c.h.(WriteRejecter).MakeWriteRejected(c.ctx)
 		if err != nil {
 			c.fatalf("harness MakeWriteRejected failed: %v", err)
 		}

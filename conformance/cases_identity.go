@@ -60,12 +60,12 @@ var caseStoreIdentifier = Case{
 				}
 			}
 		}
-		w, ok := c.h.(IdentitylessWriter)
-		if !ok {
-			c.notef("identityless write response not observable (harness lacks IdentitylessWriter)")
+		if !c.has(CapIdentitylessWrite) {
+			c.lack(CapIdentitylessWrite)
+			c.notef("identityless write response not observable (missing harness capability %s: IdentitylessWriter)", CapIdentitylessWrite)
 			return
 		}
-		if err := w.MakeNextWriteIdentityless(c.ctx); err != nil {
+		if err := c.h.(IdentitylessWriter).MakeNextWriteIdentityless(c.ctx); err != nil {
 			c.fatalf("harness MakeNextWriteIdentityless failed: %v", err)
 		}
 		it := c.fixture(3)
@@ -207,11 +207,8 @@ var caseWrongNativeKind = Case{
 	Description: "a service record of another kind under the requested identity is reported as absent, never coerced",
 	Hint:        "retrieve does not check the native record kind before projecting it into an Item",
 	run: func(c *caseRun) {
-		w, ok := c.h.(WrongKindMaker)
-		if !ok {
-			c.notApplicable("the harness cannot plant a non-memory service record (it does not implement WrongKindMaker)")
-		}
-		id, err := w.MakeWrongKindRecord(c.ctx)
+		c.needCapability(CapWrongKindRecord, "the harness cannot plant a non-memory service record (WrongKindMaker)")
+		id, err := c.h.(WrongKindMaker).MakeWrongKindRecord(c.ctx)
 		if err != nil {
 			c.fatalf("harness MakeWrongKindRecord failed: %v", err)
 		}
@@ -258,7 +255,7 @@ var caseDroppedWriteField = Case{
 				}
 			}
 			if !observable {
-				c.notef("rejection before transport not observable (harness lacks TransportObserver)")
+				c.notef("rejection before transport not observable (missing harness capability %s: TransportObserver or BackendCallCounter)", CapBackendCalls)
 			}
 			c.notef("item with values in dropped fields %v rejected before transport", c.m.DroppedItemFields)
 			return

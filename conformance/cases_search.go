@@ -51,12 +51,12 @@ var caseTypedSearch = Case{
 				}
 			}
 		}
-		mr, ok := c.h.(MalformedResponder)
-		if !ok {
-			c.notef("malformed payload handling not observable (harness lacks MalformedResponder)")
+		if !c.has(CapResponsesMalformed) {
+			c.lack(CapResponsesMalformed)
+			c.notef("malformed payload handling not observable (missing harness capability %s: MalformedResponder)", CapResponsesMalformed)
 			return
 		}
-		if err := mr.MakeResponsesMalformed(c.ctx); err != nil {
+		if err := c.h.(MalformedResponder).MakeResponsesMalformed(c.ctx); err != nil {
 			c.fatalf("harness MakeResponsesMalformed failed: %v", err)
 		}
 		if c.check("typed-search/malformed-payload-fails") {
@@ -114,7 +114,7 @@ var caseLimit = Case{
 			c.failf("search with limit -1 sent a request to the transport before rejecting it")
 		}
 		if !observable {
-			c.notef("transport silence for limit 0 and -1 not observable (harness lacks TransportObserver)")
+			c.notef("transport silence for limit 0 and -1 not observable (missing harness capability %s: TransportObserver or BackendCallCounter)", CapBackendCalls)
 		}
 		c.notef("positive limits cap the first page; 0 is [] and -1 is UnsupportedMemoryQuery[limit]")
 	},
@@ -129,7 +129,7 @@ var caseEmptyQuery = Case{
 		items := []memory.Item{c.fixture(1), c.fixture(2), c.fixture(3)}
 		c.mustStore(items...)
 		if err := c.h.MakeSearchIndexVisible(c.ctx); err != nil {
-			c.fatalf("harness MakeSearchIndexVisible failed: %v", err)
+			c.harnessFailed("MakeSearchIndexVisible", err)
 		}
 		empty := ""
 		for _, q := range []memory.Query{
@@ -183,7 +183,7 @@ var caseUnsupportedFilter = Case{
 				c.failf("search with unsupported filters (limit %d) sent a request to the transport; validation must precede it", tc.limit)
 			}
 			if !observable {
-				c.notef("transport silence not observable (harness lacks TransportObserver)")
+				c.notef("transport silence not observable (missing harness capability %s: TransportObserver or BackendCallCounter)", CapBackendCalls)
 			}
 		}
 		c.notef("unsupported keys are rejected together, sorted, before transport")
@@ -231,7 +231,7 @@ var caseSupportedFilter = Case{
 				}
 			}
 			if err := c.h.Reset(c.ctx); err != nil {
-				c.fatalf("harness Reset failed: %v", err)
+				c.harnessFailed("Reset", err)
 			}
 			s, err := c.h.MakeStore(c.ctx)
 			if err != nil || s == nil {
@@ -351,7 +351,7 @@ var caseConsistency = Case{
 		}
 		missed := !containsAll(hits, want)
 		if err := c.h.MakeSearchIndexVisible(c.ctx); err != nil {
-			c.fatalf("harness MakeSearchIndexVisible failed: %v", err)
+			c.harnessFailed("MakeSearchIndexVisible", err)
 		}
 		hits, ok, err := c.pollSearch(memory.Query{Limit: 100}, func(h []memory.Item) bool { return containsAll(h, want) })
 		if c.check("consistency/eventual-found-after") && (err != nil || !ok) {

@@ -30,6 +30,10 @@ type caseRun struct {
 	// problems, so the mutation test can try the most likely rows first.
 	current      string
 	failedChecks []string
+	// missing names the capabilities the case lacked (NotApplicable or a weaker check).
+	missing []string
+	// wire marks a wire-rule case, whose checks are registered apart (wireCheckRegistry).
+	wire bool
 }
 
 // checkRegistry records every named check that ran, so that the mutation test can disable
@@ -39,12 +43,25 @@ var checkRegistry = struct {
 	names map[string]bool
 }{names: map[string]bool{}}
 
+// wireCheckRegistry records the checks of the wire-rule cases, which only runs over the
+// wire reach; the over-the-wire accuracy table proves each of them is needed.
+var wireCheckRegistry = struct {
+	sync.Mutex
+	names map[string]bool
+}{names: map[string]bool{}}
+
 // check reports whether the named check should run. Every observation a case makes is
 // guarded by one named check; only the mutation test disables any.
 func (c *caseRun) check(name string) bool {
-	checkRegistry.Lock()
-	checkRegistry.names[name] = true
-	checkRegistry.Unlock()
+	if c.wire {
+		wireCheckRegistry.Lock()
+		wireCheckRegistry.names[name] = true
+		wireCheckRegistry.Unlock()
+	} else {
+		checkRegistry.Lock()
+		checkRegistry.names[name] = true
+		checkRegistry.Unlock()
+	}
 	if c.opts.disabledCheck == name {
 		return false
 	}
@@ -84,11 +101,11 @@ func (c *caseRun) result() CaseResult {
 			extra = fmt.Sprintf("; and %d more", len(msg)-6)
 			msg = msg[:6]
 		}
-		return CaseResult{Outcome: Failed, Message: strings.Join(msg, "; ") + extra, failedChecks: c.failedChecks}
+		return CaseResult{Outcome: Failed, Message: strings.Join(msg, "; ") + extra, failedChecks: c.failedChecks, MissingCapabilities: c.missing}
 	case c.na != "":
-		return CaseResult{Outcome: NotApplicable, Message: c.na}
+		return CaseResult{Outcome: NotApplicable, Message: c.na, MissingCapabilities: c.missing}
 	default:
-		return CaseResult{Outcome: Passed, Message: strings.Join(c.notes, "; ")}
+		return CaseResult{Outcome: Passed, Message: strings.Join(c.notes, "; "), MissingCapabilities: c.missing}
 	}
 }
 
@@ -214,7 +231,7 @@ func (c *caseRun) pollSearch(q memory.Query, done func([]memory.Item) bool) ([]m
 // holds every wanted id. It is a precondition of the search cases, not a check.
 func (c *caseRun) visible(want []uuid.UUID) []memory.Item {
 	if err := c.h.MakeSearchIndexVisible(c.ctx); err != nil {
-		c.fatalf("harness MakeSearchIndexVisible failed: %v", err)
+		c.harnessFailed("MakeSearchIndexVisible", err)
 	}
 	hits, ok, err := c.pollSearch(memory.Query{Limit: 100}, func(h []memory.Item) bool { return containsAll(h, want) })
 	if err != nil {
@@ -227,14 +244,24 @@ func (c *caseRun) visible(want []uuid.UUID) []memory.Item {
 	return hits
 }
 
+// requestCount reads the transport (in process) or backend-call (over the wire) counter.
 func (c *caseRun) requestCount() (int64, bool) {
+	if !c.has(CapBackendCalls) {
+		c.lack(CapBackendCalls)
+		return 0, false
+	}
 	if o, ok := c.h.(TransportObserver); ok {
 		return o.RequestCount(), true
 	}
-	return 0, false
+	n, err := c.h.(BackendCallCounter).BackendCalls(c.ctx)
+	if err != nil {
+		c.fatalf("harness backend-call count failed: %v", err)
+	}
+	return n, true
 }
 
-// silent runs f and reports whether no request reached the transport, if observable.
+// silent runs f and reports whether no request reached the transport (no backend call),
+// if observable.
 func (c *caseRun) silent(f func()) (silent, observable bool) {
 	before, ok := c.requestCount()
 	f()

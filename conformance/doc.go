@@ -13,5 +13,11 @@
 // a built-in table over the fake in package conformance/fake that proves the suite catches
 // every manifest lie the fake can express. See README.md for harness authors.
 //
+// A harness that is a WireTarget (conformance/wire, `memory-adapter conformance --target`)
+// judges a server over HTTP through a raw client: the matrix then tests the server's own
+// rules, and four wire-rule cases (content kinds, duplicate id, authentication, manifest
+// stability) follow the 17. Every report carries a claim: full only when no case lacked a
+// harness capability.
+//
 // The package imports nothing from Kubernetes.
 package conformance

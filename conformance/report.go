@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -55,6 +56,9 @@ type CaseResult struct {
 	Hint string `json:"hint,omitempty"`
 	// DurationMillis is the case's wall time.
 	DurationMillis int64 `json:"duration_ms"`
+	// MissingCapabilities names the harness capabilities the case lacked: it was
+	// NotApplicable for them, or its message says what it could not observe.
+	MissingCapabilities []string `json:"missing_capabilities,omitempty"`
 
 	// failedChecks names the checks that found problems (not serialized).
 	failedChecks []string
@@ -90,6 +94,14 @@ type Report struct {
 	DurationMillis int64 `json:"duration_ms"`
 	// Result is Passed or Failed for the run as a whole.
 	Result Outcome `json:"result"`
+	// Claim is ClaimFull when no case lacked a harness capability, ClaimPartial otherwise: a
+	// Passed run with a partial claim does not establish the full ADR-0093 claim.
+	Claim string `json:"claim"`
+	// MissingCapabilities is the sorted union of the cases' missing capabilities.
+	MissingCapabilities []string `json:"missing_capabilities,omitempty"`
+	// Target is the data URL of the server a wire run judged (conformance --target); empty
+	// for in-process runs. A wire report also holds the wire-rule cases.
+	Target string `json:"target,omitempty"`
 	// Error is a run-level failure (no store could be made, the context ended), if any.
 	Error string `json:"error,omitempty"`
 	// Counts tallies the case outcomes.
@@ -125,7 +137,11 @@ func (r *Report) finish() {
 	r.Counts = Counts{}
 	seen := map[CaseID]bool{}
 	complete := true
+	missing := map[string]bool{}
 	for _, c := range r.Cases {
+		for _, m := range c.MissingCapabilities {
+			missing[m] = true
+		}
 		switch c.Outcome {
 		case Passed:
 			r.Counts.Passed++
@@ -141,16 +157,48 @@ func (r *Report) finish() {
 		}
 		seen[c.ID] = true
 	}
-	for _, c := range cases {
+	expected := cases
+	if r.Target != "" {
+		expected = append(slices.Clone(cases), wireCases...)
+	}
+	for _, c := range expected {
 		if !seen[c.ID] {
 			complete = false
 		}
+	}
+	r.MissingCapabilities = nil
+	for m := range missing {
+		r.MissingCapabilities = append(r.MissingCapabilities, m)
+	}
+	slices.Sort(r.MissingCapabilities)
+	r.Claim = ClaimFull
+	if len(r.MissingCapabilities) > 0 || !complete || r.Error != "" {
+		r.Claim = ClaimPartial
 	}
 	r.Result = Passed
 	if r.Error != "" || r.Counts.Failed > 0 || !complete {
 		r.Result = Failed
 	}
 }
+
+// Summary is the run's verdict in one phrase: "Passed (full claim)", "Passed (partial claim:
+// missing harness capabilities …)" or "Failed". Only the first stands for the full
+// ADR-0093 claim.
+func (r *Report) Summary() string {
+	switch {
+	case r.Result != Passed:
+		return string(Failed)
+	case r.Claim == ClaimFull:
+		return "Passed (full claim)"
+	case len(r.MissingCapabilities) > 0:
+		return "Passed (partial claim: missing harness capabilities " + strings.Join(r.MissingCapabilities, ", ") + "; not the full ADR-0093 claim)"
+	default:
+		return "Passed (partial claim; not the full ADR-0093 claim)"
+	}
+}
+
+// FullClaim reports whether the run passed with every capability: the full ADR-0093 claim.
+func (r *Report) FullClaim() bool { return r.Result == Passed && r.Claim == ClaimFull }
 
 // JSON returns the full report as indented JSON.
 func (r *Report) JSON() ([]byte, error) {
@@ -204,6 +252,12 @@ type CompactReport struct {
 	DurationMillis int64 `json:"duration_ms"`
 	// Result is Passed or Failed.
 	Result Outcome `json:"result"`
+	// Claim is the report's Claim (full or partial).
+	Claim string `json:"claim,omitempty"`
+	// MissingCapabilities is the report's list, bounded.
+	MissingCapabilities []string `json:"missing_capabilities,omitempty"`
+	// Target is the judged server's URL, truncated; empty for in-process runs.
+	Target string `json:"target,omitempty"`
 	// Error is the run-level failure, truncated.
 	Error string `json:"error,omitempty"`
 	// Counts tallies the case outcomes.
@@ -228,8 +282,16 @@ func (r *Report) Compact() ([]byte, error) {
 			StartTime:      r.StartTime,
 			DurationMillis: r.DurationMillis,
 			Result:         r.Result,
+			Claim:          truncateString(r.Claim, 16),
+			Target:         truncateString(r.Target, 128),
 			Error:          truncateString(r.Error, max(limit, 64)),
 			Counts:         r.Counts,
+		}
+		for i, m := range r.MissingCapabilities {
+			if i == 16 {
+				break
+			}
+			c.MissingCapabilities = append(c.MissingCapabilities, truncateString(m, 40))
 		}
 		for _, cr := range r.Cases {
 			c.Cases = append(c.Cases, CompactCase{
@@ -290,6 +352,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, "adapter %s  suite %s  service %s  result %s  (%d passed, %d failed, %d not applicable, %s)\n",
 		orDash(r.AdapterID), r.SuiteVersion, orDash(r.ServiceVersion), r.Result,
 		r.Counts.Passed, r.Counts.Failed, r.Counts.NotApplicable, time.Duration(r.DurationMillis)*time.Millisecond)
+	if r.Target != "" {
+		fmt.Fprintf(&b, "target %s  adapter version %s (as reported)\n", r.Target, orDash(r.AdapterVersion))
+	}
+	fmt.Fprintf(&b, "claim %s\n", r.Summary())
 	if r.ManifestHash != "" {
 		fmt.Fprintf(&b, "manifest %s\n", r.ManifestHash)
 	}

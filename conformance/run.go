@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +100,21 @@ func Execute(ctx context.Context, h Harness, opts Options) *Report {
 		return r
 	}
 
+	if v, ok := h.(AdapterVersioner); ok {
+		vctx, cancel := context.WithTimeout(ctx, opts.CaseTimeout)
+		av, err := callString(vctx, func(c context.Context) (string, error) { return v.AdapterVersion(c) })
+		cancel()
+		if err != nil {
+			r.Error = "harness could not report the adapter version: " + err.Error()
+			return r
+		}
+		r.AdapterVersion = av
+	}
+	matrix := cases
+	if w, ok := h.(WireTarget); ok {
+		r.Target = w.TargetURL()
+		matrix = append(slices.Clone(cases), wireCases...)
+	}
 	if v, ok := h.(ServiceVersioner); ok {
 		vctx, cancel := context.WithTimeout(ctx, opts.CaseTimeout)
 		sv, err := callString(vctx, func(c context.Context) (string, error) { return v.ServiceVersion(c) })
@@ -117,7 +133,7 @@ func Execute(ctx context.Context, h Harness, opts Options) *Report {
 	cancel()
 	if err != nil {
 		r.Error = err.Error()
-		for _, c := range cases {
+		for _, c := range matrix {
 			r.Cases = append(r.Cases, CaseResult{ID: c.ID, Outcome: Failed, Hint: c.Hint,
 				Message: "not run: " + err.Error()})
 		}
@@ -128,7 +144,7 @@ func Execute(ctx context.Context, h Harness, opts Options) *Report {
 	r.ManifestHash = m.Hash()
 	manifestErr := m.Validate()
 
-	for _, c := range cases {
+	for _, c := range matrix {
 		var res CaseResult
 		switch {
 		case ctx.Err() != nil:
@@ -189,9 +205,13 @@ func probeManifest(ctx context.Context, h Harness) (memory.Manifest, error) {
 				ch <- result{err: fmt.Errorf("harness panicked while making a probe store: %v", p)}
 			}
 		}()
+		// Without a reset capability (a target without harness mode) the probe still reads
+		// the manifest; the cases that need the reset say so one by one.
 		if err := h.Reset(ctx); err != nil {
-			ch <- result{err: fmt.Errorf("harness Reset failed: %w", err)}
-			return
+			if _, missing := missingCapability(err); !missing {
+				ch <- result{err: fmt.Errorf("harness Reset failed: %w", err)}
+				return
+			}
 		}
 		s, err := h.MakeStore(ctx)
 		if err != nil {
@@ -242,7 +262,7 @@ func runCase(parent context.Context, h Harness, c Case, opts Options) CaseResult
 	defer cancel()
 	ch := make(chan CaseResult, 1)
 	go func() {
-		cr := &caseRun{ctx: ctx, h: h, opts: opts}
+		cr := &caseRun{ctx: ctx, h: h, opts: opts, wire: c.wire}
 		defer func() {
 			if p := recover(); p != nil {
 				if _, ok := p.(abort); !ok {
@@ -254,8 +274,10 @@ func runCase(parent context.Context, h Harness, c Case, opts Options) CaseResult
 			}
 			ch <- cr.result()
 		}()
-		if err := h.Reset(ctx); err != nil {
-			cr.fatalf("harness Reset failed: %v", err)
+		if !c.readOnly {
+			if err := h.Reset(ctx); err != nil {
+				cr.harnessFailed("Reset", err)
+			}
 		}
 		s, err := h.MakeStore(ctx)
 		if err != nil {

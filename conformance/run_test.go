@@ -147,6 +147,18 @@ func TestWithoutOptionalCapabilities(t *testing.T) {
 			t.Errorf("%s: outcome %s, want NotApplicable", id, c.Outcome)
 		}
 	}
+	// Passed, but not the full claim: the report names every capability the run lacked.
+	want := []string{"backend_calls", "identityless_write", "responses_malformed", "write_rejected", "wrong_kind_record"}
+	if r.Claim != ClaimPartial || !slices.Equal(r.MissingCapabilities, want) || r.FullClaim() {
+		t.Errorf("claim %q missing %v (full %t), want partial %v", r.Claim, r.MissingCapabilities, r.FullClaim(), want)
+	}
+	if !strings.Contains(r.Summary(), "partial claim") {
+		t.Errorf("summary %q does not say partial claim", r.Summary())
+	}
+	full := Execute(t.Context(), fake.New(fake.Config{}), fastOptions())
+	if !full.FullClaim() || full.Claim != ClaimFull || len(full.MissingCapabilities) != 0 {
+		t.Errorf("a run with every capability: claim %q missing %v, want full", full.Claim, full.MissingCapabilities)
+	}
 	if r.ServiceVersion != "" {
 		t.Errorf("service version %q from a harness without ServiceVersioner", r.ServiceVersion)
 	}

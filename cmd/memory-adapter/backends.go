@@ -155,6 +155,9 @@ func init() {
 			return inmemory.New(inmemory.Options{SupportedFilters: c.filters()}), nil
 		},
 		harness: func(_ context.Context, c *backendConfig) (conformance.Harness, error) {
+			if c.AdapterID != "" && c.AdapterID != inmemory.AdapterID {
+				return nil, usageError("inmemory: --adapter-id cannot be changed")
+			}
 			return newInMemoryHarness(c.filters()), nil
 		},
 	}

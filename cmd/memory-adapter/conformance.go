@@ -36,6 +36,7 @@ type conformanceFlags struct {
 	caseTimeout      time.Duration
 	timeout          time.Duration
 	progress         bool
+	target           targetFlags
 }
 
 func newConformanceCommand() *cobra.Command {
@@ -49,11 +50,19 @@ unless --direct. With --server-url it also checks the deployed server through th
 published manifest equals the expected one, its evidence is valid and names the same manifest
 hash, and the service version it reports.
 
+With --target the matrix and four wire-rule cases judge the server at that URL (any
+implementation of api/memory/openapi.yaml) through a raw client, using the harness protocol
+of --harness-url for its disposable scope; --server-url may then name the production
+instance, which gets the same read-only checks against the target's manifest.
+
 Writes the full JSON report to --report-file, the compact form to --termination-log, and a
 table to stdout. Exit code 0 when the run passed, 1 when it failed, 2 on a usage error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.backend.resolve(cmd.Flags()); err != nil {
+				return err
+			}
+			if err := f.target.resolve(cmd.Flags()); err != nil {
 				return err
 			}
 			return runConformance(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)
@@ -70,6 +79,7 @@ table to stdout. Exit code 0 when the run passed, 1 when it failed, 2 on a usage
 	fs.DurationVar(&f.caseTimeout, "case-timeout", conformance.DefaultCaseTimeout, "bound on one case")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "bound on the whole run")
 	fs.BoolVar(&f.progress, "progress", false, "print one line per finished case to stderr")
+	f.target.addFlags(fs)
 	return cmd
 }
 
@@ -99,9 +109,16 @@ func runConformance(parent context.Context, stdout, stderr io.Writer, f *conform
 		serverToken = s
 	}
 
-	r := runMatrix(ctx, f)
-	if expected != nil && r.Manifest != nil && !expected.Equal(*r.Manifest) {
-		addRunError(r, fmt.Sprintf("this backend configuration publishes manifest %s, not the expected %s", r.ManifestHash, expected.Hash()))
+	// With --target the matrix judges that server (a disposable harness-mode instance); the
+	// deployed-server checks below then compare the production instance with it.
+	var r *conformance.Report
+	if f.target.url != "" {
+		r = runTarget(ctx, f, expected)
+	} else {
+		r = runMatrix(ctx, f)
+		if expected != nil && r.Manifest != nil && !expected.Equal(*r.Manifest) {
+			addRunError(r, fmt.Sprintf("this backend configuration publishes manifest %s, not the expected %s", r.ManifestHash, expected.Hash()))
+		}
 	}
 	var checks []wireCheck
 	if f.serverURL != "" {
@@ -125,6 +142,12 @@ func runConformance(parent context.Context, stdout, stderr io.Writer, f *conform
 		}
 	}
 
+	return writeReports(stdout, stderr, f, r, checks, f.target.url != "")
+}
+
+// writeReports writes the table, the report file and the termination message, and turns the
+// verdict into the exit code. A --target run exits 1 unless it passed with the full claim.
+func writeReports(stdout, stderr io.Writer, f *conformanceFlags, r *conformance.Report, checks []wireCheck, target bool) error {
 	var errs []error
 	if err := r.WriteTable(stdout); err != nil {
 		errs = append(errs, err)
@@ -160,6 +183,9 @@ func runConformance(parent context.Context, stdout, stderr io.Writer, f *conform
 	if r.Result != conformance.Passed {
 		return &exitError{code: 1, err: fmt.Errorf("conformance %s (%d failed)", r.Result, r.Counts.Failed)}
 	}
+	if target && !r.FullClaim() {
+		return &exitError{code: 1, err: fmt.Errorf("conformance %s", r.Summary())}
+	}
 	return nil
 }
 
@@ -192,6 +218,7 @@ func addRunError(r *conformance.Report, msg string) {
 	}
 	r.Error += msg
 	r.Result = conformance.Failed
+	r.Claim = conformance.ClaimPartial
 }
 
 func readManifestFile(path string) (memory.Manifest, error) {

@@ -12,17 +12,22 @@ import (
 
 // inMemoryHarness is the live harness of the inmemory backend: one store per disposable
 // scope. The backend has no transport, so MakeTransportUnavailable makes the store's calls
-// fail as an unreachable service would (the wire harness cuts HTTP instead by default).
+// fail as an unreachable service would (the wire harness cuts HTTP instead by default), and
+// MakeWriteRejected makes the wrapper refuse one id as a service constraint would: both test
+// what the caller (the HTTP server in harness mode) makes of the failure. It has no
+// WrongKindMaker: the inmemory backend holds memory items only, there is no other native
+// kind to plant, so that case is NotApplicable for it.
 type inMemoryHarness struct {
 	filters []string
 
-	mu    sync.Mutex
-	store *inmemory.Store
-	cut   bool
+	mu       sync.Mutex
+	store    *inmemory.Store
+	cut      bool
+	rejected map[uuid.UUID]bool
 }
 
 func newInMemoryHarness(filters []string) *inMemoryHarness {
-	return &inMemoryHarness{filters: filters, store: inmemory.New(inmemory.Options{SupportedFilters: filters})}
+	return &inMemoryHarness{filters: filters, store: inmemory.New(inmemory.Options{SupportedFilters: filters}), rejected: map[uuid.UUID]bool{}}
 }
 
 func (h *inMemoryHarness) MakeStore(context.Context) (memory.ExternalStore, error) {
@@ -34,8 +39,23 @@ func (h *inMemoryHarness) MakeStore(context.Context) (memory.ExternalStore, erro
 func (h *inMemoryHarness) Reset(context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.store, h.cut = inmemory.New(inmemory.Options{SupportedFilters: h.filters}), false
+	h.store, h.cut, h.rejected = inmemory.New(inmemory.Options{SupportedFilters: h.filters}), false, map[uuid.UUID]bool{}
 	return nil
+}
+
+// MakeWriteRejected returns an item whose store the wrapper refuses with MemoryAdapterError.
+func (h *inMemoryHarness) MakeWriteRejected(context.Context) (memory.Item, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	it := memory.NewItem([]byte(`"refused by the inmemory harness"`))
+	h.rejected[it.ID] = true
+	return it, nil
+}
+
+func (h *inMemoryHarness) isRejected(id uuid.UUID) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.rejected[id]
 }
 
 func (h *inMemoryHarness) MakeSearchIndexVisible(context.Context) error { return nil }
@@ -63,6 +83,9 @@ type cutStore struct {
 func (c *cutStore) Store(ctx context.Context, it memory.Item) (uuid.UUID, error) {
 	if c.h.isCut() {
 		return uuid.Nil, memory.NewUnavailable("inmemory: transport cut by the harness", nil)
+	}
+	if c.h.isRejected(it.ID) {
+		return uuid.Nil, memory.NewAdapterError("inmemory: write rejected by the harness", nil)
 	}
 	return c.ExternalStore.Store(ctx, it)
 }

@@ -29,6 +29,7 @@ type serveFlags struct {
 	openTimeout      time.Duration
 	shutdownTimeout  time.Duration
 	logLevel         string
+	harness          harnessFlags
 }
 
 func newServeCommand() *cobra.Command {
@@ -39,6 +40,9 @@ func newServeCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.backend.resolve(cmd.Flags()); err != nil {
+				return err
+			}
+			if err := f.harness.resolve(cmd.Flags(), f.tokenFile); err != nil {
 				return err
 			}
 			return runServe(cmd.Context(), &f)
@@ -56,6 +60,7 @@ func newServeCommand() *cobra.Command {
 	fs.DurationVar(&f.openTimeout, "open-timeout", 30*time.Second, "bound on connecting to the backend at start")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", server.DefaultTimeouts.Shutdown, "how long in-flight requests may take to finish on SIGTERM")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.harness.addFlags(fs)
 	return cmd
 }
 
@@ -117,13 +122,28 @@ func runServe(parent context.Context, f *serveFlags) error {
 	defer stop()
 
 	octx, cancel := context.WithTimeout(ctx, f.openTimeout)
-	store, err := backends[f.backend.Backend].open(octx, &f.backend)
+	var store memory.ExternalStore
+	var hstore *server.HarnessStore
+	if f.harness.enabled {
+		// Harness mode never opens the configured scope: the backend's conformance harness
+		// makes a fresh disposable one, dropped when the server stops.
+		hstore, err = openHarnessStore(octx, &f.backend)
+		store = hstore
+	} else {
+		store, err = backends[f.backend.Backend].open(octx, &f.backend)
+	}
 	cancel()
 	if err != nil {
 		return fmt.Errorf("open %s backend: %w", f.backend.Backend, err)
 	}
 	defer func() {
-		if err := closeStore(store); err != nil {
+		var err error
+		if hstore != nil {
+			err = hstore.Close(context.WithoutCancel(ctx))
+		} else {
+			err = closeStore(store)
+		}
+		if err != nil {
 			log.Error("Failed to close the backend", "error", err)
 		}
 	}()
@@ -132,7 +152,7 @@ func runServe(parent context.Context, f *serveFlags) error {
 		MaxBodyBytes: f.maxBodyBytes, OperationTimeout: f.operationTimeout,
 		MaxIndexLag: f.maxIndexLag, Logger: log,
 	}
-	if p, ok := store.(memory.Prober); ok {
+	if p, ok := store.(memory.Prober); ok && (hstore == nil || hstore.CanProbe()) {
 		cfg.Prober = p
 	}
 	srv, err := server.New(cfg)
@@ -149,6 +169,9 @@ func runServe(parent context.Context, f *serveFlags) error {
 	m := srv.Manifest()
 	log.Info("Serving", "address", l.Addr().String(), "backend", f.backend.Backend, "adapter", m.Adapter,
 		"manifestHash", m.Hash(), "adapterVersion", adapterVersion(), "auth", len(token) > 0)
+	if hstore != nil {
+		return serveWithHarness(ctx, log, srv, hstore, l, t, f)
+	}
 	if err := srv.Serve(ctx, l, t, f.probePeriod); err != nil {
 		return err
 	}

@@ -1,0 +1,702 @@
+#!/usr/bin/env python3
+"""A small memory adapter server in Python, standard library only.
+
+It implements the memory adapter wire (api/memory/openapi.yaml: /v1 and the health routes)
+over an in-memory store, and the conformance harness protocol (/harness/v1) on a second
+listener, so that `memory-adapter conformance --target` can judge it. It is an example of an
+adapter written independently of the Go code, not a production server: its store lives in
+one process and is lost at exit.
+
+    python3 server.py --listen 127.0.0.1:0 --token-file token \
+        --harness-listen 127.0.0.1:0 --harness-token-file harness-token
+
+prints LISTEN=host:port and HARNESS_LISTEN=host:port once it serves.
+
+--lie NAME switches on one planted lie (see LIES): the conformance suite must catch each.
+"""
+
+import argparse
+import datetime
+import hashlib
+import hmac
+import json
+import platform
+import re
+import sys
+import threading
+import uuid
+from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+ADAPTER_VERSION = "python-example 0.1.0"
+MAX_BODY = 16 << 20
+MAX_DEPTH = 32
+MAX_LIMIT = 1_000_000
+DEFAULT_LIMIT = 20
+ITEM_FIELDS = ["content", "created_at", "id", "metadata", "tags"]
+
+# Every planted lie, with what it does. The Go test (conformance/wire_accuracy_test.go) names
+# the case that must catch each.
+LIES = {
+    "nested-metadata-dropped": "metadata values that are objects or arrays are dropped on store",
+    "created-at-seconds": "created_at is rounded down to whole seconds on store",
+    "tags-deduplicated": "duplicate tags are removed on store",
+    "filter-ignored": "a supported filter is ignored by search",
+    "empty-on-outage": "search answers [] instead of unavailable while the backend is cut",
+    "limit-ignored": "search returns every match whatever the limit",
+    "different-id": "store acknowledges a fresh id instead of the item's own",
+    "retrieve-via-text": "retrieve is a text search for the id",
+    "unsupported-filter-ignored": "filter keys outside the manifest are ignored",
+    "first-rejected-key-only": "unsupported_query names only the first rejected key",
+    "unsorted-rejected-keys": "unsupported_query names the rejected keys in reverse order",
+    "negative-limit-accepted": "a negative limit is a Python slice",
+    "negative-limit-generic-error": "a negative limit is answered 400 invalid_request",
+    "negative-limit-after-backend": "a negative limit is rejected only after a backend call",
+    "unsupported-after-backend": "unsupported filter keys are rejected only after a backend call",
+    "limit-zero-items": "limit 0 returns the first page from a cache",
+    "limit-zero-backend-call": "limit 0 is answered [] after a backend call",
+    "manifest-changes": "the manifest gains a supported filter after a few reads",
+    "wrong-manifest-hash": "the evidence hashes a non-canonical serialisation of the manifest",
+    "no-token-check": "data routes accept any or no token",
+    "string-content-truncated": "plain-string content is cut to 64 characters in search hits",
+    "duplicate-id-differs": "a second store under an id keeps both records while Overwrite is declared",
+}
+
+
+class Unavailable(Exception):
+    """The backend cannot be reached."""
+
+
+class Rejected(Exception):
+    """The backend refused the operation or answered something malformed."""
+
+
+class BadRequest(Exception):
+    """The request does not follow the wire."""
+
+
+# ---- JSON, exactly ----
+
+def reject_constant(name):
+    raise ValueError("not JSON: " + name)
+
+
+def loads(data):
+    """Decodes JSON text keeping every number exact (ints as int, others as Decimal)."""
+    try:
+        text = data.decode("utf-8")
+        return json.loads(text, parse_float=Decimal, parse_constant=reject_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise BadRequest("the body is not valid JSON: %s" % e) from None
+
+
+def dumps(v):
+    """Encodes a decoded value back to compact JSON without changing any number."""
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, (int, Decimal)):
+        return str(v)
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, list):
+        return "[" + ",".join(dumps(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + dumps(x) for k, x in v.items()) + "}"
+    raise TypeError("cannot encode %r" % type(v))
+
+
+def depth(v):
+    if isinstance(v, list):
+        return 1 + max((depth(x) for x in v), default=0)
+    if isinstance(v, dict):
+        return 1 + max((depth(x) for x in v.values()), default=0)
+    return 0
+
+
+def is_number(v):
+    return isinstance(v, (int, Decimal)) and not isinstance(v, bool)
+
+
+def json_equal(a, b):
+    """JSON equality: numbers by value, true is not 1, objects by members."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if is_number(a) and is_number(b):
+        return Decimal(a) == Decimal(b)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+# ---- the manifest and its hash ----
+
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def canonical(manifest):
+    """The manifest's canonical string (conformance/README.md, "The manifest hash")."""
+    def text(s):
+        # json.loads joins escaped surrogate pairs; what is left is unpaired: U+FFFD.
+        return LONE_SURROGATE.sub("\ufffd", s)
+
+    def norm(lst):
+        return sorted({text(x) for x in lst}, key=lambda s: s.encode("utf-8"))
+    m = {
+        "adapter": text(manifest["adapter"]),
+        "native_item_fields": norm(manifest["native_item_fields"]),
+        "dropped_item_fields": norm(manifest["dropped_item_fields"]),
+        "supported_filters": norm(manifest["supported_filters"]),
+        "search_consistency": manifest["search_consistency"],
+        "retrieve_fidelity": manifest["retrieve_fidelity"],
+        "search_fidelity": manifest["search_fidelity"],
+        "search_returns_tags": manifest["search_returns_tags"],
+        "preserves_metadata": manifest["preserves_metadata"],
+    }
+    s = json.dumps(m, ensure_ascii=False, separators=(",", ":"))
+    # Go's HTML-safe escaping; these characters occur only inside strings.
+    for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        s = s.replace(ch, esc)
+    return s
+
+
+def manifest_hash(manifest):
+    return "sha256:" + hashlib.sha256(canonical(manifest).encode("utf-8")).hexdigest()
+
+
+# ---- the backend: an in-memory store of native records ----
+
+class Backend:
+    """The service behind the adapter: native records of several kinds, a call counter and
+    the faults the harness plants."""
+
+    def __init__(self, keep_duplicates):
+        self.lock = threading.Lock()
+        self.keep_duplicates = keep_duplicates
+        self.calls = 0
+        self.reset()
+
+    def reset(self):
+        self.records = []  # in store order: {"kind": ..., "item": {...}}
+        self.cut = False
+        self.malformed = False
+        self.identityless = False
+        self.rejected = set()
+
+    def _enter(self):
+        self.calls += 1
+        if self.cut:
+            raise Unavailable("backend unreachable (cut by the harness)")
+
+    def store(self, item):
+        with self.lock:
+            self._enter()
+            if item["id"] in self.rejected:
+                raise Rejected("the backend rejected the write (planted by the harness)")
+            rec = {"kind": "memory", "item": item}
+            if not self.keep_duplicates:
+                self.records = [r for r in self.records if r["item"]["id"] != item["id"]]
+            self.records.append(rec)
+            if self.identityless:
+                self.identityless = False
+                return None
+            return item["id"]
+
+    def get(self, item_id):
+        with self.lock:
+            self._enter()
+            for r in reversed(self.records):
+                if r["item"]["id"] == item_id:
+                    return self._out(r)
+            return None
+
+    def scan(self):
+        with self.lock:
+            self._enter()
+            return [self._out(r) for r in self.records]
+
+    def cached(self):
+        """The records without a counted call (only the limit-zero-items lie reads this)."""
+        with self.lock:
+            return [self._out(r) for r in self.records]
+
+    def _out(self, r):
+        if self.malformed:
+            return {"kind": "memory", "item": {"id": r["item"]["id"]}}
+        return r
+
+
+# ---- the adapter: wire rules over the backend ----
+
+class Adapter:
+    def __init__(self, adapter_id, lie):
+        self.lie = lie
+        self.backend = Backend(keep_duplicates=(lie == "duplicate-id-differs"))
+        self.manifest = {
+            "adapter": adapter_id,
+            "native_item_fields": list(ITEM_FIELDS),
+            "dropped_item_fields": [],
+            "supported_filters": ["branch_id", "source"],
+            "search_consistency": "immediate",
+            "retrieve_fidelity": "full",
+            "search_fidelity": "full",
+            "search_returns_tags": True,
+            "preserves_metadata": True,
+        }
+        self.manifest_reads = 0
+        self.lock = threading.Lock()
+
+    def current_manifest(self, count=True):
+        with self.lock:
+            if count:
+                self.manifest_reads += 1
+            m = dict(self.manifest)
+            if self.lie == "manifest-changes" and self.manifest_reads > 6:
+                m["supported_filters"] = ["branch_id", "kind", "source"]
+            return m
+
+    def evidence(self):
+        m = self.current_manifest(count=False)
+        h = manifest_hash(m)
+        if self.lie == "wrong-manifest-hash":
+            h = "sha256:" + hashlib.sha256(json.dumps(m).encode("utf-8")).hexdigest()
+        return {
+            "adapter": m["adapter"],
+            "adapter_version": ADAPTER_VERSION,
+            "manifest_hash": h,
+            "service_version": "python " + platform.python_version(),
+            "initial_service_version": "python " + platform.python_version(),
+            "probes": [{"name": "reachable", "ok": True}],
+            "index_lag": None,
+            "manifest_valid": True,
+            "reason": "",
+            "observed_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        }
+
+    @staticmethod
+    def parse_id(s):
+        try:
+            u = uuid.UUID(s)
+        except (ValueError, AttributeError, TypeError):
+            raise BadRequest("invalid UUID") from None
+        if len(s) != 36:
+            raise BadRequest("invalid UUID")
+        return str(u)
+
+    def decode_item(self, v):
+        if not isinstance(v, dict):
+            raise BadRequest("the body must be one JSON object")
+        extra = set(v) - set(ITEM_FIELDS)
+        if extra:
+            raise BadRequest("unknown fields: " + ", ".join(sorted(extra)))
+        if "id" not in v or not isinstance(v["id"], str):
+            raise BadRequest("id: required UUID string")
+        if "created_at" not in v or not is_number(v["created_at"]):
+            raise BadRequest("created_at: required number")
+        meta = v.get("metadata", {})
+        if meta is None:
+            meta = {}
+        if not isinstance(meta, dict):
+            raise BadRequest("metadata: must be an object")
+        tags = v.get("tags", [])
+        if tags is None or not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise BadRequest("tags: must be an array of strings")
+        content = v.get("content")
+        if depth(content) > MAX_DEPTH:
+            raise BadRequest("content: nested deeper than 32 levels of arrays and objects (the contract's limit)")
+        if depth(meta) > MAX_DEPTH:
+            raise BadRequest("metadata: nested deeper than 32 levels of arrays and objects (the contract's limit)")
+        return {"id": self.parse_id(v["id"]), "created_at": v["created_at"], "metadata": meta, "content": content, "tags": list(tags)}
+
+    def store(self, v):
+        item = self.decode_item(v)
+        if self.lie == "nested-metadata-dropped":
+            item["metadata"] = {k: x for k, x in item["metadata"].items() if not isinstance(x, (dict, list))}
+        if self.lie == "created-at-seconds":
+            item["created_at"] = int(item["created_at"])
+        if self.lie == "tags-deduplicated":
+            item["tags"] = list(dict.fromkeys(item["tags"]))
+        got = self.backend.store(item)
+        if got != item["id"]:
+            raise Rejected("the backend acknowledged the write without the item's id")
+        if self.lie == "different-id":
+            return str(uuid.uuid4())
+        return got
+
+    @staticmethod
+    def check_record(rec):
+        """A native record becomes an item only when it is a well-formed memory item."""
+        if rec is None or rec.get("kind") != "memory":
+            return None
+        it = rec.get("item", {})
+        if not all(k in it for k in ITEM_FIELDS):
+            raise Rejected("the backend answered a malformed record")
+        return it
+
+    def retrieve(self, item_id):
+        item_id = self.parse_id(item_id)
+        if self.lie == "retrieve-via-text":
+            hits = self.search({"text": item_id, "limit": 1})
+            return hits[0] if hits else None
+        return self.check_record(self.backend.get(item_id))
+
+    def decode_query(self, v):
+        if not isinstance(v, dict):
+            raise BadRequest("the body must be one JSON object")
+        extra = set(v) - {"text", "tags", "filters", "limit"}
+        if extra:
+            raise BadRequest("unknown fields: " + ", ".join(sorted(extra)))
+        text, tags, filters = v.get("text"), v.get("tags"), v.get("filters")
+        limit = v.get("limit", DEFAULT_LIMIT)
+        if text is not None and not isinstance(text, str):
+            raise BadRequest("text: must be a string")
+        if tags is not None and (not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)):
+            raise BadRequest("tags: must be an array of strings")
+        if filters is not None and not isinstance(filters, dict):
+            raise BadRequest("filters: must be an object")
+        if filters is not None and depth(filters) > MAX_DEPTH:
+            raise BadRequest("filters: nested deeper than 32 levels of arrays and objects (the contract's limit)")
+        if not isinstance(limit, int) or isinstance(limit, bool) or abs(limit) > MAX_LIMIT:
+            raise BadRequest("limit: must be an integer within ±1000000")
+        return {"text": text or "", "tags": tags or [], "filters": filters or {}, "limit": limit}
+
+    def search(self, v):
+        q = self.decode_query(v)
+        supported = set(self.manifest["supported_filters"])
+        unsupported = sorted((k for k in q["filters"] if k not in supported), key=lambda s: s.encode("utf-8"))
+        limit = q["limit"]
+        if unsupported and self.lie == "unsupported-after-backend":
+            self.backend.scan()
+        if limit < 0 and self.lie == "negative-limit-after-backend":
+            self.backend.scan()
+        if limit < 0 and self.lie == "negative-limit-generic-error":
+            raise BadRequest("limit: must not be negative")
+        if self.lie == "unsupported-filter-ignored":
+            for k in unsupported:
+                del q["filters"][k]
+            unsupported = []
+        rejected = list(unsupported)
+        if limit < 0 and self.lie != "negative-limit-accepted":
+            rejected = sorted(rejected + ["limit"], key=lambda s: s.encode("utf-8"))
+        if rejected:
+            if self.lie == "first-rejected-key-only":
+                rejected = rejected[:1]
+            if self.lie == "unsorted-rejected-keys":
+                rejected = list(reversed(rejected))
+            raise Unsupported(rejected)
+        if limit == 0:
+            if self.lie == "limit-zero-items":
+                return [r["item"] for r in self.backend.cached() if r.get("kind") == "memory"][:DEFAULT_LIMIT]
+            if self.lie == "limit-zero-backend-call":
+                self.backend.scan()
+            return []
+        hits = []
+        for rec in self.backend.scan():
+            it = self.check_record(rec)
+            if it is None or not self.matches(it, q):
+                continue
+            if self.lie == "string-content-truncated" and isinstance(it["content"], str) and len(it["content"]) > 64:
+                it = dict(it, content=it["content"][:64])
+            hits.append(it)
+        if self.lie == "limit-ignored":
+            return hits
+        return hits[:limit]
+
+    def matches(self, it, q):
+        if q["text"] and q["text"].lower() not in dumps(it["content"]).lower():
+            return False
+        if any(t not in it["tags"] for t in q["tags"]):
+            return False
+        if self.lie != "filter-ignored":
+            for k, want in q["filters"].items():
+                if k not in it["metadata"] or not json_equal(it["metadata"][k], want):
+                    return False
+        return True
+
+
+class Unsupported(Exception):
+    def __init__(self, keys):
+        super().__init__("unsupported memory query keys: " + ", ".join(keys))
+        self.keys = keys
+
+
+def item_json(it):
+    return ('{"id":' + json.dumps(it["id"]) + ',"created_at":' + dumps(it["created_at"]) +
+            ',"metadata":' + dumps(it["metadata"]) + ',"content":' + dumps(it["content"]) +
+            ',"tags":' + dumps(it["tags"]) + "}")
+
+
+TITLES = {
+    "invalid_request": "Invalid request", "unauthorized": "Unauthorized", "not_found": "Not found",
+    "method_not_allowed": "Method not allowed", "payload_too_large": "Payload too large",
+    "unsupported_media_type": "Unsupported media type", "unsupported_query": "Unsupported memory query",
+    "adapter_error": "Memory adapter error", "unavailable": "Memory adapter unavailable",
+}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "python-adapter"
+    # Small request/response exchanges on keep-alive connections: without this every
+    # response waits for the client's delayed ACK.
+    disable_nagle_algorithm = True
+    adapter = None  # set per server class
+    token = None
+    harness = False
+
+    def log_message(self, fmt, *args):  # quiet: the test reads stdout only
+        pass
+
+    def send(self, status, body, ctype="application/json"):
+        data = body.encode("utf-8") if isinstance(body, str) else body
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.end_headers()
+        if data:
+            self.wfile.write(data)
+
+    def problem(self, status, typ, detail="", rejected=None):
+        p = {"type": typ, "title": TITLES[typ], "status": status}
+        if detail:
+            p["detail"] = detail[:512]
+        if rejected:
+            p["rejected_keys"] = rejected
+        if status == 401:
+            self.send_response(401)
+            body = json.dumps(p).encode("utf-8")
+            self.send_header("WWW-Authenticate", 'Bearer realm="python-adapter"')
+            self.send_header("Content-Type", "application/problem+json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        self.send(status, json.dumps(p), "application/problem+json")
+
+    def body(self):
+        """The request body, read once: also before an early answer (401, 415), so that the
+        next request on the keep-alive connection starts where it should."""
+        if getattr(self, "_body", None) is None:
+            try:
+                n = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                raise BadRequest("invalid Content-Length") from None
+            if n < 0 or n > MAX_BODY:
+                raise TooLarge()
+            self._body = self.rfile.read(n)
+        return self._body
+
+    def authorized(self):
+        if self.token is None or (self.adapter.lie == "no-token-check" and not self.harness):
+            return True
+        scheme, _, tok = (self.headers.get("Authorization") or "").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(tok.strip().encode(), self.token.encode())
+
+    def do_GET(self):
+        self.dispatch("GET")
+
+    def do_POST(self):
+        self.dispatch("POST")
+
+    def do_PUT(self):
+        self.dispatch("PUT")
+
+    def do_DELETE(self):
+        self.dispatch("DELETE")
+
+    def dispatch(self, method):
+        path = self.path.split("?", 1)[0]
+        self._body = None
+        try:
+            self.body()
+            if method == "POST":
+                ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+                if ctype != "application/json":
+                    self.body()
+                    return self.problem(415, "unsupported_media_type", "the body must be Content-Type: application/json")
+            route = self.harness_route(method, path) if self.harness else self.data_route(method, path)
+            if route is None:
+                return
+            needs_auth, fn = route
+            if needs_auth and not self.authorized():
+                return self.problem(401, "unauthorized", "missing or wrong bearer token")
+            fn()
+        except TooLarge:
+            self.close_connection = True
+            self.problem(413, "payload_too_large", "body is over %d bytes" % MAX_BODY)
+        except BadRequest as e:
+            self.problem(400, "invalid_request", str(e))
+        except Unsupported as e:
+            self.problem(422, "unsupported_query", str(e), e.keys)
+        except Unavailable as e:
+            self.problem(503, "unavailable", str(e))
+        except Rejected as e:
+            self.problem(502, "adapter_error", str(e))
+
+    def data_route(self, method, path):
+        a = self.adapter
+        routes = {
+            "/v1/manifest": {"GET": (True, lambda: self.send(200, json.dumps(a.current_manifest())))},
+            "/v1/items": {"POST": (True, self.store)},
+            "/v1/search": {"POST": (True, self.search)},
+            "/v1/evidence": {"GET": (True, lambda: self.send(200, json.dumps(a.evidence())))},
+            "/healthz": {"GET": (False, lambda: self.send(200, '{"status":"ok"}'))},
+            "/readyz": {"GET": (False, lambda: self.send(200, '{"status":"ok"}'))},
+        }
+        if path.startswith("/v1/items/") and path.count("/") == 3:
+            routes[path] = {"GET": (True, lambda: self.retrieve(path[len("/v1/items/"):]))}
+        return self.pick(routes, method, path)
+
+    def pick(self, routes, method, path):
+        if path not in routes:
+            self.problem(404, "not_found", "no such route")
+            return None
+        if method not in routes[path]:
+            self.problem(405, "method_not_allowed", "method %s is not allowed here" % method)
+            return None
+        return routes[path][method]
+
+    def store(self):
+        v = loads(self.body())
+        item_id = self.adapter.store(v)
+        self.send(201, json.dumps({"id": item_id}))
+
+    def retrieve(self, raw_id):
+        it = self.adapter.retrieve(raw_id)
+        if it is None:
+            return self.problem(404, "not_found", "no item has id " + raw_id[:64])
+        self.send(200, item_json(it))
+
+    def search(self):
+        v = loads(self.body())
+        a = self.adapter
+        try:
+            hits = a.search(v)
+        except Unavailable:
+            if a.lie == "empty-on-outage":
+                return self.send(200, '{"items":[]}')
+            raise
+        self.send(200, '{"items":[' + ",".join(item_json(h) for h in hits) + "]}")
+
+    # ---- the harness protocol ----
+
+    def harness_route(self, method, path):
+        a, b = self.adapter, self.adapter.backend
+
+        def reset():
+            with b.lock:
+                b.reset()
+            self.send(204, b"")
+
+        def cut():
+            b.cut = True
+            self.send(204, b"")
+
+        def wrong_kind():
+            rid = str(uuid.uuid4())
+            with b.lock:
+                b.records.append({"kind": "note", "item": {"id": rid, "text": "not a memory item " + rid}})
+            self.send(200, json.dumps({"id": rid}))
+
+        def write_rejected():
+            it = {"id": str(uuid.uuid4()), "created_at": Decimal("1700000000.123456"), "metadata": {},
+                  "content": "refused by the backend", "tags": []}
+            with b.lock:
+                b.rejected.add(it["id"])
+            self.send(200, item_json(it))
+
+        def flag(name):
+            def set_flag():
+                setattr(b, name, True)
+                self.send(204, b"")
+            return set_flag
+
+        caps = {"capabilities": ["reset", "search_index_visible", "transport_unavailable", "wrong_kind_record",
+                                 "write_rejected", "responses_malformed", "identityless_write", "backend_calls"],
+                "duplicate_id_behaviour": "Overwrite", "scope": "python in-memory store"}
+        routes = {
+            "/harness/v1/capabilities": {"GET": (True, lambda: self.send(200, json.dumps(caps)))},
+            "/harness/v1/reset": {"POST": (True, reset)},
+            "/harness/v1/search-index-visible": {"POST": (True, lambda: self.send(204, b""))},
+            "/harness/v1/transport-unavailable": {"POST": (True, cut)},
+            "/harness/v1/wrong-kind-record": {"POST": (True, wrong_kind)},
+            "/harness/v1/write-rejected": {"POST": (True, write_rejected)},
+            "/harness/v1/responses-malformed": {"POST": (True, flag("malformed"))},
+            "/harness/v1/identityless-write": {"POST": (True, flag("identityless"))},
+            "/harness/v1/backend-calls": {"GET": (True, lambda: self.send(200, json.dumps({"count": b.calls})))},
+        }
+        return self.pick(routes, method, path)
+
+
+class TooLarge(Exception):
+    """The request body is over MAX_BODY."""
+
+
+def read_token(path):
+    with open(path, encoding="utf-8") as f:
+        tok = f.read(64 << 10).strip()
+    if not tok:
+        sys.exit("empty token file " + path)
+    return tok
+
+
+def serve(address, handler):
+    host, _, port = address.rpartition(":")
+    httpd = ThreadingHTTPServer((host or "127.0.0.1", int(port)), handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
+
+
+def check_vectors(path):
+    """Checks this implementation of manifest_hash against the known-answer vectors."""
+    with open(path, encoding="utf-8") as f:
+        vectors = json.load(f)["vectors"]
+    bad = 0
+    for v in vectors:
+        got_c, got_h = canonical(v["manifest"]), manifest_hash(v["manifest"])
+        if got_c != v["canonical"] or got_h != v["manifest_hash"]:
+            bad += 1
+            print("MISMATCH %s: canonical %s hash %s" % (v["name"], got_c, got_h))
+    print("checked %d vectors, %d mismatches" % (len(vectors), bad))
+    return 1 if bad or not vectors else 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--listen", default="127.0.0.1:8080")
+    p.add_argument("--token-file")
+    p.add_argument("--harness-listen")
+    p.add_argument("--harness-token-file")
+    p.add_argument("--adapter-id", default="python-example")
+    p.add_argument("--lie", choices=sorted(LIES), help="plant one lie (for the conformance accuracy table)")
+    p.add_argument("--check-hash-vectors", metavar="FILE", help="check manifest_hash against known-answer vectors and exit")
+    args = p.parse_args()
+    if args.check_hash_vectors:
+        sys.exit(check_vectors(args.check_hash_vectors))
+    if args.harness_listen and not args.harness_token_file:
+        sys.exit("--harness-listen needs --harness-token-file")
+    adapter = Adapter(args.adapter_id, args.lie)
+    data_cls = type("DataHandler", (Handler,), {"adapter": adapter, "harness": False,
+                                                "token": read_token(args.token_file) if args.token_file else None})
+    data = serve(args.listen, data_cls)
+    print("LISTEN=%s:%d" % data.server_address[:2], flush=True)
+    if args.harness_listen:
+        h_cls = type("HarnessHandler", (Handler,), {"adapter": adapter, "harness": True,
+                                                    "token": read_token(args.harness_token_file)})
+        h = serve(args.harness_listen, h_cls)
+        print("HARNESS_LISTEN=%s:%d" % h.server_address[:2], flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
