@@ -198,11 +198,18 @@ func (r *Reconciler) setPurgeFinalizer(ctx context.Context, ma *memoryv1alpha1.M
 		controllerutil.RemoveFinalizer(ma, FinalizerPurgeScope)
 	}
 	if err := r.Client.Patch(ctx, ma, patch); err != nil {
-		return fmt.Errorf("set finalizer %s to %t: %w", FinalizerPurgeScope, want, client.IgnoreNotFound(err))
+		if apierrors.IsNotFound(err) {
+			return nil // already gone: nothing holds it any more
+		}
+		return fmt.Errorf("set finalizer %s to %t: %w", FinalizerPurgeScope, want, err)
 	}
-	if want {
+	switch {
+	case want:
 		r.Recorder.Eventf(ma, nil, corev1.EventTypeNormal, "AddedPurgeFinalizer", "AddFinalizer",
 			"deletionPolicy Delete: deleting this MemoryAdapter first deletes every item of scope %q", ma.Spec.Backend.Scope)
+	case ma.DeletionTimestamp.IsZero():
+		r.Recorder.Eventf(ma, nil, corev1.EventTypeNormal, "RemovedPurgeFinalizer", "RemoveFinalizer",
+			"deletionPolicy %s: deleting this MemoryAdapter keeps the items of scope %q", ma.Spec.DeletionPolicy, ma.Spec.Backend.Scope)
 	}
 	return nil
 }
