@@ -326,8 +326,11 @@ var _ = Describe("the operator loop", Ordered, func() {
 		got, err = other.Retrieve(ctx, theirs.ID)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(got).NotTo(BeNil(), "another scope lost its item")
-		err = c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "pgdel-purge"}, &batchv1.Job{})
-		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the purge Job is removed after success: %v", err)
+		// The controller removes the finalizer first and the Job right after.
+		Eventually(func(g Gomega) {
+			err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "pgdel-purge"}, &batchv1.Job{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the purge Job is removed after success: %v", err)
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 	}, SpecTimeout(15*time.Minute))
 
 	It("verifies Redis as an eventual adapter, healing by itself once its missing Secret exists", func(ctx SpecContext) {
