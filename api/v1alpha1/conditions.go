@@ -105,6 +105,32 @@ const (
 	ReasonAdapterAvailable = "AdapterAvailable"
 )
 
+// MemoryAdapter's ScopePurged condition and its reasons. The condition appears only while a
+// MemoryAdapter with deletionPolicy Delete on Postgres or Redis is being deleted: the
+// memory.agentmem.io/purge-scope finalizer holds it until a purge Job deleted every item of
+// backend.scope.
+const (
+	// ConditionScopePurged is True when the purge Job deleted the scope's items.
+	ConditionScopePurged = "ScopePurged"
+	// ReasonPurgeWaitingForAdapter surfaces, with status Unknown, while the adapter's pods
+	// stop: an instance still serving could store an item after the purge.
+	ReasonPurgeWaitingForAdapter = "PurgeWaitingForAdapter"
+	// ReasonPurgeRunning surfaces, with status Unknown, while the purge Job runs.
+	ReasonPurgeRunning = "PurgeRunning"
+	// ReasonPurgeBlocked surfaces, with status Unknown, when the purge pod cannot start (an
+	// image that cannot be pulled, a missing connection Secret); the kubelet's words are
+	// quoted.
+	ReasonPurgeBlocked = "PurgeBlocked"
+	// ReasonPurgeFailed surfaces when the purge Job failed; the message quotes the pod's
+	// termination message and says how to retry or give up.
+	ReasonPurgeFailed = "PurgeFailed"
+	// ReasonPurgeSucceeded surfaces when the purge Job deleted the scope's items.
+	ReasonPurgeSucceeded = "PurgeSucceeded"
+	// ReasonAdapterDeleting surfaces on Available while the MemoryAdapter waits for its
+	// scope's purge.
+	ReasonAdapterDeleting = "AdapterDeleting"
+)
+
 // The ids of the required conformance matrix (contract.md section 2), in the matrix's order.
 const (
 	// CaseStructuralSurface checks the store satisfies the interfaces and its manifest validates.

@@ -4,7 +4,6 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 // MemoryAdapterSpec is the desired state of a MemoryAdapter: the contract
 // it publishes and the backend, lifecycle and checks it runs with.
-// +kubebuilder:validation:XValidation:rule="!has(self.deletionPolicy) || self.deletionPolicy != 'Delete' || self.backend.type == 'SQLite'",message="deletionPolicy Delete is supported for SQLite only: the operator does not yet remove items from a shared PostgreSQL or Redis server"
 // +kubebuilder:validation:XValidation:rule="(self.backend.type != 'SQLite' && self.backend.type != 'Khive') || !has(self.replicas) || self.replicas <= 1",message="replicas must be at most 1 when backend.type is 'SQLite' or 'Khive': one database file has one writer"
 // +kubebuilder:validation:XValidation:rule="self.backend.type != 'Khive' || has(self.image)",message="image is required when backend.type is 'Khive': the operator's adapter image has no kkernel, so name an image holding memory-adapter and kkernel"
 type MemoryAdapterSpec struct {
@@ -52,9 +51,12 @@ type MemoryAdapterSpec struct {
 
 	// deletionPolicy says what happens to the adapter's items when the
 	// MemoryAdapter is deleted: Retain (the default) keeps them (the SQLite
-	// volume is left unowned, the backend scope untouched), Delete removes
-	// the SQLite volume with the adapter. Conformance runs' disposable
-	// scopes are always removed.
+	// volume is left unowned, the backend scope untouched); Delete removes
+	// the SQLite volume with the adapter, and for Postgres and Redis deletes
+	// every item of backend.scope through a purge Job before the
+	// MemoryAdapter goes (the memory.agentmem.io/purge-scope finalizer holds
+	// it until the purge succeeded). Conformance runs' disposable scopes are
+	// always removed.
 	// +optional
 	// +kubebuilder:default=Retain
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`

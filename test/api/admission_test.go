@@ -241,6 +241,18 @@ var _ = Describe("MemoryAdapter admission", func() {
 			}, "replicas must be at most 1 when backend.type is 'SQLite' or 'Khive'"),
 		)
 
+		It("accepts deletionPolicy Delete on every backend", func() {
+			for _, b := range []v1alpha1.BackendType{v1alpha1.BackendSQLite, v1alpha1.BackendPostgres, v1alpha1.BackendRedis} {
+				a := newAdapter(ns, fullManifest())
+				a.Spec.Backend.Type = b
+				if b != v1alpha1.BackendSQLite {
+					a.Spec.Backend.ConnectionSecretRef = &v1alpha1.SecretKeyReference{Name: "conn"}
+				}
+				a.Spec.DeletionPolicy = v1alpha1.DeletionDelete
+				Expect(k8sClient.Create(ctx, a, client.DryRunAll)).To(Succeed(), "backend %s", b)
+			}
+		})
+
 		DescribeTable("rejects inconsistent backend and operational settings",
 			func(mutate func(a *v1alpha1.MemoryAdapter), want string) {
 				a := newAdapter(ns, fullManifest())
@@ -273,11 +285,6 @@ var _ = Describe("MemoryAdapter admission", func() {
 			Entry("a staleness grace shorter than the period", func(a *v1alpha1.MemoryAdapter) {
 				a.Spec.Health = &v1alpha1.HealthSpec{Period: v1alpha1.NewDuration(60e9), StalenessGrace: v1alpha1.NewDuration(30e9)}
 			}, "stalenessGrace must not be shorter than period"),
-			Entry("deletionPolicy Delete on a shared server", func(a *v1alpha1.MemoryAdapter) {
-				a.Spec.Backend.Type = v1alpha1.BackendRedis
-				a.Spec.Backend.ConnectionSecretRef = &v1alpha1.SecretKeyReference{Name: "redis"}
-				a.Spec.DeletionPolicy = v1alpha1.DeletionDelete
-			}, "deletionPolicy Delete is supported for SQLite only"),
 			Entry("a name too long for the adapter's Jobs", func(a *v1alpha1.MemoryAdapter) {
 				a.GenerateName, a.Name = "", "a-name-that-is-much-too-long-for-conformance-jobs"
 			}, "metadata.name must be a DNS label of at most 40 characters starting with a letter"),

@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/postgres"
 	"github.com/agentmem/memory-adapter-operator/adapters/remote"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
@@ -286,6 +287,51 @@ var _ = Describe("the operator loop", Ordered, func() {
 		waitAvailable(ctx, ns, "pgmem")
 		Expect(jobsOf(ctx, c, ns, "pgmem")).To(HaveLen(1), "the same service version needs no new run")
 	}, SpecTimeout(20*time.Minute))
+
+	It("deletes a PostgreSQL adapter's scope, and only that scope, under deletionPolicy Delete", func(ctx SpecContext) {
+		_, conn := startStoppable(ctx, "postgres-server.sh", "MAO_TEST_POSTGRES_LISTEN_URL=")
+		Expect(c.Create(ctx, connectionSecret(ctx, ns, "pgpurge", "pgdel", conn))).To(Succeed())
+		ma := networkedAdapter(ns, "pgdel", memoryv1alpha1.BackendPostgres, "postgres", "immediate")
+		ma.Spec.DeletionPolicy = memoryv1alpha1.DeletionDelete
+		Expect(c.Create(ctx, ma)).To(Succeed())
+
+		By("storing an item in another scope of the same server, from the host")
+		other, err := postgres.Open(ctx, postgres.Options{URL: conn, Scope: "other-team"})
+		Expect(err).NotTo(HaveOccurred())
+		defer func() { _ = other.Close() }()
+		theirs := memory.NewItem([]byte(`"not the adapter's"`), "e2e")
+		_, err = other.Store(ctx, theirs)
+		Expect(err).NotTo(HaveOccurred())
+
+		By("storing an item through the adapter's Service")
+		waitAvailable(ctx, ns, "pgdel")
+		Expect(c.Get(ctx, client.ObjectKeyFromObject(ma), ma)).To(Succeed())
+		Expect(ma.Finalizers).To(ContainElement("memory.agentmem.io/purge-scope"))
+		st := adapterStore(ctx, c, ns, "pgdel")
+		mine := memory.NewItem([]byte(`"purged with the adapter"`), "e2e")
+		_, err = st.Store(ctx, mine)
+		Expect(err).NotTo(HaveOccurred())
+		agents, err := postgres.Open(ctx, postgres.Options{URL: conn, Scope: "agents"})
+		Expect(err).NotTo(HaveOccurred())
+		defer func() { _ = agents.Close() }()
+		got, err := agents.Retrieve(ctx, mine.ID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got).NotTo(BeNil(), "the item is on the host server before the deletion")
+
+		By("deleting the adapter: a purge Job runs before it goes")
+		kubectl(ctx, "delete", "-n", ns, "madp/pgdel", "--wait=true", "--timeout=5m")
+		got, err = agents.Retrieve(ctx, mine.ID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got).To(BeNil(), "the adapter's scope still holds its item")
+		got, err = other.Retrieve(ctx, theirs.ID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got).NotTo(BeNil(), "another scope lost its item")
+		// The controller removes the finalizer first and the Job right after.
+		Eventually(func(g Gomega) {
+			err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "pgdel-purge"}, &batchv1.Job{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the purge Job is removed after success: %v", err)
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+	}, SpecTimeout(15*time.Minute))
 
 	It("verifies Redis as an eventual adapter, healing by itself once its missing Secret exists", func(ctx SpecContext) {
 		_, conn := startStoppable(ctx, "redis-server.sh", "MAO_TEST_REDIS_LISTEN_URL=")

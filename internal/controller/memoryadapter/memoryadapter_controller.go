@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -75,7 +76,7 @@ type healthState struct {
 	lastErr     string
 }
 
-// +kubebuilder:rbac:groups=memory.agentmem.io,resources=memoryadapters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=memory.agentmem.io,resources=memoryadapters,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=memory.agentmem.io,resources=memoryadapters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=memory.agentmem.io,resources=memoryadapters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
@@ -103,8 +104,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, fmt.Errorf("get MemoryAdapter: %w", err)
 	}
 	if !ma.DeletionTimestamp.IsZero() {
-		// Owner references let the garbage collector remove what the adapter owns.
-		return ctrl.Result{}, nil
+		// Owner references let the garbage collector remove what the adapter owns; under
+		// deletionPolicy Delete on a shared server the scope's items are purged first.
+		return r.reconcileDeletion(ctx, ma)
+	}
+	// The finalizer is in place before anything is deployed, so no adapter that stored an
+	// item can be deleted without its purge; it goes when the policy returns to Retain.
+	if want := wantsPurge(ma); want != controllerutil.ContainsFinalizer(ma, FinalizerPurgeScope) {
+		if err := r.setPurgeFinalizer(ctx, ma, want); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	s := &scope{ma: ma, orig: ma.DeepCopy(), settings: effectiveSettings(ma, r.DefaultImage), now: r.now()}
 	defer func() {
@@ -237,6 +246,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&networkingv1.NetworkPolicy{}).
 		Owns(&batchv1.Job{}).
 		Watches(&corev1.Pod{}, podToAdapter).
+		// Purge Jobs have no owner reference (see desiredPurgeJob); their label names the adapter.
+		Watches(&batchv1.Job{}, podToAdapter, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetLabels()[LabelComponent] == componentPurge
+		}))).
 		Named("memoryadapter").
 		// Evidence reads are network calls bounded by a timeout; several workers keep one
 		// unreachable adapter from delaying every other adapter's reconcile.

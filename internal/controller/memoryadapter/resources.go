@@ -427,21 +427,31 @@ func desiredJob(ma *memoryv1alpha1.MemoryAdapter, s settings, name string, key r
 	if ma.Spec.Backend.Type == memoryv1alpha1.BackendSQLite {
 		args = append(args, "--sqlite-path", "/tmp/conformance.db")
 	}
-	env := connectionEnv(ma)
-	if k := ma.Spec.Backend.Khive; ma.Spec.Backend.Type == memoryv1alpha1.BackendKhive && k != nil {
+	khive := ma.Spec.Backend.Khive
+	if ma.Spec.Backend.Type == memoryv1alpha1.BackendKhive && khive != nil {
 		// The harness gives every run its own database file under /tmp.
-		args = append(args, khiveArgs(k, "")...)
-		env = append(env, khiveEnv()...)
+		args = append(args, khiveArgs(khive, "")...)
 	}
-	podLabels := componentLabels(ma, componentConformance)
+	job := adapterJob(ma, s.image, name, componentConformance, args, volumes, mounts)
+	if ma.Spec.Backend.Type == memoryv1alpha1.BackendKhive && khive != nil {
+		c := &job.Spec.Template.Spec.Containers[0]
+		c.Env = append(c.Env, khiveEnv()...)
+	}
+	job.Annotations = map[string]string{annotationRunKey: key.String(), annotationRerunToken: rerun}
+	job.Spec.BackoffLimit = ptr.To[int32](0)
+	job.Spec.ActiveDeadlineSeconds = ptr.To(int64(s.conformanceTimeout.Seconds()))
+	return job
+}
+
+// adapterJob is what the operator's Jobs share: one container named after the component,
+// running the adapter image with the given args, the connection Secret by reference, and
+// the pod hardened for Pod Security "restricted"; it reports through its termination
+// message file. Callers set the backoff limit and the deadline.
+func adapterJob(ma *memoryv1alpha1.MemoryAdapter, image, name, component string, args []string, volumes []corev1.Volume, mounts []corev1.VolumeMount) *batchv1.Job {
+	podLabels := componentLabels(ma, component)
 	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: ma.Namespace, Labels: podLabels,
-			Annotations: map[string]string{annotationRunKey: key.String(), annotationRerunToken: rerun},
-		},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ma.Namespace, Labels: podLabels},
 		Spec: batchv1.JobSpec{
-			BackoffLimit:          ptr.To[int32](0),
-			ActiveDeadlineSeconds: ptr.To(int64(s.conformanceTimeout.Seconds())),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
 				Spec: corev1.PodSpec{
@@ -451,11 +461,11 @@ func desiredJob(ma *memoryv1alpha1.MemoryAdapter, s settings, name string, key r
 					SecurityContext:              podSecurity(),
 					Volumes:                      volumes,
 					Containers: []corev1.Container{{
-						Name:                     "conformance",
-						Image:                    s.image,
+						Name:                     component,
+						Image:                    image,
 						ImagePullPolicy:          corev1.PullIfNotPresent,
 						Args:                     args,
-						Env:                      env,
+						Env:                      connectionEnv(ma),
 						Resources:                adapterResources(),
 						SecurityContext:          hardened(),
 						VolumeMounts:             mounts,

@@ -1,0 +1,327 @@
+package memoryadapter
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+)
+
+// FinalizerPurgeScope holds a MemoryAdapter with deletionPolicy Delete on Postgres or Redis
+// until a purge Job deleted every item of its scope.
+const FinalizerPurgeScope = "memory.agentmem.io/purge-scope"
+
+const (
+	componentPurge = "purge"
+	// purgeTimeout bounds the purge Job, retries included: one DELETE in PostgreSQL, a SCAN
+	// and UNLINK pass in Redis, both far shorter on any real scope.
+	purgeTimeout = 10 * time.Minute
+	// purgeBackoffLimit retries a purge pod that failed, for example on a brief outage of the
+	// database; the purge is idempotent.
+	purgeBackoffLimit = 2
+	// purgeJobTTL removes a finished purge Job the controller did not delete itself: one left
+	// behind when the finalizer was removed by hand. Its removal also retries a failed purge.
+	purgeJobTTL = 24 * time.Hour
+	// purgeRecheck is how often a deleting adapter is looked at again besides the Job, pod
+	// and Deployment events that normally bring it back.
+	purgeRecheck = 30 * time.Second
+)
+
+func purgeJobName(ma *memoryv1alpha1.MemoryAdapter) string { return ma.Name + "-purge" }
+
+// wantsPurge reports whether deleting ma must first delete its scope's items: deletionPolicy
+// Delete on a shared server. SQLite's items go with its volume, which the adapter owns then.
+func wantsPurge(ma *memoryv1alpha1.MemoryAdapter) bool {
+	t := ma.Spec.Backend.Type
+	return ma.Spec.DeletionPolicy == memoryv1alpha1.DeletionDelete && (t == memoryv1alpha1.BackendPostgres || t == memoryv1alpha1.BackendRedis)
+}
+
+// desiredPurgeJob runs `memory-adapter purge` on the adapter's scope with the connection
+// Secret by reference. It has no owner reference: a deletion with foreground propagation
+// makes the garbage collector delete every dependent of the adapter, a purge Job created
+// after the deletion began included. The controller deletes it after the purge succeeded;
+// its TTL removes one left behind otherwise.
+func desiredPurgeJob(ma *memoryv1alpha1.MemoryAdapter, image string) *batchv1.Job {
+	args := []string{
+		"purge",
+		"--backend", backendFlag(ma.Spec.Backend.Type),
+		"--scope", ma.Spec.Backend.Scope,
+		// Each attempt ends, and writes its result, well before the Job's deadline.
+		"--timeout", (purgeTimeout / (purgeBackoffLimit + 2)).String(),
+		"--termination-log", corev1.TerminationMessagePathDefault,
+	}
+	job := adapterJob(ma, image, purgeJobName(ma), componentPurge, args,
+		[]corev1.Volume{emptyDir("tmp")}, []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}})
+	// The namespace's default ServiceAccount: the adapter's own one is a dependent the
+	// garbage collector may already have removed, and the purge needs no API token either.
+	job.Spec.Template.Spec.ServiceAccountName = ""
+	job.Spec.BackoffLimit = ptr.To[int32](purgeBackoffLimit)
+	job.Spec.ActiveDeadlineSeconds = ptr.To(int64(purgeTimeout.Seconds()))
+	job.Spec.TTLSecondsAfterFinished = ptr.To(int32(purgeJobTTL.Seconds()))
+	return job
+}
+
+// purgeObservation is what the deletion path saw of a MemoryAdapter held by the finalizer.
+type purgeObservation struct {
+	// scope is spec.backend.scope.
+	scope string
+	// jobName is the purge Job's name.
+	jobName string
+	// adapterPods names the adapter pods that still exist: an instance still serving could
+	// store an item after the purge.
+	adapterPods []string
+	// job is the purge Job; nil when it does not exist or is being deleted.
+	job *batchv1.Job
+	// jobDeleting is true while a purge Job is on its way out (deleted to retry).
+	jobDeleting bool
+	// jobPods are the purge Job's pods.
+	jobPods []corev1.Pod
+}
+
+// purgeAction is what the deletion path does next.
+type purgeAction int
+
+const (
+	// purgeWait waits for the adapter's pods to stop, or for the Job to finish.
+	purgeWait purgeAction = iota
+	// purgeCreateJob creates the purge Job.
+	purgeCreateJob
+	// purgeRelease deletes the Job and removes the finalizer: the scope is empty.
+	purgeRelease
+	// purgeHold keeps the finalizer after a failed purge, until the user retries or gives up.
+	purgeHold
+)
+
+// purgeResult is the JSON line `memory-adapter purge` writes as its termination message.
+type purgeResult struct {
+	Deleted   int64  `json:"deleted"`
+	ErrorType string `json:"error_type"`
+	Error     string `json:"error"`
+}
+
+// lastPurgeResult reads the termination message of the purge pod that finished last; ok is
+// false when no pod left a readable one.
+func lastPurgeResult(pods []corev1.Pod) (res purgeResult, pod string, ok bool) {
+	var last time.Time
+	for _, p := range pods {
+		for _, cs := range p.Status.ContainerStatuses {
+			t := cs.State.Terminated
+			if t == nil || (ok && !t.FinishedAt.After(last)) {
+				continue
+			}
+			var r purgeResult
+			if json.Unmarshal([]byte(t.Message), &r) != nil {
+				continue
+			}
+			res, pod, ok, last = r, p.Name, true, t.FinishedAt.Time
+		}
+	}
+	return res, pod, ok
+}
+
+// decidePurge turns the deletion path's observations into the next action and the
+// ScopePurged condition. It touches neither the API server nor the clock.
+func decidePurge(o purgeObservation) (purgeAction, metav1.Condition) {
+	const t = memoryv1alpha1.ConditionScopePurged
+	unknown, failed := metav1.ConditionUnknown, metav1.ConditionFalse
+	if o.job == nil {
+		if o.jobDeleting {
+			// A Job deleted to retry is waited for, then created anew under the same name.
+			return purgeWait, condition(t, unknown, memoryv1alpha1.ReasonPurgeRunning,
+				fmt.Sprintf("job %s is being deleted; a new purge of scope %q starts when it is gone", o.jobName, o.scope))
+		}
+		if len(o.adapterPods) > 0 {
+			return purgeWait, condition(t, unknown, memoryv1alpha1.ReasonPurgeWaitingForAdapter,
+				fmt.Sprintf("waiting for the adapter pods to stop before deleting the items of scope %q: %s", o.scope, strings.Join(o.adapterPods, ", ")))
+		}
+		return purgeCreateJob, condition(t, unknown, memoryv1alpha1.ReasonPurgeRunning,
+			fmt.Sprintf("job %s deletes every item of scope %q (deletionPolicy Delete)", o.jobName, o.scope))
+	}
+	done, jobMsg := jobFinished(o.job)
+	res, pod, reported := lastPurgeResult(o.jobPods)
+	switch {
+	case !done:
+		if msg := blockedReason(o.jobPods); msg != "" {
+			return purgeWait, condition(t, unknown, memoryv1alpha1.ReasonPurgeBlocked,
+				fmt.Sprintf("job %s cannot run: %s; fix the cause, or give up with spec.deletionPolicy Retain", o.jobName, msg))
+		}
+		return purgeWait, condition(t, unknown, memoryv1alpha1.ReasonPurgeRunning,
+			fmt.Sprintf("job %s deletes every item of scope %q (deletionPolicy Delete)", o.jobName, o.scope))
+	case jobMsg == "":
+		msg := fmt.Sprintf("job %s deleted the items of scope %q", o.jobName, o.scope)
+		if reported && res.Error == "" {
+			msg = fmt.Sprintf("job %s deleted %d items of scope %q", o.jobName, res.Deleted, o.scope)
+		}
+		return purgeRelease, condition(t, metav1.ConditionTrue, memoryv1alpha1.ReasonPurgeSucceeded, msg)
+	}
+	why := jobMsg
+	if reported && res.Error != "" {
+		why = fmt.Sprintf("%s; pod %s: %s: %s", jobMsg, pod, res.ErrorType, truncate(res.Error, 1024))
+	}
+	return purgeHold, condition(t, failed, memoryv1alpha1.ReasonPurgeFailed, fmt.Sprintf(
+		"job %s failed to delete the items of scope %q: %s. The MemoryAdapter stays until a purge succeeds: "+
+			"delete the job to retry now (it is retried by itself when its TTL removes it, %s after it failed), "+
+			"or keep the items and let the MemoryAdapter go with spec.deletionPolicy Retain (or by removing the finalizer %s)",
+		o.jobName, o.scope, why, purgeJobTTL, FinalizerPurgeScope))
+}
+
+// deletingCondition is Available while a deletion waits for the purge.
+func deletingCondition(purged metav1.Condition) metav1.Condition {
+	return condition(memoryv1alpha1.ConditionAvailable, metav1.ConditionFalse, memoryv1alpha1.ReasonAdapterDeleting,
+		"the MemoryAdapter is being deleted: "+purged.Message)
+}
+
+// setPurgeFinalizer adds or removes the finalizer with an optimistic lock: the controller
+// never writes spec, and a concurrent edit of the finalizer list must not be lost.
+func (r *Reconciler) setPurgeFinalizer(ctx context.Context, ma *memoryv1alpha1.MemoryAdapter, want bool) error {
+	patch := client.MergeFromWithOptions(ma.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if want {
+		controllerutil.AddFinalizer(ma, FinalizerPurgeScope)
+	} else {
+		controllerutil.RemoveFinalizer(ma, FinalizerPurgeScope)
+	}
+	if err := r.Client.Patch(ctx, ma, patch); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil // already gone: nothing holds it any more
+		}
+		return fmt.Errorf("set finalizer %s to %t: %w", FinalizerPurgeScope, want, err)
+	}
+	switch {
+	case want:
+		r.Recorder.Eventf(ma, nil, corev1.EventTypeNormal, "AddedPurgeFinalizer", "AddFinalizer",
+			"deletionPolicy Delete: deleting this MemoryAdapter first deletes every item of scope %q", ma.Spec.Backend.Scope)
+	case ma.DeletionTimestamp.IsZero():
+		r.Recorder.Eventf(ma, nil, corev1.EventTypeNormal, "RemovedPurgeFinalizer", "RemoveFinalizer",
+			"deletionPolicy %s: deleting this MemoryAdapter keeps the items of scope %q", ma.Spec.DeletionPolicy, ma.Spec.Backend.Scope)
+	}
+	return nil
+}
+
+// reconcileDeletion runs while a MemoryAdapter is being deleted. Without the finalizer the
+// garbage collector removes what it owns and nothing else is to do. With it, the adapter is
+// stopped, a purge Job deletes the scope's items, and the finalizer goes only after the Job
+// succeeded; a failed purge keeps it and says how to retry or give up.
+func (r *Reconciler) reconcileDeletion(ctx context.Context, ma *memoryv1alpha1.MemoryAdapter) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(ma, FinalizerPurgeScope) {
+		return ctrl.Result{}, nil
+	}
+	if !wantsPurge(ma) {
+		// deletionPolicy went back to Retain: the items stay, and so must a purge under way.
+		if err := r.deletePurgeJob(ctx, ma); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.Recorder.Eventf(ma, nil, corev1.EventTypeNormal, "PurgeSkipped", "RemoveFinalizer",
+			"deletionPolicy is %s: the items of scope %q are kept", ma.Spec.DeletionPolicy, ma.Spec.Backend.Scope)
+		return ctrl.Result{}, r.setPurgeFinalizer(ctx, ma, false)
+	}
+	obs, err := r.observePurge(ctx, ma)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	action, purged := decidePurge(obs)
+	switch action {
+	case purgeRelease:
+		r.Recorder.Eventf(ma, obs.job, corev1.EventTypeNormal, memoryv1alpha1.ReasonPurgeSucceeded, "Purge", "%s", purged.Message)
+		// The finalizer first: were it kept by a failed write, a deleted Job would be
+		// created again and purge an empty scope once more. A Job left behind by a failed
+		// delete here is removed by its TTL.
+		if err := r.setPurgeFinalizer(ctx, ma, false); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.deletePurgeJob(ctx, ma)
+	case purgeCreateJob:
+		job := desiredPurgeJob(ma, effectiveSettings(ma, r.DefaultImage).image)
+		if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+			return ctrl.Result{}, fmt.Errorf("create purge Job %s: %w", job.Name, err)
+		}
+	}
+	orig := ma.DeepCopy()
+	setCondition(&ma.Status, purged, ma.Generation)
+	setCondition(&ma.Status, deletingCondition(purged), ma.Generation)
+	if equality.Semantic.DeepEqual(orig.Status, ma.Status) {
+		return ctrl.Result{RequeueAfter: purgeRecheck}, nil
+	}
+	if old := meta.FindStatusCondition(orig.Status.Conditions, purged.Type); old == nil || old.Reason != purged.Reason {
+		var related runtime.Object // a nil *Job in the interface would not be nil
+		if obs.job != nil {
+			related = obs.job
+		}
+		r.Recorder.Eventf(ma, related, eventType(purged.Status != metav1.ConditionFalse), purged.Reason, "Purge", "%s", purged.Message)
+	}
+	if err := r.Client.Status().Patch(ctx, ma, client.MergeFrom(orig)); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, fmt.Errorf("patch MemoryAdapter status: %w", err)
+	}
+	return ctrl.Result{RequeueAfter: purgeRecheck}, nil
+}
+
+// observePurge stops the adapter (deletes its Deployment, whose pods could otherwise store
+// items after the purge) and reads the adapter pods that remain and the purge Job.
+func (r *Reconciler) observePurge(ctx context.Context, ma *memoryv1alpha1.MemoryAdapter) (purgeObservation, error) {
+	o := purgeObservation{scope: ma.Spec.Backend.Scope, jobName: purgeJobName(ma)}
+	dep := &appsv1.Deployment{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ma.Namespace, Name: deploymentName(ma)}, dep)
+	switch {
+	case err == nil && dep.DeletionTimestamp.IsZero() && metav1.IsControlledBy(dep, ma):
+		if err := r.Client.Delete(ctx, dep, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			return o, fmt.Errorf("stop the adapter before the purge: %w", err)
+		}
+		r.Recorder.Eventf(ma, dep, corev1.EventTypeNormal, "StoppedAdapter", "Delete",
+			"deleted Deployment %s so that no instance writes to scope %q during the purge", dep.Name, o.scope)
+	case err != nil && !apierrors.IsNotFound(err):
+		return o, fmt.Errorf("get the adapter Deployment: %w", err)
+	}
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(ma.Namespace), client.MatchingLabels(selectorLabels(ma))); err != nil {
+		return o, fmt.Errorf("list adapter pods: %w", err)
+	}
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			o.adapterPods = append(o.adapterPods, p.Name)
+		}
+	}
+	job := &batchv1.Job{}
+	err = r.Client.Get(ctx, types.NamespacedName{Namespace: ma.Namespace, Name: o.jobName}, job)
+	switch {
+	case apierrors.IsNotFound(err):
+		return o, nil
+	case err != nil:
+		return o, fmt.Errorf("get purge Job %s: %w", o.jobName, err)
+	case !job.DeletionTimestamp.IsZero():
+		o.jobDeleting = true
+		return o, nil
+	}
+	o.job = job
+	jobPods := &corev1.PodList{}
+	if err := r.Client.List(ctx, jobPods, client.InNamespace(ma.Namespace), client.MatchingLabels{LabelAdapter: ma.Name, LabelComponent: componentPurge, batchv1.JobNameLabel: o.jobName}); err != nil {
+		return o, fmt.Errorf("list pods of Job %s: %w", o.jobName, err)
+	}
+	o.jobPods = jobPods.Items
+	return o, nil
+}
+
+// deletePurgeJob deletes the purge Job and its pods, if it exists.
+func (r *Reconciler) deletePurgeJob(ctx context.Context, ma *memoryv1alpha1.MemoryAdapter) error {
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ma.Namespace, Name: purgeJobName(ma)}}
+	err := r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete purge Job %s: %w", job.Name, err)
+	}
+	return nil
+}
