@@ -6,11 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,13 +38,66 @@ import (
 // kubelet's place. It reports the time until all are Available, reconciles per object, the
 // manager's API writes during one steady minute (goal 0) and the process's peak RSS.
 
-// validEvidence answers every adapter with evidence that upholds the shared manifest.
-type validEvidence struct{ hash string }
+// validEvidence answers every adapter with evidence that upholds the shared manifest, and
+// counts the reads.
+type validEvidence struct {
+	hash  string
+	reads *atomic.Int64
+}
 
 func (v validEvidence) ReadEvidence(context.Context, string, string) (*memory.EvidenceReport, error) {
+	v.reads.Add(1)
 	return &memory.EvidenceReport{Adapter: "sqlite", AdapterVersion: "bench", ManifestHash: v.hash, ServiceVersion: "3.50.4",
 		ManifestValid: true, Probes: []memory.ProbeResult{{Name: "json1", OK: true}}, ObservedAt: time.Now()}, nil
 }
+
+// writeKinds counts write requests by method and resource (names left out), so steady
+// writes can be attributed.
+type writeKinds struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+func (w *writeKinds) wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if r.Method != http.MethodGet {
+			parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+			// .../namespaces/NS/RESOURCE/NAME[/SUB]: keep the resource and subresource.
+			res := r.URL.Path
+			for i, p := range parts {
+				if p == "namespaces" && i+2 < len(parts) {
+					res = parts[i+2]
+					if i+4 < len(parts) {
+						res += "/" + parts[i+4]
+					}
+				}
+			}
+			w.mu.Lock()
+			if w.m == nil {
+				w.m = map[string]int{}
+			}
+			w.m[r.Method+" "+res]++
+			w.mu.Unlock()
+		}
+		return next.RoundTrip(r)
+	})
+}
+
+func (w *writeKinds) reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.m = map[string]int{}
+}
+
+func (w *writeKinds) snapshot() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.m)
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func passingCompactReport() []byte {
 	rep := conformance.CompactReport{SuiteVersion: conformance.SuiteVersion, AdapterID: "sqlite", Result: conformance.Passed, StartTime: time.Now().UTC()}
@@ -99,12 +154,16 @@ var _ = Describe("the controller at scale", Label("scale"), Ordered, func() {
 		Expect(k8sClient.Create(ctx, ns)).To(Succeed())
 
 		var writes atomic.Int64
+		var reads atomic.Int64
+		kinds := &writeKinds{}
 		mcfg := rest.CopyConfig(cfg)
 		mcfg.QPS, mcfg.Burst = 200, 400
-		mcfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return writeCounter{next: rt, writes: &writes} })
+		mcfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return writeCounter{next: kinds.wrap(rt), writes: &writes}
+		})
 		hash := sqliteAdapter("x", "x").Spec.Manifest.Hash()
 		baseReconciles := reconcileTotal()
-		stop := startManagerWith(mcfg, validEvidence{hash: hash})
+		stop := startManagerWith(mcfg, validEvidence{hash: hash, reads: &reads})
 		defer stop()
 
 		start := time.Now()
@@ -152,16 +211,21 @@ var _ = Describe("the controller at scale", Label("scale"), Ordered, func() {
 
 		By("one steady minute")
 		writes.Store(0)
+		kinds.reset()
 		steadyStart := reconcileTotal()
+		readsStart := reads.Load()
 		time.Sleep(time.Minute) // a measurement window, not a wait for a condition
 		steadyWrites := writes.Load()
 		steadyReconciles := reconcileTotal() - steadyStart
+		steadyReads := reads.Load() - readsStart
+		fmt.Fprintf(GinkgoWriter, "steady minute: %d evidence reads; writes by kind: %v\n", steadyReads, kinds.snapshot())
 
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		fmt.Fprintf(GinkgoWriter, "\n| adapters | created in | all Available after | reconciles per adapter | reconciles in the steady minute | API writes in the steady minute | peak RSS (test process: manager + envtest client) | Go heap in use |\n|---|---|---|---|---|---|---|---|\n")
 		fmt.Fprintf(GinkgoWriter, "| %d | %s | %s | %.1f | %.0f | %d | %s | %d MiB |\n", n, created.Round(time.Second), toAvailable.Round(time.Second),
 			reconciles/float64(n), steadyReconciles, steadyWrites, peakRSS(), ms.HeapInuse>>20)
-		AddReportEntry("scale", fmt.Sprintf("adapters=%d available_after=%s reconciles_per_adapter=%.1f steady_writes=%d peak_rss=%s", n, toAvailable.Round(time.Second), reconciles/float64(n), steadyWrites, peakRSS()))
+		AddReportEntry("scale", fmt.Sprintf("adapters=%d available_after=%s reconciles_per_adapter=%.1f steady_reconciles=%.0f steady_evidence_reads=%d steady_writes=%d writes_by_kind=%v peak_rss=%s heap_inuse=%dMiB",
+			n, toAvailable.Round(time.Second), reconciles/float64(n), steadyReconciles, steadyReads, steadyWrites, kinds.snapshot(), peakRSS(), ms.HeapInuse>>20))
 	}, SpecTimeout(90*time.Minute))
 })
