@@ -108,10 +108,11 @@ func (r *Reconciler) ensureBinding(ctx context.Context, s *scope) (string, error
 	}
 	token := deriveToken(r.TokenKey, ma)
 	digest := bindingDigest(ma, token)
-	if prev, ok := r.bindings.Load(ma.UID); ok && prev.(string) == digest {
+	key := client.ObjectKeyFromObject(ma)
+	prev, known := r.bindings.Load(key)
+	if known && prev.(string) == digest {
 		return token, nil
 	}
-	_, known := r.bindings.Load(ma.UID)
 	sec := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: bindingName(ma), Namespace: ma.Namespace, Labels: commonLabels(ma),
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: memoryv1alpha1.GroupVersion.String(), Kind: "MemoryAdapter",
@@ -134,13 +135,13 @@ func (r *Reconciler) ensureBinding(ctx context.Context, s *scope) (string, error
 	default:
 		return "", fmt.Errorf("create Secret %s: %w", sec.Name, err)
 	}
-	r.bindings.Store(ma.UID, digest)
+	r.bindings.Store(key, digest)
 	return token, nil
 }
 
 // forgetBinding makes the next reconcile apply the binding Secret again.
 func (r *Reconciler) forgetBinding(ma *memoryv1alpha1.MemoryAdapter) {
-	r.bindings.Delete(ma.UID)
+	r.bindings.Delete(client.ObjectKeyFromObject(ma))
 }
 
 // tokenKeyField is the key of the operator's token-key Secret that holds the key.

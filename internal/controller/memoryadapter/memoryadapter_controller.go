@@ -57,7 +57,7 @@ type Reconciler struct {
 	TokenKey []byte
 
 	health   sync.Map // types.NamespacedName → *healthState
-	bindings sync.Map // types.UID → digest of the binding Secret last applied
+	bindings sync.Map // types.NamespacedName → digest (UID included) of the binding Secret last applied
 }
 
 // firstReadRetry is how soon a failed read is retried while no evidence has been read yet.
@@ -98,6 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.Client.Get(ctx, req.NamespacedName, ma); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.health.Delete(req.NamespacedName)
+			r.bindings.Delete(req.NamespacedName)
 			forgetMetrics(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}

@@ -129,6 +129,32 @@ func reconcileTotal() float64 {
 	return total
 }
 
+// histogramMean is the mean of a controller-runtime histogram for this controller (label
+// controller or name = memoryadapter), over the observations since the process started.
+func histogramMean(metric string) time.Duration {
+	families, err := metrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	var sum float64
+	var count uint64
+	for _, f := range families {
+		if f.GetName() != metric {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if (l.GetName() == "controller" || l.GetName() == "name") && l.GetValue() == "memoryadapter" {
+					sum += m.GetHistogram().GetSampleSum()
+					count += m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	if count == 0 {
+		return 0
+	}
+	return time.Duration(sum / float64(count) * float64(time.Second))
+}
+
 func peakRSS() string {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
@@ -225,6 +251,8 @@ var _ = Describe("the controller at scale", Label("scale"), Ordered, func() {
 		fmt.Fprintf(GinkgoWriter, "\n| adapters | created in | all Available after | reconciles per adapter | reconciles in the steady minute | API writes in the steady minute | peak RSS (test process: manager + envtest client) | Go heap in use |\n|---|---|---|---|---|---|---|---|\n")
 		fmt.Fprintf(GinkgoWriter, "| %d | %s | %s | %.1f | %.0f | %d | %s | %d MiB |\n", n, created.Round(time.Second), toAvailable.Round(time.Second),
 			reconciles/float64(n), steadyReconciles, steadyWrites, peakRSS(), ms.HeapInuse>>20)
+		AddReportEntry("queue", fmt.Sprintf("mean reconcile time %s, mean time queued %s",
+			histogramMean("controller_runtime_reconcile_time_seconds"), histogramMean("workqueue_queue_duration_seconds")))
 		AddReportEntry("scale", fmt.Sprintf("adapters=%d available_after=%s reconciles_per_adapter=%.1f steady_reconciles=%.0f steady_evidence_reads=%d steady_writes=%d writes_by_kind=%v peak_rss=%s heap_inuse=%dMiB",
 			n, toAvailable.Round(time.Second), reconciles/float64(n), steadyReconciles, steadyReads, steadyWrites, kinds.snapshot(), peakRSS(), ms.HeapInuse>>20))
 	}, SpecTimeout(90*time.Minute))
