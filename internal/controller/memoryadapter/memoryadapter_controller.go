@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -199,13 +200,19 @@ func (r *Reconciler) reconcileManifest(_ context.Context, s *scope) error {
 }
 
 // CacheOptions restricts the manager's Secret and Pod caches to the objects the operator
-// labels, so it never holds other Secrets in memory. The manager and the envtest suites use
-// the same options.
+// labels, so it never holds other Secrets in memory. Pods are selected on the adapter label,
+// which the operator's own pods and the agent pods bound to an adapter (docs/gating.md) carry
+// alike. The manager and the envtest suites use the same options.
 func CacheOptions() cache.Options {
 	managed := labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue})
+	adapterPods, err := labels.NewRequirement(LabelAdapter, selection.Exists, nil)
+	if err != nil {
+		// A constant key with Exists and no values always makes a valid requirement.
+		panic(fmt.Sprintf("memoryadapter: pod cache selector: %v", err))
+	}
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Secret{}: {Label: managed},
-		&corev1.Pod{}:    {Label: managed},
+		&corev1.Pod{}:    {Label: labels.NewSelector().Add(*adapterPods)},
 	}}
 }
 
@@ -214,7 +221,9 @@ func CacheOptions() cache.Options {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	podToAdapter := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		name := o.GetLabels()[LabelAdapter]
-		if name == "" {
+		// Agent pods bound to the adapter carry its label too; they are the gate
+		// controller's, and their changes say nothing about the adapter's own state.
+		if name == "" || o.GetLabels()[LabelManagedBy] != ManagedByValue {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
