@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,12 +24,6 @@ type CertRotation struct {
 	CertDir string
 }
 
-// Validity of the self-issued certificates: cert-controller's own defaults (a 10-year CA and
-// server certificates renewed when 90 days or less remain, checked every 12 hours) are kept
-// for the CA; the serving certificate lives one year, so a rotation happens in every
-// long-running installation and its path stays exercised.
-const serverCertValidity = 365 * 24 * time.Hour
-
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;list;watch;update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;update
 
@@ -51,8 +44,10 @@ func AddCertRotation(mgr ctrl.Manager, c CertRotation) (<-chan struct{}, error) 
 		Webhooks:       []rotator.WebhookInfo{{Name: c.WebhookConfigurationName, Type: rotator.Mutating}},
 		// Every replica serves the webhook, so every replica must have the certificate; the
 		// Secret update is idempotent across replicas.
+		// Validity and renewal are cert-controller's defaults (docs/gating.md#certificates):
+		// a 10-year CA, a 1-year serving certificate renewed 90 days before it expires,
+		// checked every 12 hours.
 		RequireLeaderElection: false,
-		ServerCertDuration:    serverCertValidity,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("add webhook certificate rotation: %w", err)

@@ -162,6 +162,24 @@ func byKindName(objs []*unstructured.Unstructured) map[string]*unstructured.Unst
 	return out
 }
 
+// certVolumeSecret returns the Secret the rendered Deployment mounts as its webhook
+// certificate volume.
+func certVolumeSecret(deploy *unstructured.Unstructured) string {
+	GinkgoHelper()
+	volumes, _, err := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "volumes")
+	Expect(err).NotTo(HaveOccurred())
+	for _, v := range volumes {
+		m, ok := v.(map[string]any)
+		Expect(ok).To(BeTrue())
+		if m["name"] == "webhook-certs" {
+			name, _, _ := unstructured.NestedString(m, "secret", "secretName")
+			return name
+		}
+	}
+	Fail("the rendered Deployment has no webhook-certs volume")
+	return ""
+}
+
 // managerArgs returns the manager container's args in the rendered Deployment.
 func managerArgs(deploy *unstructured.Unstructured) []string {
 	GinkgoHelper()
@@ -260,6 +278,7 @@ var _ = Describe("the rendered installer (make build-installer)", Ordered, func(
 		}
 		Expect(images).To(Equal([]string{installerImage}), "the manager container's image is not IMG")
 		Expect(managerArgs(deploy)).To(ContainElement("--webhook-cert-rotation"), "config/default issues its own webhook certificate")
+		Expect(certVolumeSecret(deploy)).To(Equal(prefix+"webhook-server-cert"), "the webhook server reads the Secret the rotator fills")
 		sa, _, _ := unstructured.NestedString(deploy.Object, "spec", "template", "spec", "serviceAccountName")
 		Expect(sa).To(Equal(prefix + "controller-manager"))
 		binding := index["ClusterRoleBinding "+prefix+"manager-rolebinding"]
@@ -299,6 +318,7 @@ var _ = Describe("the rendered installer (make build-installer)", Ordered, func(
 			HaveKeyWithValue("cert-manager.io/inject-ca-from", nsObj.GetName()+"/"+prefix+"serving-cert"))
 		secretName, _, _ := unstructured.NestedString(index["Certificate "+prefix+"serving-cert"].Object, "spec", "secretName")
 		Expect(secretName).To(Equal(prefix + "webhook-server-cert"))
+		Expect(certVolumeSecret(index["Deployment "+prefix+"controller-manager"])).To(Equal(prefix+"webhook-server-cert"), "the webhook server reads cert-manager's Secret")
 		args := managerArgs(index["Deployment "+prefix+"controller-manager"])
 		Expect(args[len(args)-2:]).To(Equal([]string{"--webhook-cert-rotation=false", "--webhook-cert-path=/tmp/k8s-webhook-server/serving-certs"}),
 			"the last flags win: no rotation, and the mounted Secret")
