@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -18,6 +19,10 @@ import (
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	"github.com/agentmem/memory-adapter-operator/api/requirements"
 )
+
+// adapterNamePattern is a MemoryAdapter's name rule; it also keeps --adapter from naming a
+// path outside $SERVICE_BINDING_ROOT.
+var adapterNamePattern = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
 
 // bindingFileLimit bounds each binding file read: a URL or a token, never more than this.
 const bindingFileLimit = 4096
@@ -63,9 +68,13 @@ func readBinding(root, adapter string) (binding, error) {
 	if root == "" {
 		return binding{}, errors.New("SERVICE_BINDING_ROOT is not set: is the pod bound to an adapter?")
 	}
+	if len(adapter) > 40 || !adapterNamePattern.MatchString(adapter) {
+		return binding{}, usageError("--adapter %q is not a MemoryAdapter name (a DNS label of at most 40 characters starting with a letter)", adapter)
+	}
 	dir := filepath.Join(root, adapter)
 	read := func(name string) (string, error) {
-		f, err := os.Open(filepath.Join(dir, name))
+		// OpenInRoot keeps the read inside the binding directory even through symlinks.
+		f, err := os.OpenInRoot(dir, name)
 		if err != nil {
 			return "", fmt.Errorf("binding %s: %w", name, err)
 		}
