@@ -9,8 +9,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	// Import every client auth plugin (exec, OIDC, ...) so the manager can run from any
@@ -27,9 +30,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/gate"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter"
+	podwebhook "github.com/agentmem/memory-adapter-operator/internal/webhook"
 	// +kubebuilder:scaffold:imports
 )
 
@@ -64,6 +70,9 @@ type managerFlags struct {
 	metricsCertKey   string
 	adapterImage     string
 	tokenKeySecret   string
+	// certRotation makes the manager issue and rotate its own webhook certificate.
+	certRotation podwebhook.CertRotation
+	rotateCerts  bool
 }
 
 func main() {
@@ -81,6 +90,15 @@ func main() {
 	flag.StringVar(&f.metricsCertPath, "metrics-cert-path", "", "The directory that contains the metrics server certificate.")
 	flag.StringVar(&f.metricsCertName, "metrics-cert-name", "tls.crt", "The name of the metrics server certificate file.")
 	flag.StringVar(&f.metricsCertKey, "metrics-cert-key", "tls.key", "The name of the metrics server key file.")
+	flag.BoolVar(&f.rotateCerts, "webhook-cert-rotation", false,
+		"Issue and rotate the webhook's serving certificate in the manager (open-policy-agent/cert-controller) and inject its CA "+
+			"into the webhook configuration. config/default turns it on; config/certmanager leaves it off and mounts cert-manager's Secret.")
+	flag.StringVar(&f.certRotation.SecretName, "webhook-cert-secret", "memory-adapter-operator-webhook-server-cert",
+		"With --webhook-cert-rotation: the Secret in the manager's namespace that holds the CA and serving certificate.")
+	flag.StringVar(&f.certRotation.ServiceName, "webhook-service-name", "memory-adapter-operator-webhook-service",
+		"With --webhook-cert-rotation: the webhook Service the serving certificate is issued for.")
+	flag.StringVar(&f.certRotation.WebhookConfigurationName, "webhook-configuration-name", "memory-adapter-operator-mutating-webhook-configuration",
+		"With --webhook-cert-rotation: the MutatingWebhookConfiguration whose caBundle is injected.")
 	flag.BoolVar(&f.enableHTTP2, "enable-http2", false,
 		"If set, HTTP/2 will be enabled for the metrics and webhook servers.")
 	flag.StringVar(&f.adapterImage, "adapter-image", envOr("ADAPTER_IMAGE", "ghcr.io/agentmem/memory-adapter:dev"),
@@ -93,6 +111,11 @@ func main() {
 	flag.Parse()
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	if f.rotateCerts && f.webhookCertPath == "" {
+		// The rotator writes where the webhook server reads: controller-runtime's default
+		// directory, named here because asking the server for it would start the server.
+		f.webhookCertPath = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
+	}
 
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), managerOptions(f))
 	if err != nil {
@@ -126,13 +149,28 @@ func main() {
 		setupLog.Error(err, "Failed to create controller", "controller", "memoryadapter")
 		os.Exit(1)
 	}
+	if err := (&gate.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("memory-adapter-operator"),
+	}).SetupWithManager(mgr); err != nil {
+		setupLog.Error(err, "Failed to create controller", "controller", "gate")
+		os.Exit(1)
+	}
 	// +kubebuilder:scaffold:builder
 
+	webhookReady, err := setupWebhook(mgr, f)
+	if err != nil {
+		setupLog.Error(err, "Failed to set up the pod webhook")
+		os.Exit(1)
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		setupLog.Error(err, "Failed to set up health check")
 		os.Exit(1)
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	// Ready only once the webhook serves: the webhook Service sends the API server to ready
+	// pods only, and its failurePolicy is Fail.
+	if err := mgr.AddReadyzCheck("readyz", webhookReady); err != nil {
 		setupLog.Error(err, "Failed to set up ready check")
 		os.Exit(1)
 	}
@@ -169,6 +207,52 @@ func tokenKeyRef(flagValue, podNamespace string) (types.NamespacedName, error) {
 		return types.NamespacedName{}, fmt.Errorf("%q is not NAMESPACE/NAME", flagValue)
 	}
 	return types.NamespacedName{Namespace: ns, Name: name}, nil
+}
+
+// setupWebhook registers the pod webhook, at once when the certificate comes from outside
+// (--webhook-cert-path, cert-manager), or once the manager's own rotator has written it: the
+// webhook server loads its certificate when it starts and would fail without one. The
+// returned check passes once the webhook server is serving.
+//
+// ENABLE_WEBHOOKS=false leaves the webhook out, as in kubebuilder's scaffold, for a manager
+// run outside the cluster (make run) with no certificate; bound pods then fail admission
+// (failurePolicy Fail) unless the webhook configuration is not installed either.
+func setupWebhook(mgr ctrl.Manager, f managerFlags) (healthz.Checker, error) {
+	if os.Getenv("ENABLE_WEBHOOKS") == "false" {
+		return healthz.Ping, nil
+	}
+	register := func() healthz.Checker {
+		srv := mgr.GetWebhookServer()
+		srv.Register(podwebhook.Path, &webhook.Admission{Handler: &podwebhook.PodBinder{Decoder: admission.NewDecoder(scheme)}})
+		return srv.StartedChecker()
+	}
+	if !f.rotateCerts {
+		return register(), nil
+	}
+	c := f.certRotation
+	c.Namespace = os.Getenv("POD_NAMESPACE")
+	c.CertDir = f.webhookCertPath
+	if c.Namespace == "" {
+		return nil, errors.New("--webhook-cert-rotation needs POD_NAMESPACE, the namespace of the certificate Secret")
+	}
+	certsReady, err := podwebhook.AddCertRotation(mgr, c)
+	if err != nil {
+		return nil, err
+	}
+	var started atomic.Pointer[healthz.Checker]
+	go func() {
+		<-certsReady
+		setupLog.Info("Webhook certificate ready; serving the pod webhook")
+		check := register()
+		started.Store(&check)
+	}()
+	return func(req *http.Request) error {
+		check := started.Load()
+		if check == nil {
+			return errors.New("the webhook certificate is not ready yet")
+		}
+		return (*check)(req)
+	}, nil
 }
 
 // managerOptions turns the flags into manager options.

@@ -172,6 +172,27 @@ type MemoryAdapterStatus struct {
 	// token.
 	// +optional
 	Binding *BindingReference `json:"binding,omitempty"`
+
+	// workloads counts the pods bound to this adapter through the
+	// memory.agentmem.io/adapter label and requires annotation
+	// (docs/gating.md): those still gated and those released.
+	// +optional
+	Workloads *WorkloadCounts `json:"workloads,omitempty"`
+}
+
+// WorkloadCounts counts the pods the admission webhook bound to an adapter.
+type WorkloadCounts struct {
+	// gated counts pods still held by the memory.agentmem.io/adapter-ready
+	// scheduling gate.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Gated int32 `json:"gated"`
+
+	// released counts pods whose gate the operator removed and that still
+	// exist (finished pods included, until they are deleted).
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Released int32 `json:"released"`
 }
 
 // BindingReference names the binding Secret of a provisioned service.

@@ -17,6 +17,9 @@ func violations(mod, pkg string, deps []string) []string {
 	for _, d := range deps {
 		dep, ok := within(mod, d)
 		if !ok {
+			if why := foreign(rel, d); why != "" {
+				out = append(out, fmt.Sprintf("%s imports %s: %s", rel, d, why))
+			}
 			continue
 		}
 		if why := forbidden(rel, dep); why != "" {
@@ -63,6 +66,19 @@ func forbidden(pkg, dep string) string {
 		if !under(pkg, "adapters/inmemory") && !under(pkg, "cmd") && !under(pkg, "test") {
 			return "the reference store is one backend among others: only commands and test harnesses use it"
 		}
+	}
+	return ""
+}
+
+// foreign explains why package pkg (relative to the module root) may not depend on the
+// package dep of another module, or returns "". The contract and the requirements language are
+// for adapter authors and agents in any setting, so they stay free of Kubernetes.
+func foreign(pkg, dep string) string {
+	if !under(pkg, "api/memory") && !under(pkg, "api/requirements") {
+		return ""
+	}
+	if strings.HasPrefix(dep, "k8s.io/") || strings.HasPrefix(dep, "sigs.k8s.io/") {
+		return "the contract and the requirements language import nothing from Kubernetes"
 	}
 	return ""
 }

@@ -55,3 +55,12 @@ func TestViolationsIgnoreOtherModules(t *testing.T) {
 		ConsistOf("api/memory imports internal/server: api imports nothing of the module outside api"))
 	g.Expect(violations(mod, "example.com/other/api", []string{"example.com/m/cmd"})).To(BeEmpty())
 }
+
+func TestContractAndRequirementsStayFreeOfKubernetes(t *testing.T) {
+	g := NewWithT(t)
+	const mod = "example.com/m"
+	g.Expect(violations(mod, "example.com/m/api/requirements", []string{"fmt", "k8s.io/apimachinery/pkg/util/sets"})).To(
+		ConsistOf("api/requirements imports k8s.io/apimachinery/pkg/util/sets: the contract and the requirements language import nothing from Kubernetes"))
+	g.Expect(violations(mod, "example.com/m/api/memory", []string{"sigs.k8s.io/yaml"})).To(HaveLen(1))
+	g.Expect(violations(mod, "example.com/m/api/v1alpha1", []string{"k8s.io/apimachinery/pkg/apis/meta/v1"})).To(BeEmpty())
+}

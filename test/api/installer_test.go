@@ -20,6 +20,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 )
 
@@ -34,7 +35,7 @@ const installerAdapterImage = "registry.example.com:5000/mao/adapter:v0.0.0-inst
 // returns the YAML it printed. It gives the script the suite's kubectl (MAO_KUBECTL), so the
 // kustomize is the one the rest of the suite runs and nothing is built when
 // KUBEBUILDER_ASSETS points outside hack/k8s-binaries.sh's cache.
-func renderInstaller(img string) []byte {
+func renderInstaller(img, kustomization string) []byte {
 	script, err := filepath.Abs(filepath.Join("..", "..", "hack", "render-install.sh"))
 	Expect(err).NotTo(HaveOccurred())
 	// The installer goes to a file in a temp dir, as the Makefile writes dist/install.yaml,
@@ -46,10 +47,10 @@ func renderInstaller(img string) []byte {
 	c, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	var stderr bytes.Buffer
-	cmd := exec.CommandContext(c, script, img)
+	cmd := exec.CommandContext(c, script, img, kustomization)
 	cmd.Env = append(os.Environ(), "MAO_KUBECTL="+kubectlPath, "ADAPTER_IMG="+installerAdapterImage)
 	cmd.Stdout, cmd.Stderr = f, &stderr
-	Expect(cmd.Run()).To(Succeed(), "hack/render-install.sh %s: %s", img, stderr.String())
+	Expect(cmd.Run()).To(Succeed(), "hack/render-install.sh %s %s: %s", img, kustomization, stderr.String())
 	b, err := os.ReadFile(out)
 	Expect(err).NotTo(HaveOccurred())
 	return b
@@ -113,24 +114,112 @@ func (w *warningRecorder) take() []string {
 	return out
 }
 
-var _ = Describe("the rendered installer (make build-installer)", func() {
-	It("is accepted object by object by a server-side dry-run apply, without warnings, and holds what the operator needs", func() {
-		objs, err := splitObjects(renderInstaller(installerImage))
-		Expect(err).NotTo(HaveOccurred())
+// dryRunner applies rendered objects with a server-side dry-run through a client of its own,
+// so the API server's warnings are its caller's alone.
+type dryRunner struct {
+	c        client.Client
+	warnings *warningRecorder
+}
 
-		// A client of its own, so the warnings are this spec's alone.
-		warnings := &warningRecorder{}
-		wcfg := rest.CopyConfig(cfg)
-		wcfg.WarningHandler, wcfg.WarningHandlerWithContext = nil, warnings
-		c, err := client.New(wcfg, client.Options{Scheme: k8sClient.Scheme()})
+func newDryRunner() *dryRunner {
+	GinkgoHelper()
+	warnings := &warningRecorder{}
+	wcfg := rest.CopyConfig(cfg)
+	wcfg.WarningHandler, wcfg.WarningHandlerWithContext = nil, warnings
+	c, err := client.New(wcfg, client.Options{Scheme: k8sClient.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	return &dryRunner{c: c, warnings: warnings}
+}
+
+// apply dry-runs every object and returns one line per rejection or warning, each naming its
+// object. Server-side apply, as `make deploy` does (apply --server-side --force-conflicts),
+// and not a dry-run create: the suite has already installed the CRD from config/crd/bases,
+// and a create of an existing object is refused whatever its content, while an apply
+// validates the whole rendered object either way. Apply also refuses fields the schema does
+// not declare, as a strict create would. Every object is applied, the Namespace too, so one
+// run lists every rejected object rather than the first.
+func (d *dryRunner) apply(objs []*unstructured.Unstructured) []string {
+	var rejected []string
+	for _, u := range objs {
+		err := d.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()),
+			client.FieldOwner("memory-adapter-operator"), client.ForceOwnership, client.DryRunAll)
+		if err != nil {
+			rejected = append(rejected, fmt.Sprintf("%s: %v", objectName(u), err))
+		}
+		for _, w := range d.warnings.take() {
+			rejected = append(rejected, fmt.Sprintf("%s: warning: %s", objectName(u), w))
+		}
+	}
+	return rejected
+}
+
+// byKindName indexes objects by "Kind name", failing on a duplicate.
+func byKindName(objs []*unstructured.Unstructured) map[string]*unstructured.Unstructured {
+	GinkgoHelper()
+	out := map[string]*unstructured.Unstructured{}
+	for _, u := range objs {
+		key := u.GetKind() + " " + u.GetName()
+		Expect(out).NotTo(HaveKey(key), "the installer holds %s twice", objectName(u))
+		out[key] = u
+	}
+	return out
+}
+
+// certVolumeSecret returns the Secret the rendered Deployment mounts as its webhook
+// certificate volume.
+func certVolumeSecret(deploy *unstructured.Unstructured) string {
+	GinkgoHelper()
+	volumes, _, err := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "volumes")
+	Expect(err).NotTo(HaveOccurred())
+	for _, v := range volumes {
+		m, ok := v.(map[string]any)
+		Expect(ok).To(BeTrue())
+		if m["name"] == "webhook-certs" {
+			name, _, _ := unstructured.NestedString(m, "secret", "secretName")
+			return name
+		}
+	}
+	Fail("the rendered Deployment has no webhook-certs volume")
+	return ""
+}
+
+// managerArgs returns the manager container's args in the rendered Deployment.
+func managerArgs(deploy *unstructured.Unstructured) []string {
+	GinkgoHelper()
+	containers, _, err := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")
+	Expect(err).NotTo(HaveOccurred())
+	for _, ct := range containers {
+		m, ok := ct.(map[string]any)
+		Expect(ok).To(BeTrue())
+		if m["name"] == "manager" {
+			args, _, err := unstructured.NestedStringSlice(m, "args")
+			Expect(err).NotTo(HaveOccurred())
+			return args
+		}
+	}
+	Fail("the rendered Deployment has no manager container")
+	return nil
+}
+
+const installerPrefix = "memory-adapter-operator-"
+
+var _ = Describe("the rendered installer (make build-installer)", Ordered, func() {
+	var (
+		objs  []*unstructured.Unstructured
+		nsObj *unstructured.Unstructured
+		dry   *dryRunner
+	)
+	BeforeAll(func() {
+		var err error
+		objs, err = splitObjects(renderInstaller(installerImage, "config/default"))
 		Expect(err).NotTo(HaveOccurred())
+		dry = newDryRunner()
 
 		// Namespaced objects can only be dry-run into a namespace that exists, so the
 		// installer's Namespace is created for real first, from the rendered object itself (a
 		// strict create, so it is checked like the rest). envtest runs no namespace
 		// controller, and no other spec uses this fixed name, so it is deleted at the end only
 		// to leave the API server as it was.
-		var nsObj *unstructured.Unstructured
 		for _, u := range objs {
 			if u.GetKind() == "Namespace" && u.GetAPIVersion() == "v1" {
 				Expect(nsObj).To(BeNil(), "the installer holds more than one Namespace")
@@ -139,39 +228,18 @@ var _ = Describe("the rendered installer (make build-installer)", func() {
 		}
 		Expect(nsObj).NotTo(BeNil(), "the installer holds no Namespace")
 		ns := nsObj.DeepCopy()
-		Expect(c.Create(ctx, ns, client.FieldValidation("Strict"))).To(Succeed(), objectName(nsObj))
+		Expect(dry.c.Create(ctx, ns, client.FieldValidation("Strict"))).To(Succeed(), objectName(nsObj))
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, ns))).To(Succeed()) })
-		Expect(warnings.take()).To(BeEmpty(), objectName(nsObj))
+		Expect(dry.warnings.take()).To(BeEmpty(), objectName(nsObj))
+	})
 
-		// Server-side apply, as `make deploy` does (apply --server-side --force-conflicts),
-		// and not a dry-run create: the suite has already installed the CRD from
-		// config/crd/bases, and a create of an existing object is refused whatever its
-		// content, while an apply validates the whole rendered object either way. Apply also
-		// refuses fields the schema does not declare, as a strict create would. Every object
-		// is applied, the Namespace too, and each failure names its object, so one run lists
-		// every rejected object rather than the first.
-		var rejected []string
-		for _, u := range objs {
-			err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()),
-				client.FieldOwner("memory-adapter-operator"), client.ForceOwnership, client.DryRunAll)
-			if err != nil {
-				rejected = append(rejected, fmt.Sprintf("%s: %v", objectName(u), err))
-			}
-			for _, w := range warnings.take() {
-				rejected = append(rejected, fmt.Sprintf("%s: warning: %s", objectName(u), w))
-			}
-		}
-		Expect(rejected).To(BeEmpty(), "the API server rejected or warned about these rendered objects")
+	It("is accepted object by object by a server-side dry-run apply, without warnings, and holds what the operator needs", func() {
+		Expect(dry.apply(objs)).To(BeEmpty(), "the API server rejected or warned about these rendered objects")
 
 		// What the operator cannot run without, so that a kustomization that drops a
 		// resource (the dry-run would not notice an absence) fails here.
-		byKindName := map[string]*unstructured.Unstructured{}
-		for _, u := range objs {
-			key := u.GetKind() + " " + u.GetName()
-			Expect(byKindName).NotTo(HaveKey(key), "the installer holds %s twice", objectName(u))
-			byKindName[key] = u
-		}
-		const prefix = "memory-adapter-operator-"
+		index := byKindName(objs)
+		const prefix = installerPrefix
 		for _, key := range []string{
 			"Namespace " + prefix + "system",
 			"CustomResourceDefinition memoryadapters.memory.agentmem.io",
@@ -182,12 +250,17 @@ var _ = Describe("the rendered installer (make build-installer)", func() {
 			"RoleBinding " + prefix + "leader-election-rolebinding",
 			"Service " + prefix + "controller-manager-metrics-service",
 			"Deployment " + prefix + "controller-manager",
+			// The pod webhook, the Service the API server calls it through, and the Secret the
+			// manager's own rotator fills; their names are cmd/main.go's flag defaults.
+			"MutatingWebhookConfiguration " + prefix + "mutating-webhook-configuration",
+			"Service " + prefix + "webhook-service",
+			"Secret " + prefix + "webhook-server-cert",
 		} {
-			Expect(byKindName).To(HaveKey(key), "the installer lacks %s", key)
+			Expect(index).To(HaveKey(key), "the installer lacks %s", key)
 		}
-		for key, u := range byKindName {
+		for key, u := range index {
 			switch u.GetKind() {
-			case "Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding":
+			case "Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration":
 			default:
 				Expect(u.GetNamespace()).To(Equal(nsObj.GetName()), "%s is outside the installer's namespace", key)
 			}
@@ -195,7 +268,7 @@ var _ = Describe("the rendered installer (make build-installer)", func() {
 
 		// The manager runs the image given to the render, under the installer's service
 		// account, and that account is the one the manager role is bound to.
-		deploy := byKindName["Deployment "+prefix+"controller-manager"]
+		deploy := index["Deployment "+prefix+"controller-manager"]
 		containers, _, err := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")
 		Expect(err).NotTo(HaveOccurred())
 		var images, adapterImages []string
@@ -215,9 +288,11 @@ var _ = Describe("the rendered installer (make build-installer)", func() {
 		}
 		Expect(images).To(Equal([]string{installerImage}), "the manager container's image is not IMG")
 		Expect(adapterImages).To(Equal([]string{installerAdapterImage}), "the manager's ADAPTER_IMAGE is not ADAPTER_IMG")
+		Expect(managerArgs(deploy)).To(ContainElement("--webhook-cert-rotation"), "config/default issues its own webhook certificate")
+		Expect(certVolumeSecret(deploy)).To(Equal(prefix+"webhook-server-cert"), "the webhook server reads the Secret the rotator fills")
 		sa, _, _ := unstructured.NestedString(deploy.Object, "spec", "template", "spec", "serviceAccountName")
 		Expect(sa).To(Equal(prefix + "controller-manager"))
-		binding := byKindName["ClusterRoleBinding "+prefix+"manager-rolebinding"]
+		binding := index["ClusterRoleBinding "+prefix+"manager-rolebinding"]
 		roleName, _, _ := unstructured.NestedString(binding.Object, "roleRef", "name")
 		Expect(roleName).To(Equal(prefix + "manager-role"))
 		subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")
@@ -226,5 +301,37 @@ var _ = Describe("the rendered installer (make build-installer)", func() {
 			HaveKeyWithValue("name", sa),
 			HaveKeyWithValue("namespace", nsObj.GetName()),
 		)), "the manager role is not bound to the manager's service account")
+		webhookService, _, _ := unstructured.NestedSlice(index["MutatingWebhookConfiguration "+prefix+"mutating-webhook-configuration"].Object, "webhooks")
+		Expect(webhookService).To(HaveLen(1))
+		Expect(webhookService[0]).To(HaveKeyWithValue("clientConfig", HaveKeyWithValue("service", And(
+			HaveKeyWithValue("name", prefix+"webhook-service"), HaveKeyWithValue("namespace", nsObj.GetName())))))
+	})
+
+	It("has a cert-manager variant (config/certmanager) that cert-manager's own CRDs accept", func() {
+		By("installing cert-manager's CRDs from its Go module, " + certManagerModule())
+		dir := certManagerCRDs()
+		crds, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{dir}, ErrorIfPathMissing: true})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(crds).To(ContainElement(HaveField("Name", "certificates.cert-manager.io")))
+		DeferCleanup(func() {
+			Expect(envtest.UninstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{dir}})).To(Succeed())
+		})
+
+		cm, err := splitObjects(renderInstaller(installerImage, "config/certmanager"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(dry.apply(cm)).To(BeEmpty(), "the API server rejected or warned about these rendered objects")
+		index := byKindName(cm)
+		const prefix = installerPrefix
+		Expect(index).To(HaveKey("Issuer " + prefix + "selfsigned-issuer"))
+		Expect(index).To(HaveKey("Certificate " + prefix + "serving-cert"))
+		Expect(index).NotTo(HaveKey("Secret "+prefix+"webhook-server-cert"), "cert-manager creates the Secret")
+		Expect(index["MutatingWebhookConfiguration "+prefix+"mutating-webhook-configuration"].GetAnnotations()).To(
+			HaveKeyWithValue("cert-manager.io/inject-ca-from", nsObj.GetName()+"/"+prefix+"serving-cert"))
+		secretName, _, _ := unstructured.NestedString(index["Certificate "+prefix+"serving-cert"].Object, "spec", "secretName")
+		Expect(secretName).To(Equal(prefix + "webhook-server-cert"))
+		Expect(certVolumeSecret(index["Deployment "+prefix+"controller-manager"])).To(Equal(prefix+"webhook-server-cert"), "the webhook server reads cert-manager's Secret")
+		args := managerArgs(index["Deployment "+prefix+"controller-manager"])
+		Expect(args[len(args)-2:]).To(Equal([]string{"--webhook-cert-rotation=false", "--webhook-cert-path=/tmp/k8s-webhook-server/serving-certs"}),
+			"the last flags win: no rotation, and the mounted Secret")
 	})
 })

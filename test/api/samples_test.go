@@ -7,10 +7,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/agentmem/memory-adapter-operator/api/requirements"
 	v1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 )
 
@@ -62,5 +64,29 @@ var _ = Describe("config/samples", func() {
 			string(v1alpha1.BackendSQLite): true, string(v1alpha1.BackendPostgres): true, string(v1alpha1.BackendRedis): true,
 			string(v1alpha1.BackendKhive): true,
 		}))
+	})
+
+	It("has a gated agent Job whose pod names the SQLite sample and states parseable requirements it meets", func() {
+		f := filepath.Join(samplesDir, "agent_gated_job.yaml")
+		b, err := os.ReadFile(f)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(b)).To(MatchRegexp(`(?m)^#`), "%s must explain itself in comments", f)
+		u := &unstructured.Unstructured{}
+		Expect(yaml.Unmarshal(b, &u.Object)).To(Succeed())
+		u.SetNamespace(newNamespace())
+		Expect(k8sClient.Create(ctx, u, client.DryRunAll, client.FieldValidation("Strict"))).To(Succeed())
+
+		job := &batchv1.Job{}
+		Expect(yaml.UnmarshalStrict(b, job)).To(Succeed())
+		adapter := job.Spec.Template.Labels["memory.agentmem.io/adapter"]
+		Expect(adapter).To(Equal("sqlite-memory"))
+		reqs, err := requirements.Parse(job.Spec.Template.Annotations[requirements.AnnotationRequires])
+		Expect(err).NotTo(HaveOccurred())
+		sqlite := &v1alpha1.MemoryAdapter{}
+		sb, err := os.ReadFile(filepath.Join(samplesDir, "memory_v1alpha1_memoryadapter_sqlite.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(yaml.UnmarshalStrict(sb, sqlite)).To(Succeed())
+		Expect(sqlite.Name).To(Equal(adapter))
+		Expect(reqs.Unmet(sqlite.Spec.Manifest.ToMemory())).To(BeEmpty(), "the sample agent must be releasable by the SQLite sample")
 	})
 })

@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -166,6 +167,77 @@ func connectionSecret(ctx context.Context, ns, svc, adapter, conn string) *corev
 		StringData: map[string]string{"dsn": withHost(conn, hostPort)}}
 }
 
+// gateName is the scheduling gate the operator's pod webhook adds (internal/webhook).
+const gateName = "memory.agentmem.io/adapter-ready"
+
+// podsOfJob lists the pods the Job controller created for job.
+func podsOfJob(ctx context.Context, c client.Client, ns, job string) []corev1.Pod {
+	GinkgoHelper()
+	pods := &corev1.PodList{}
+	Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{batchv1.JobNameLabel: job})).To(Succeed())
+	return pods.Items
+}
+
+// schedulingGated reports whether the pod is held by the adapter-ready gate, as the scheduler
+// reports it (PodScheduled False, reason SchedulingGated).
+func schedulingGated(p corev1.Pod) bool {
+	hasGate := false
+	for _, g := range p.Spec.SchedulingGates {
+		hasGate = hasGate || g.Name == gateName
+	}
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodScheduled {
+			return hasGate && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonSchedulingGated
+		}
+	}
+	return false
+}
+
+// podEventNotes returns the notes of the gate controller's Events on a pod with the reason.
+func podEventNotes(ctx context.Context, c client.Client, ns, pod, reason string) []string {
+	GinkgoHelper()
+	list := &eventsv1.EventList{}
+	Expect(c.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+	var notes []string
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "Pod" && e.Regarding.Name == pod && e.Reason == reason {
+			notes = append(notes, e.Note)
+		}
+	}
+	return notes
+}
+
+// expectRedisAgentGated creates an agent pod whose requirements the Available Redis adapter
+// redismem does not meet, and checks it stays gated with an Event naming each of them.
+func expectRedisAgentGated(ctx context.Context, c client.Client, ns string) {
+	GinkgoHelper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "redis-agent",
+			Labels:      map[string]string{"memory.agentmem.io/adapter": "redismem"},
+			Annotations: map[string]string{"memory.agentmem.io/requires": "searchConsistency=immediate, supportedFilters=source+tenant"}},
+		Spec: corev1.PodSpec{
+			RestartPolicy:   corev1.RestartPolicyNever,
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{
+				Name: "agent", Image: adapterImage, Args: []string{"agent-check", "--adapter=redismem"},
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+			}},
+		},
+	}
+	Expect(c.Create(ctx, pod)).To(Succeed())
+	Eventually(func(g Gomega) {
+		// The message also names Available's reason if the adapter's health flaps meanwhile.
+		g.Expect(podEventNotes(ctx, c, ns, "redis-agent", "WaitingForAdapter")).To(ContainElement(HaveSuffix(
+			`does not meet: searchConsistency=immediate (the manifest says "eventual"); supportedFilters=source+tenant (not supported: tenant)`)))
+		p := &corev1.Pod{}
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(pod), p)).To(Succeed())
+		g.Expect(schedulingGated(*p)).To(BeTrue())
+		ma := &memoryv1alpha1.MemoryAdapter{}
+		g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "redismem"}, ma)).To(Succeed())
+		g.Expect(ma.Status.Workloads).To(Equal(&memoryv1alpha1.WorkloadCounts{Gated: 1}))
+	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+}
+
 var _ = Describe("the operator loop", Ordered, func() {
 	var (
 		c  client.Client
@@ -193,6 +265,43 @@ var _ = Describe("the operator loop", Ordered, func() {
 		makeTarget(ctx, "undeploy")
 	}, NodeTimeout(10*time.Minute))
 	AfterEach(func() { printDiagnostics(ns, operatorNamespace) })
+
+	It("holds an agent Job's pod SchedulingGated until the SQLite adapter is Available; then it runs on the projected binding alone and exits 0", func(ctx SpecContext) {
+		By("creating the sample agent Job before its adapter exists")
+		kubectl(ctx, "apply", "-n", ns, "-f", "config/samples/agent_gated_job.yaml")
+		var pod corev1.Pod
+		Eventually(func(g Gomega) {
+			pods := podsOfJob(ctx, c, ns, "sqlite-agent")
+			g.Expect(pods).To(HaveLen(1))
+			pod = pods[0]
+			g.Expect(schedulingGated(pod)).To(BeTrue(), "pod %s: gates %v, conditions %v", pod.Name, pod.Spec.SchedulingGates, pod.Status.Conditions)
+			g.Expect(podEventNotes(ctx, c, ns, pod.Name, "WaitingForAdapter")).To(ContainElement(`MemoryAdapter "sqlite-memory" does not exist in this namespace yet`))
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		Expect(pod.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", "sqlite-memory-binding")))
+		Expect(pod.Spec.Containers[0].VolumeMounts).To(ContainElement(HaveField("MountPath", "/bindings/sqlite-memory")))
+
+		By("creating the SQLite sample: the pod stays gated until Available")
+		kubectl(ctx, "apply", "-n", ns, "-f", "config/samples/memory_v1alpha1_memoryadapter_sqlite.yaml")
+		Eventually(func(g Gomega) {
+			g.Expect(podEventNotes(ctx, c, ns, pod.Name, "WaitingForAdapter")).To(ContainElement(Or(
+				HavePrefix(`MemoryAdapter "sqlite-memory" is not Available (`), Equal(`MemoryAdapter "sqlite-memory" has no Available condition yet`))))
+			p := &corev1.Pod{}
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(&pod), p)).To(Succeed())
+			g.Expect(schedulingGated(*p)).To(BeTrue())
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		waitAvailable(ctx, ns, "sqlite-memory")
+
+		By("the agent runs: it stores and retrieves an item through the Service using only /bindings/sqlite-memory")
+		kubectl(ctx, "wait", "-n", ns, "--for=condition=complete", "job/sqlite-agent", "--timeout=5m")
+		logs := kubectl(ctx, "logs", "-n", ns, "job/sqlite-agent")
+		Expect(logs).To(ContainSubstring(`agent-check: adapter "sqlite" (binding /bindings/sqlite-memory): stored and retrieved item`))
+		Expect(podEventNotes(ctx, c, ns, pod.Name, "AdapterReady")).To(ConsistOf(ContainSubstring(`MemoryAdapter "sqlite-memory" is Available and its verified manifest (sha256:`)))
+		Eventually(func(g Gomega) {
+			ma := &memoryv1alpha1.MemoryAdapter{}
+			g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "sqlite-memory"}, ma)).To(Succeed())
+			g.Expect(ma.Status.Workloads).To(Equal(&memoryv1alpha1.WorkloadCounts{Released: 1}))
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+	}, SpecTimeout(15*time.Minute))
 
 	It("verifies the SQLite sample with a real conformance Job, and its items survive the pod", func(ctx SpecContext) {
 		kubectl(ctx, "apply", "-n", ns, "-f", "config/samples/memory_v1alpha1_memoryadapter_sqlite.yaml")
@@ -345,8 +454,10 @@ var _ = Describe("the operator loop", Ordered, func() {
 		By("creating the Secret, and nothing else")
 		Expect(c.Create(ctx, redisSecret)).To(Succeed())
 		waitAvailable(ctx, ns, "redismem")
-	}, SpecTimeout(15*time.Minute))
 
+		By("an agent pod whose requirements Redis does not meet stays gated, with its Event")
+		expectRedisAgentGated(ctx, c, ns)
+	}, SpecTimeout(15*time.Minute))
 	It("garbage-collects what a deleted adapter owned, and keeps SQLite's data under Retain", func(ctx SpecContext) {
 		kubectl(ctx, "delete", "-n", ns, "madp/sqlite-memory", "--wait=true")
 		Eventually(func(g Gomega) {

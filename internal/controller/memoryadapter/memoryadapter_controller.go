@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -84,9 +85,8 @@ type healthState struct {
 // +kubebuilder:rbac:groups="",resources=services;serviceaccounts;configmaps;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // The operator writes its binding Secrets and never reads any Secret: create and patch only.
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create;patch
-// In its own namespace it reads one Secret, its token key, and creates it on first start.
-// +kubebuilder:rbac:groups="",namespace=memory-adapter-operator-system,resources=secrets,resourceNames=memory-adapter-operator-token-key,verbs=get
-// +kubebuilder:rbac:groups="",namespace=memory-adapter-operator-system,resources=secrets,verbs=create
+// In its own namespace it reads its token key, and creates it on first start.
+// +kubebuilder:rbac:groups="",namespace=memory-adapter-operator-system,resources=secrets,verbs=get;create
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -216,18 +216,23 @@ func (r *Reconciler) reconcileManifest(_ context.Context, s *scope) error {
 	return nil
 }
 
-// CacheOptions restricts the manager's Pod cache to the pods the operator labels (its
-// adapters' and Jobs'), so it does not hold every pod of the cluster in memory. Secrets are
-// not cached at all: the operator writes them and never reads them. The manager and the
-// envtest suites use the same options.
+// CacheOptions restricts the manager's Pod cache to pods with the adapter label, which the
+// operator's own pods and the agent pods bound to an adapter (docs/gating.md) carry alike, so
+// it does not hold every pod of the cluster in memory. Secrets are not cached at all: the
+// operator writes them and never reads them. The manager and the envtest suites use the same
+// options.
 func CacheOptions() cache.Options {
-	managed := labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue})
+	adapterPods, err := labels.NewRequirement(LabelAdapter, selection.Exists, nil)
+	if err != nil {
+		// A constant key with Exists and no values always makes a valid requirement.
+		panic(fmt.Sprintf("memoryadapter: pod cache selector: %v", err))
+	}
 	return cache.Options{
 		// managedFields are the largest part of most cached objects, and nothing here reads
 		// them: dropping them is the cheapest cut of the manager's memory at scale.
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: managed},
+			&corev1.Pod{}: {Label: labels.NewSelector().Add(*adapterPods)},
 		}}
 }
 
@@ -236,7 +241,9 @@ func CacheOptions() cache.Options {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	podToAdapter := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		name := o.GetLabels()[LabelAdapter]
-		if name == "" {
+		// Agent pods bound to the adapter carry its label too; they are the gate
+		// controller's, and their changes say nothing about the adapter's own state.
+		if name == "" || o.GetLabels()[LabelManagedBy] != ManagedByValue {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}

@@ -290,6 +290,17 @@ func passedRun(r *memoryv1alpha1.ConformanceResult) *memoryv1alpha1.ConformanceR
 	return r
 }
 
+// VerifiedRun returns the passing conformance run that verified ma's spec.manifest (the run's
+// manifest hash is the manifest's), or nil. spec.manifest is immutable, so that manifest is
+// the verified manifest workloads are gated on.
+func VerifiedRun(ma *memoryv1alpha1.MemoryAdapter) *memoryv1alpha1.ConformanceResult {
+	r := passedRun(ma.Status.Conformance)
+	if r == nil || r.ManifestHash != ma.Spec.Manifest.Hash() {
+		return nil
+	}
+	return r
+}
+
 // reconcileConformance makes sure one run exists for the current key, records a finished
 // run in status, restarts the adapter after a verified version change, and trims history.
 func (r *Reconciler) reconcileConformance(ctx context.Context, s *scope) error {

@@ -61,9 +61,13 @@ const (
 // Names of the owned objects.
 func deploymentName(ma *memoryv1alpha1.MemoryAdapter) string { return ma.Name }
 func serviceName(ma *memoryv1alpha1.MemoryAdapter) string    { return ma.Name }
-func bindingName(ma *memoryv1alpha1.MemoryAdapter) string    { return ma.Name + "-binding" }
+func bindingName(ma *memoryv1alpha1.MemoryAdapter) string    { return BindingSecretName(ma.Name) }
 func manifestName(ma *memoryv1alpha1.MemoryAdapter) string   { return ma.Name + "-manifest" }
 func dataClaimName(ma *memoryv1alpha1.MemoryAdapter) string  { return ma.Name + "-data" }
+
+// BindingSecretName is the name of the binding Secret of the adapter with the given name: a
+// fixed name, so that a workload created before its adapter can already refer to it.
+func BindingSecretName(adapter string) string { return adapter + "-binding" }
 
 // serviceURL is the in-cluster address of the adapter.
 func serviceURL(ma *memoryv1alpha1.MemoryAdapter) string {

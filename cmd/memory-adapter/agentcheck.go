@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/agentmem/memory-adapter-operator/adapters/remote"
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+	"github.com/agentmem/memory-adapter-operator/api/requirements"
+)
+
+// adapterNamePattern is a MemoryAdapter's name rule; it also keeps --adapter from naming a
+// path outside $SERVICE_BINDING_ROOT.
+var adapterNamePattern = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
+
+// bindingFileLimit bounds each binding file read: a URL or a token, never more than this.
+const bindingFileLimit = 4096
+
+type agentCheckFlags struct {
+	adapter  string
+	requires string
+	timeout  time.Duration
+}
+
+// newAgentCheckCommand is the sample agent workload (docs/gating.md): it reaches its adapter
+// through the Service Binding projected into the pod, and nothing else.
+func newAgentCheckCommand() *cobra.Command {
+	var f agentCheckFlags
+	cmd := &cobra.Command{
+		Use:   "agent-check",
+		Short: "Act as an agent workload: read the projected binding, check requirements, store and retrieve one item",
+		Long: `Reads the binding of --adapter from $SERVICE_BINDING_ROOT/<adapter> (files type, provider,
+url and token, as the operator's pod webhook projects them), checks the adapter's published
+manifest against --requires (the memory.agentmem.io/requires language), then stores one item and
+retrieves it through the adapter's Service. Exit code 0 when the item came back equal, 1 on any
+failure, 2 on a usage error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.adapter == "" {
+				return usageError("--adapter is required")
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+			defer cancel()
+			return runAgentCheck(ctx, cmd.OutOrStdout(), os.Getenv("SERVICE_BINDING_ROOT"), &f)
+		},
+	}
+	cmd.Flags().StringVar(&f.adapter, "adapter", "", "the MemoryAdapter whose binding to use (the binding directory's name)")
+	cmd.Flags().StringVar(&f.requires, "requires", "", "requirements the adapter's manifest must meet, in the memory.agentmem.io/requires language")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 2*time.Minute, "give up after this long")
+	return cmd
+}
+
+// binding is a Service Binding directory's content.
+type binding struct{ kind, url, token string }
+
+func readBinding(root, adapter string) (binding, error) {
+	if root == "" {
+		return binding{}, errors.New("SERVICE_BINDING_ROOT is not set: is the pod bound to an adapter?")
+	}
+	if len(adapter) > 40 || !adapterNamePattern.MatchString(adapter) {
+		return binding{}, usageError("--adapter %q is not a MemoryAdapter name (a DNS label of at most 40 characters starting with a letter)", adapter)
+	}
+	dir := filepath.Join(root, adapter)
+	read := func(name string) (string, error) {
+		// OpenInRoot keeps the read inside the binding directory even through symlinks.
+		f, err := os.OpenInRoot(dir, name)
+		if err != nil {
+			return "", fmt.Errorf("binding %s: %w", name, err)
+		}
+		defer func() { _ = f.Close() }()
+		b, err := io.ReadAll(io.LimitReader(f, bindingFileLimit+1))
+		if err != nil {
+			return "", fmt.Errorf("binding %s: %w", name, err)
+		}
+		if len(b) > bindingFileLimit {
+			return "", fmt.Errorf("binding %s: longer than %d bytes", name, bindingFileLimit)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	var b binding
+	var err error
+	if b.kind, err = read("type"); err != nil {
+		return b, err
+	}
+	if b.kind != "memory-adapter" {
+		return b, fmt.Errorf("binding type is %q, want memory-adapter", b.kind)
+	}
+	if b.url, err = read("url"); err != nil {
+		return b, err
+	}
+	if b.token, err = read("token"); err != nil {
+		return b, err
+	}
+	return b, nil
+}
+
+func runAgentCheck(ctx context.Context, out io.Writer, root string, f *agentCheckFlags) error {
+	reqs, err := requirements.Parse(f.requires)
+	if err != nil {
+		return usageError("--requires: %w", err)
+	}
+	b, err := readBinding(root, f.adapter)
+	if err != nil {
+		return err
+	}
+	st, err := remote.New(ctx, remote.Options{BaseURL: b.url, Token: b.token})
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", b.url, err)
+	}
+	defer func() { _ = st.Close() }()
+	if unmet := reqs.Unmet(st.Manifest()); len(unmet) > 0 {
+		return fmt.Errorf("adapter %q does not meet: %s", st.Manifest().Adapter, strings.Join(unmet, "; "))
+	}
+	item := memory.Item{
+		ID:        uuid.New(),
+		CreatedAt: time.Now().UTC().Truncate(time.Microsecond),
+		Content:   json.RawMessage(`{"note":"stored by agent-check"}`),
+		Metadata:  map[string]json.RawMessage{"source": json.RawMessage(`"agent-check"`)},
+		Tags:      []string{"agent-check"},
+	}
+	if _, err := st.Store(ctx, item); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	got, err := st.Retrieve(ctx, item.ID)
+	if err != nil {
+		return fmt.Errorf("retrieve: %w", err)
+	}
+	if got == nil {
+		return fmt.Errorf("retrieve: item %s not found right after it was stored", item.ID)
+	}
+	if st.Manifest().RetrieveFidelity == memory.FidelityFull && !got.Equal(item) {
+		return fmt.Errorf("retrieve: item %s came back different from what was stored", item.ID)
+	}
+	if !memory.JSONEqual(got.Content, item.Content) {
+		return fmt.Errorf("retrieve: item %s content came back different", item.ID)
+	}
+	_, err = fmt.Fprintf(out, "agent-check: adapter %q (binding %s): stored and retrieved item %s\n", st.Manifest().Adapter, filepath.Join(root, f.adapter), item.ID)
+	return err
+}

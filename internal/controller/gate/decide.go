@@ -1,0 +1,72 @@
+package gate
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/agentmem/memory-adapter-operator/api/requirements"
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter"
+)
+
+// Event reasons on gated pods.
+const (
+	// ReasonWaitingForAdapter: the pod stays gated; the note says why.
+	ReasonWaitingForAdapter = "WaitingForAdapter"
+	// ReasonAdapterReady: the gate was removed.
+	ReasonAdapterReady = "AdapterReady"
+)
+
+// verdict is the decision for one gated pod.
+type verdict struct {
+	// release is true when the gate may be removed.
+	release bool
+	// message says why the pod stays gated, or what released it; deterministic, so that an
+	// unchanged situation gives an unchanged message and no new Event.
+	message string
+}
+
+// decide is the whole gating policy. ma is the named adapter, nil when it does not exist;
+// requires is the pod's annotation value.
+func decide(name string, ma *memoryv1alpha1.MemoryAdapter, requires string) verdict {
+	reqs, err := requirements.Parse(requires)
+	if err != nil {
+		return verdict{message: "the requirement list no longer parses: " + err.Error()}
+	}
+	if ma == nil {
+		return verdict{message: fmt.Sprintf("MemoryAdapter %q does not exist in this namespace yet", name)}
+	}
+	// Each reason is a predicate of the adapter, joined into one sentence about it.
+	var why []string
+	available := meta.FindStatusCondition(ma.Status.Conditions, memoryv1alpha1.ConditionAvailable)
+	switch {
+	case available == nil:
+		why = append(why, "has no Available condition yet")
+	case available.Status != "True":
+		why = append(why, fmt.Sprintf("is not Available (%s)", available.Reason))
+	case verifiedHash(ma) == "":
+		// Available implies a passing run of this manifest; a status that says otherwise is
+		// read as not verified rather than trusted.
+		why = append(why, "has no passing conformance run of its manifest")
+	}
+	// spec.manifest is immutable, so the manifest a passing run verified (status.conformance
+	// carries its hash) is spec.manifest; before a run passes, the same manifest says early
+	// which requirements this adapter can never meet.
+	if unmet := reqs.Unmet(ma.Spec.Manifest.ToMemory()); len(unmet) > 0 {
+		why = append(why, "does not meet: "+strings.Join(unmet, "; "))
+	}
+	if len(why) > 0 {
+		return verdict{message: fmt.Sprintf("MemoryAdapter %q %s", name, strings.Join(why, " and "))}
+	}
+	return verdict{release: true, message: fmt.Sprintf("MemoryAdapter %q is Available and its verified manifest (%s) meets every requirement", name, verifiedHash(ma))}
+}
+
+// verifiedHash returns the manifest hash a passing conformance run verified, or "".
+func verifiedHash(ma *memoryv1alpha1.MemoryAdapter) string {
+	if r := memoryadapter.VerifiedRun(ma); r != nil {
+		return r.ManifestHash
+	}
+	return ""
+}

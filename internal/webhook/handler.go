@@ -1,0 +1,53 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter"
+)
+
+// Path is where the manager's webhook server serves the pod binder; the marker below and
+// config/webhook/manifests.yaml name the same path.
+const Path = "/mutate-v1-pod"
+
+// The webhook's configuration (docs/gating.md#failure-modes says why): only pods that carry
+// the memory.agentmem.io/adapter label and are not the operator's own (its adapter and
+// conformance pods carry the label too) are sent; failurePolicy Fail, so a pod that asks for
+// a gate is never admitted without one; a 5 s timeout for a handler that does no I/O; and
+// reinvocation, so containers another webhook adds later get the binding too.
+// +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=bind.pods.memory.agentmem.io,admissionReviewVersions=v1,timeoutSeconds=5,reinvocationPolicy=IfNeeded,patch=`{"objectSelector":{"matchExpressions":[{"key":"memory.agentmem.io/adapter","operator":"Exists"},{"key":"app.kubernetes.io/managed-by","operator":"NotIn","values":["memory-adapter-operator"]}]}}`
+
+// PodBinder is the mutating admission handler that gates and binds agent pods.
+type PodBinder struct {
+	// Decoder decodes the admitted pod.
+	Decoder admission.Decoder
+}
+
+// Handle implements admission.Handler: it applies Bind and answers with the JSON patch, or
+// rejects the pod with Bind's message.
+func (b *PodBinder) Handle(ctx context.Context, req admission.Request) admission.Response {
+	pod := &corev1.Pod{}
+	if err := b.Decoder.Decode(req, pod); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	applies, err := Bind(pod)
+	if err != nil {
+		return admission.Denied(err.Error())
+	}
+	if !applies {
+		return admission.Allowed("no memory.agentmem.io/requires annotation: not bound")
+	}
+	out, err := json.Marshal(pod)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Binding pod", "namespace", req.Namespace, "name", pod.Name, "generateName", pod.GenerateName,
+		"MemoryAdapter", pod.Labels[memoryadapter.LabelAdapter])
+	return admission.PatchResponseFromRaw(req.Object.Raw, out)
+}
