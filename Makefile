@@ -74,8 +74,12 @@ build: manifests generate ## Build the manager binary into bin/manager.
 	go build -o $(LOCALBIN)/manager ./cmd/main.go
 
 .PHONY: run
-run: manifests generate ## Run the manager against the cluster in the current kubeconfig.
-	go run ./cmd/main.go
+# A manager outside the cluster has no webhook certificate and no POD_NAMESPACE: the webhook is
+# left out (bound pods then fail admission if the webhook configuration is installed) and the
+# token key lives in RUN_TOKEN_KEY_SECRET.
+RUN_TOKEN_KEY_SECRET ?= default/memory-adapter-operator-token-key
+run: manifests generate ## Run the manager against the cluster in the current kubeconfig (no webhook; token key in RUN_TOKEN_KEY_SECRET).
+	ENABLE_WEBHOOKS=false go run ./cmd/main.go --token-key-secret=$(RUN_TOKEN_KEY_SECRET)
 
 ##@ Deployment (kustomize through the kubectl that hack/k8s-binaries.sh builds; cluster = current KUBECONFIG)
 

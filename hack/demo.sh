@@ -28,6 +28,7 @@ PG_DIR="$DEMO_DIR/postgres"
 NS=mao-demo
 SQLITE=sqlite-memory
 PG=pg-memory
+AGENT=sqlite-agent
 PG_SVC="host-postgres"
 OPERATOR_NS=memory-adapter-operator-system
 MANAGER=memory-adapter-operator-controller-manager
@@ -133,17 +134,17 @@ up() {
   command -v curl >/dev/null || die "curl is needed to call the adapter; apt-get install -y curl"
   trap on_interrupt INT TERM
 
-  say "1/6 the local cluster (hack/cluster-up.sh: builds only what is missing, reuses a running cluster)"
+  say "1/7 the local cluster (hack/cluster-up.sh: builds only what is missing, reuses a running cluster)"
   local export_line
   export_line=$(heartbeat_run -v "starting or reusing" -e "~1 min warm; ~25 min the first time on 2 cores (Kubernetes and CoreDNS from source)" \
     cluster-up hack/cluster-up.sh)
   KUBECTL="$(cat "$MAO_CLUSTER_DIR/bin-dir")/kubectl"
   info "$export_line"
 
-  say "2/6 the images (make images: built without Docker, loaded into the cluster's containerd)"
+  say "2/7 the images (make images: built without Docker, loaded into the cluster's containerd)"
   heartbeat_run -v building -e "~1 min warm" images "$MAKE" --no-print-directory images
 
-  say "3/6 the operator (make deploy: CRD, RBAC, the manager Deployment)"
+  say "3/7 the operator (make deploy: CRD, RBAC, the manager Deployment)"
   heartbeat_run -v deploying -e "under 1 min warm" deploy "$MAKE" --no-print-directory deploy
   heartbeat_run -v "waiting for the manager" -e "~10 s" rollout \
     "$KUBECTL" rollout status -n "$OPERATOR_NS" "deployment/$MANAGER" --timeout=5m
@@ -162,7 +163,10 @@ up() {
   kc label namespace "$NS" pod-security.kubernetes.io/enforce=restricted >/dev/null
   info "namespace $NS (Pod Security: restricted)"
 
-  say "4/6 the SQLite sample: Deployed -> Conformant -> Available, as the operator writes them"
+  say "4/7 an agent first: a gated Job that needs what the SQLite adapter will offer"
+  agent_gated
+
+  say "5/7 the SQLite sample: Deployed -> Conformant -> Available, as the operator writes them"
   kc apply -n "$NS" -f config/samples/memory_v1alpha1_memoryadapter_sqlite.yaml
   info "  elapsed  condition     status  reason                       message"
   heartbeat_run -v "watching conditions" -e "~1-2 min: a rollout, then a conformance Job" "$SQLITE" \
@@ -178,10 +182,12 @@ up() {
   kc get madp "$SQLITE" -n "$NS" -o json |
     jq -r '.status.conformance | "    passed \(.passed), failed \(.failed), not applicable \(.notApplicable)"'
 
-  say "5/6 one item through the adapter's Service, with nothing but the binding Secret"
+  agent_released
+
+  say "6/7 one item through the adapter's Service, with nothing but the binding Secret"
   item_roundtrip
 
-  say "6/6 a real outage: a PostgreSQL adapter, its server stopped and resumed"
+  say "7/7 a real outage: a PostgreSQL adapter, its server stopped and resumed"
   postgres_outage
 
   trap - INT TERM
@@ -202,12 +208,10 @@ EOF
   explore "kubectl get madp -n $NS $SQLITE -o jsonpath='{.status.conformance.cases}'" "every case"
   explore "kubectl get jobs,pods,svc,secrets -n $NS" "what the operator made"
   explore "kubectl logs -n $NS job/$job" "the conformance table"
+  explore "kubectl logs -n $NS job/$AGENT" "the released agent's round trip"
   explore "kubectl logs -n $OPERATOR_NS deployment/$MANAGER" "the operator's log"
   explore "hack/postgres-server.sh stop $PG_DIR" "(then resume) and watch $PG go and return"
   cat <<EOF
-
-Not shown yet: an agent pod gated on Available and bound through the Secret; it comes with
-the gating work (the admission webhook), which does not exist yet.
 
 Remove everything (namespace, PostgreSQL server, operator, cluster):
   make demo-down
@@ -215,6 +219,34 @@ EOF
 }
 
 # explore COMMAND WHY prints one line of the closing "Explore" list.
+# agent_gated applies the gated agent sample before its adapter exists: the operator's webhook
+# gates the pod and projects the binding; deploy order does not matter.
+agent_gated() {
+  kc apply -n "$NS" -f config/samples/agent_gated_job.yaml >/dev/null
+  info "applied config/samples/agent_gated_job.yaml (Job $AGENT), requiring:"
+  info "  $(kc get job "$AGENT" -n "$NS" -o jsonpath="{.spec.template.metadata.annotations['memory\.agentmem\.io/requires']}")"
+  local pod="" i
+  for i in $(seq 1 60); do
+    pod=$(kc get pods -n "$NS" -l "job-name=$AGENT" -o jsonpath='{.items[0].metadata.name}' 2>/dev/null || true)
+    [[ -n $pod ]] && break
+    sleep 1
+  done
+  [[ -n $pod ]] || die "the agent Job made no pod; see: kubectl describe job -n $NS $AGENT"
+  info "pod $pod: gates $(kc get pod "$pod" -n "$NS" -o jsonpath='{.spec.schedulingGates[*].name}'), PodScheduled=$(kc get pod "$pod" -n "$NS" -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].reason}')"
+  info "binding projected at $(kc get pod "$pod" -n "$NS" -o jsonpath='{.spec.containers[0].volumeMounts[?(@.name=="memory-binding-'"$SQLITE"'")].mountPath}')"
+}
+
+# agent_released waits for the gate controller to release the agent and shows its result.
+agent_released() {
+  say "   the agent: released once $SQLITE is Available and its verified manifest qualifies"
+  heartbeat_run -v "waiting for" -e "~20 s: schedule, start, store, retrieve" "Job $AGENT" \
+    "$KUBECTL" wait --for=condition=complete "job/$AGENT" -n "$NS" --timeout=5m >/dev/null ||
+    die "the agent did not complete; see: kubectl describe pod -n $NS -l job-name=$AGENT"
+  kc get events -n "$NS" --field-selector "involvedObject.kind=Pod" -o json |
+    jq -r '.items[] | select(.reason=="WaitingForAdapter" or .reason=="AdapterReady") | "    event \(.reason): \(.message)"' | tail -3
+  kc logs -n "$NS" "job/$AGENT" | sed 's/^/    agent: /'
+}
+
 explore() { printf '  %-72s # %s\n' "$1" "$2"; }
 
 # item_roundtrip stores one item and reads it back from the host. The binding Secret's url
