@@ -34,7 +34,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCommand(), newConformanceCommand(), newVersionCommand())
+	root.AddCommand(newServeCommand(), newConformanceCommand(), newTokenCommand(), newVersionCommand())
 	return root
 }
 
