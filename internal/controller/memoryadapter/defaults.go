@@ -20,8 +20,11 @@ const (
 
 // settings are the effective values of a MemoryAdapter's optional spec fields.
 type settings struct {
-	replicas            int32
-	image               string
+	replicas int32
+	image    string
+	// operatorImage is the manager's --adapter-image: the conformance container of an
+	// External adapter's run, whose spec.image is the user's server.
+	operatorImage       string
 	conformanceInterval time.Duration
 	conformanceTimeout  time.Duration
 	healthPeriod        time.Duration
@@ -35,6 +38,7 @@ func effectiveSettings(ma *memoryv1alpha1.MemoryAdapter, defaultImage string) se
 	s := settings{
 		replicas:            ptr.Deref(ma.Spec.Replicas, 1),
 		image:               ptr.Deref(ma.Spec.Image, defaultImage),
+		operatorImage:       defaultImage,
 		conformanceInterval: defaultConformanceInterval,
 		conformanceTimeout:  defaultConformanceTimeout,
 		healthPeriod:        defaultHealthPeriod,
