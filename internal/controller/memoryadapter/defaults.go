@@ -97,7 +97,9 @@ func backendLifecycle(t memoryv1alpha1.BackendType) memoryv1alpha1.LifecycleSpec
 		l.RequestTimeout = memoryv1alpha1.NewDuration(35 * time.Second)
 		l.ConnectTimeout = memoryv1alpha1.NewDuration(20 * time.Second)
 		l.Retry = &memoryv1alpha1.RetryPolicies{Store: once, Retrieve: once.DeepCopy(), Search: once.DeepCopy()}
-	default: // SQLite: a local failure does not clear within a retry's pause.
+	default: // SQLite: a local failure does not clear within a retry's pause. External: the
+		// operator cannot know a foreign server's lifecycle, so the same conservative values
+		// stand until spec.lifecycle states them (docs/operator.md).
 		l.RequestTimeout = memoryv1alpha1.NewDuration(5 * time.Second)
 		l.ConnectTimeout = memoryv1alpha1.NewDuration(30 * time.Second)
 		l.Retry = &memoryv1alpha1.RetryPolicies{Store: once, Retrieve: once.DeepCopy(), Search: once.DeepCopy()}
