@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 	"github.com/agentmem/memory-adapter-operator/conformance"
@@ -32,22 +33,41 @@ import (
 // python3 on PATH and builds cmd/memory-adapter; it fails, never skips, without them.
 func TestExternalRunJudgesThePythonExample(t *testing.T) {
 	py := wiretest.Interpreter(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	bin := buildAdapterBinary(ctx, t, dir)
-
-	ma := externalAdapter(&memoryv1alpha1.ExternalOptions{
-		// In an image this is ["python3", "/app/server.py"].
-		Command:     []string{py, wiretest.ServerPath()},
-		Args:        []string{"--listen", "$(MEMORY_ADAPTER_LISTEN)", "--token-file", "$(MEMORY_ADAPTER_TOKEN_FILE)"},
-		HarnessArgs: []string{"--listen", "$(MEMORY_ADAPTER_LISTEN)", "--token-file", "$(MEMORY_ADAPTER_TOKEN_FILE)", "--harness-listen", "$(MEMORY_ADAPTER_HARNESS_LISTEN)", "--harness-token-file", "$(MEMORY_ADAPTER_HARNESS_TOKEN_FILE)"},
-		Port:        freePort(t),
-		HarnessPort: freePort(t),
+	manifest := externalSampleManifest("python-example")
+	runExternal(t, "python-example", manifest, func(string) *memoryv1alpha1.ExternalOptions {
+		return &memoryv1alpha1.ExternalOptions{
+			// In an image this is ["python3", "/app/server.py"].
+			Command:     []string{py, wiretest.ServerPath()},
+			Args:        []string{"--listen", "$(MEMORY_ADAPTER_LISTEN)", "--token-file", "$(MEMORY_ADAPTER_TOKEN_FILE)"},
+			HarnessArgs: []string{"--listen", "$(MEMORY_ADAPTER_LISTEN)", "--token-file", "$(MEMORY_ADAPTER_TOKEN_FILE)", "--harness-listen", "$(MEMORY_ADAPTER_HARNESS_LISTEN)", "--harness-token-file", "$(MEMORY_ADAPTER_HARNESS_TOKEN_FILE)"},
+		}
 	})
-	ma.UID = "0b6c8f5e-8c7e-4d6b-9c53-3f0f9d2b1a77"
-	ma.Spec.Manifest = memoryv1alpha1.ManifestSpec{
-		Adapter: "python-example",
+}
+
+// TestExternalRunJudgesTheProjectsOwnServer runs config/samples' External sample, which brings
+// this project's own `memory-adapter serve` (SQLite) as if it were a foreign image; the e2e
+// suite deploys the same sample on the local cluster.
+func TestExternalRunJudgesTheProjectsOwnServer(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "..", "config", "samples", "memory_v1alpha1_memoryadapter_external.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample := &memoryv1alpha1.MemoryAdapter{}
+	if err := yaml.UnmarshalStrict(b, sample); err != nil {
+		t.Fatal(err)
+	}
+	runExternal(t, sample.Spec.Manifest.Adapter, sample.Spec.Manifest, func(bin string) *memoryv1alpha1.ExternalOptions {
+		e := sample.Spec.Backend.External.DeepCopy()
+		e.Command = []string{bin} // the image's entrypoint
+		return e
+	})
+}
+
+// externalSampleManifest is the contract both servers publish, under their adapter id.
+func externalSampleManifest(adapter string) memoryv1alpha1.ManifestSpec {
+	return memoryv1alpha1.ManifestSpec{
+		Adapter: adapter,
 		NativeItemFields: []memoryv1alpha1.ItemField{memoryv1alpha1.ItemFieldID, memoryv1alpha1.ItemFieldCreatedAt,
 			memoryv1alpha1.ItemFieldMetadata, memoryv1alpha1.ItemFieldContent, memoryv1alpha1.ItemFieldTags},
 		SupportedFilters:  []memoryv1alpha1.FilterKey{"branch_id", "source"},
@@ -55,6 +75,21 @@ func TestExternalRunJudgesThePythonExample(t *testing.T) {
 		RetrieveFidelity:  memoryv1alpha1.FidelityFull, SearchFidelity: memoryv1alpha1.FidelityFull,
 		SearchReturnsTags: true, PreservesMetadata: true,
 	}
+}
+
+// runExternal runs the External adapter that options (given the built memory-adapter binary)
+// describe, as the kubelet would run the Deployment's and the Job's containers, and requires
+// a full-claim pass of adapter that the controller reads back.
+func runExternal(t *testing.T, adapter string, manifest memoryv1alpha1.ManifestSpec, options func(bin string) *memoryv1alpha1.ExternalOptions) {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	bin := buildAdapterBinary(ctx, t, dir)
+	e := options(bin)
+	e.Port, e.HarnessPort = freePort(t), freePort(t)
+	ma := externalAdapter(e)
+	ma.UID = "0b6c8f5e-8c7e-4d6b-9c53-3f0f9d2b1a77"
+	ma.Spec.Manifest = manifest
 	if err := ma.Spec.Manifest.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +97,11 @@ func TestExternalRunJudgesThePythonExample(t *testing.T) {
 
 	// What the operator mounts: the binding token and the manifest ConfigMap.
 	prodAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	fs := map[string]string{
+		"/tmp/":                              filepath.Join(dir, "tmp") + "/",
 		bindingMountDir:                      filepath.Join(dir, "binding"),
 		manifestMountDir:                     filepath.Join(dir, "manifest"),
 		runTokenDir:                          filepath.Join(dir, "run"),
@@ -80,8 +119,14 @@ func TestExternalRunJudgesThePythonExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeTestFile(t, filepath.Join(dir, "manifest", "manifest.json"), string(manifestJSON))
+	pairs := make([]string, 0, 2*len(fs))
+	for from, to := range fs {
+		pairs = append(pairs, from, to)
+	}
+	// One pass, so a substituted temporary path is never substituted again.
+	rootfs := strings.NewReplacer(pairs...)
 	run := func(c corev1.Container, override map[string]string) *exec.Cmd {
-		return kubeletCommand(ctx, c, fs, override)
+		return kubeletCommand(ctx, c, rootfs, override)
 	}
 
 	// The production instance: on the pod network it listens on 0.0.0.0:port behind the
@@ -109,8 +154,8 @@ func TestExternalRunJudgesThePythonExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	compact, err := conformance.ParseCompact(msg)
-	if err != nil || compact.Result != conformance.Passed || compact.Claim != conformance.ClaimFull || compact.AdapterID != "python-example" {
-		t.Fatalf("compact report %s (%v): want a full-claim pass of python-example\n%s", msg, err, tail(out))
+	if err != nil || compact.Result != conformance.Passed || compact.Claim != conformance.ClaimFull || compact.AdapterID != adapter {
+		t.Fatalf("compact report %s (%v): want a full-claim pass of %s\n%s", msg, err, adapter, tail(out))
 	}
 	if !strings.Contains(string(out), "published manifest equals the expected one") {
 		t.Errorf("the production instance was not checked:\n%s", tail(out))
@@ -126,13 +171,8 @@ func TestExternalRunJudgesThePythonExample(t *testing.T) {
 // kubeletCommand starts a container's command as the kubelet would: command (or, for the
 // test, the entrypoint set on it) then args, $(VAR) references expanded from the container's
 // environment, with the test's mount paths substituted.
-func kubeletCommand(ctx context.Context, c corev1.Container, fs map[string]string, override map[string]string) *exec.Cmd {
-	remap := func(v string) string {
-		for from, to := range fs {
-			v = strings.ReplaceAll(v, from, to)
-		}
-		return v
-	}
+func kubeletCommand(ctx context.Context, c corev1.Container, rootfs *strings.Replacer, override map[string]string) *exec.Cmd {
+	remap := rootfs.Replace
 	env := map[string]string{}
 	environ := os.Environ()
 	for _, e := range c.Env {
@@ -147,15 +187,22 @@ func kubeletCommand(ctx context.Context, c corev1.Container, fs map[string]strin
 		environ = append(environ, e.Name+"="+env[e.Name])
 	}
 	ref := regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
-	var argv []string
-	for _, a := range append(append([]string{}, c.Command...), c.Args...) {
-		a = ref.ReplaceAllStringFunc(a, func(m string) string {
+	expand := func(a string) string {
+		return ref.ReplaceAllStringFunc(a, func(m string) string {
 			if v, ok := env[m[2:len(m)-1]]; ok {
 				return v
 			}
 			return m
 		})
-		argv = append(argv, remap(a))
+	}
+	// The command is the test's entrypoint, a host path already; args name container paths.
+	// Variables hold remapped values, so each string is remapped once, before expansion.
+	var argv []string
+	for _, a := range c.Command {
+		argv = append(argv, expand(a))
+	}
+	for _, a := range c.Args {
+		argv = append(argv, expand(remap(a)))
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = environ
