@@ -8,6 +8,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // +kubebuilder:validation:XValidation:rule="(self.backend.type != 'SQLite' && self.backend.type != 'Khive') || !has(self.replicas) || self.replicas <= 1",message="replicas must be at most 1 when backend.type is 'SQLite' or 'Khive': one database file has one writer"
 // +kubebuilder:validation:XValidation:rule="self.backend.type != 'Khive' || has(self.image)",message="image is required when backend.type is 'Khive': the operator's adapter image has no kkernel, so name an image holding memory-adapter and kkernel"
 // +kubebuilder:validation:XValidation:rule="self.backend.type != 'External' || has(self.image)",message="image is required when backend.type is 'External': name the image of the server you bring"
+// +kubebuilder:validation:XValidation:rule="self.backend.type != 'External' || !has(self.deletionPolicy) || self.deletionPolicy != 'Delete'",message="deletionPolicy Delete is not supported when backend.type is 'External': the operator cannot remove a foreign server's items"
 type MemoryAdapterSpec struct {
 	// manifest is the fidelity manifest the adapter publishes (lionagi
 	// ADR-0093 D1). The API server enforces the seed's six coherence rules,

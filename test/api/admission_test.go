@@ -290,7 +290,7 @@ var _ = Describe("MemoryAdapter admission", func() {
 				a.Spec.Backend.External.Env = []v1alpha1.ExternalSecretEnv{{Name: "DB_URL", SecretKeyRef: v1alpha1.SecretKeySelector{Name: "s"}}}
 			}, "spec.backend.external.env[0].secretKeyRef.key"),
 			Entry("deletionPolicy Delete", func(a *v1alpha1.MemoryAdapter) { a.Spec.DeletionPolicy = v1alpha1.DeletionDelete },
-				"deletionPolicy Delete is supported for SQLite only"),
+				"deletionPolicy Delete is not supported when backend.type is 'External'"),
 		)
 
 		DescribeTable("rejects inconsistent backend and operational settings",
