@@ -1,7 +1,7 @@
 package v1alpha1
 
 // BackendType names the storage service an adapter runs on.
-// +kubebuilder:validation:Enum=SQLite;Postgres;Redis;Khive
+// +kubebuilder:validation:Enum=SQLite;Postgres;Redis;Khive;External
 type BackendType string
 
 // The backend types this API version supports.
@@ -19,10 +19,16 @@ const (
 	// the adapter starts inside its own container. The operator's adapter image
 	// does not contain kkernel: spec.image must name one that does.
 	BackendKhive BackendType = "Khive"
+	// BackendExternal is a server the user brings: an image that speaks the
+	// memory adapter wire (api/memory/openapi.yaml) and, started in harness
+	// mode, the conformance harness protocol (/harness/v1). The operator runs
+	// it as it runs its own adapter and judges it over the wire; spec.image
+	// must name it.
+	BackendExternal BackendType = "External"
 )
 
 // BackendSpec says where the adapter keeps its items.
-// +kubebuilder:validation:XValidation:rule="self.type == 'SQLite' || self.type == 'Khive' || has(self.connectionSecretRef)",message="connectionSecretRef is required unless type is 'SQLite' or 'Khive'"
+// +kubebuilder:validation:XValidation:rule="self.type == 'SQLite' || self.type == 'Khive' || self.type == 'External' || has(self.connectionSecretRef)",message="connectionSecretRef is required unless type is 'SQLite', 'Khive' or 'External'"
 // +kubebuilder:validation:XValidation:rule="self.type != 'SQLite' || !has(self.connectionSecretRef)",message="connectionSecretRef must not be set when type is 'SQLite': the database file lives in the adapter's volume"
 // +kubebuilder:validation:XValidation:rule="!has(self.sqlite) || self.type == 'SQLite'",message="sqlite options may only be set when type is 'SQLite'"
 // +kubebuilder:validation:XValidation:rule="!has(self.postgres) || self.type == 'Postgres'",message="postgres options may only be set when type is 'Postgres'"
@@ -30,10 +36,15 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.type != 'Khive' || !has(self.connectionSecretRef)",message="connectionSecretRef must not be set when type is 'Khive': the adapter starts kkernel itself and its database lives in the adapter's volume"
 // +kubebuilder:validation:XValidation:rule="!has(self.khive) || self.type == 'Khive'",message="khive options may only be set when type is 'Khive'"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Khive' || has(self.khive)",message="khive options are required when type is 'Khive'"
+// +kubebuilder:validation:XValidation:rule="self.type != 'External' || !has(self.connectionSecretRef)",message="connectionSecretRef must not be set when type is 'External': give the server its Secrets through external.env"
+// +kubebuilder:validation:XValidation:rule="!has(self.external) || self.type == 'External'",message="external options may only be set when type is 'External'"
+// +kubebuilder:validation:XValidation:rule="self.type != 'External' || has(self.external)",message="external options are required when type is 'External'"
 type BackendSpec struct {
 	// type selects the storage service: SQLite (embedded, no Secret needed),
-	// Postgres, Redis or Khive (a kkernel child process, no Secret needed). It is fixed at creation: items written to one backend
-	// are not in another, so a different backend is a new MemoryAdapter.
+	// Postgres, Redis, Khive (a kkernel child process, no Secret needed) or
+	// External (a server image the user brings, see external). It is fixed at
+	// creation: items written to one backend are not in another, so a
+	// different backend is a new MemoryAdapter.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="type is immutable: create a new MemoryAdapter to use a different backend"
 	Type BackendType `json:"type"`
@@ -76,6 +87,122 @@ type BackendSpec struct {
 	// and only allowed then.
 	// +optional
 	Khive *KhiveOptions `json:"khive,omitempty"`
+
+	// external is the container contract of a server the user brings;
+	// required when type is External and only allowed then.
+	// +optional
+	External *ExternalOptions `json:"external,omitempty"`
+}
+
+// ExternalOptions are the container contract of a bring-your-own adapter:
+// an image (spec.image) that serves the memory adapter wire and, started
+// with harnessArgs, also the conformance harness protocol on a second port.
+//
+// The operator runs the image twice. The production Deployment runs command
+// and args with these environment variables set:
+//
+//	MEMORY_ADAPTER_LISTEN      0.0.0.0:<port>, where the wire must listen
+//	MEMORY_ADAPTER_PORT        <port>
+//	MEMORY_ADAPTER_TOKEN_FILE  /var/run/memory-adapter/binding/token, the
+//	                           bearer token every data request must carry
+//	MEMORY_ADAPTER_SCOPE       spec.backend.scope
+//
+// Each conformance Job runs command and harnessArgs as a sidecar of the
+// conformance container, on a disposable scope, reachable on loopback only:
+//
+//	MEMORY_ADAPTER_LISTEN              127.0.0.1:<port>
+//	MEMORY_ADAPTER_TOKEN_FILE          a fresh per-run data token
+//	MEMORY_ADAPTER_HARNESS_LISTEN      127.0.0.1:<harnessPort>
+//	MEMORY_ADAPTER_HARNESS_TOKEN_FILE  a fresh per-run harness token
+//	MEMORY_ADAPTER_SCOPE               a disposable scope for this run
+//
+// Arguments may name them as $(MEMORY_ADAPTER_LISTEN) and so on: the
+// kubelet expands them. Both run as UID 65532 with a read-only root
+// filesystem (Pod Security "restricted"); /tmp is writable.
+// +kubebuilder:validation:XValidation:rule="!has(self.port) || !has(self.harnessPort) || self.port != self.harnessPort",message="harnessPort must differ from port"
+type ExternalOptions struct {
+	// command replaces the image's entrypoint in both runs; omitted keeps it.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=1024
+	Command []string `json:"command,omitempty"`
+
+	// args start the production server (the wire only, never the harness).
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=1024
+	Args []string `json:"args,omitempty"`
+
+	// harnessArgs start the disposable harness-mode instance of the
+	// conformance Job: the wire on $(MEMORY_ADAPTER_LISTEN) and the harness
+	// protocol on $(MEMORY_ADAPTER_HARNESS_LISTEN), each with its token
+	// file. Without a harness, every case needing one is NotApplicable and
+	// the run cannot pass.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=1024
+	HarnessArgs []string `json:"harnessArgs"`
+
+	// port is where the wire listens, in both runs. Defaults to 8080; the
+	// Service always exposes it as port 8080.
+	// +optional
+	// +kubebuilder:default=8080
+	// +kubebuilder:validation:Minimum=1024
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port,omitempty"`
+
+	// harnessPort is where the harness-mode instance serves the harness
+	// protocol. Defaults to 8081; it must differ from port.
+	// +optional
+	// +kubebuilder:default=8081
+	// +kubebuilder:validation:Minimum=1024
+	// +kubebuilder:validation:Maximum=65535
+	HarnessPort int32 `json:"harnessPort,omitempty"`
+
+	// env are environment variables taken from Secrets in the MemoryAdapter's
+	// namespace, set in both runs. The kubelet resolves them; the operator
+	// never reads them. Names starting with MEMORY_ADAPTER_ and POD_NAME are
+	// the operator's.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Env []ExternalSecretEnv `json:"env,omitempty"`
+}
+
+// ExternalSecretEnv is one environment variable of an External server whose
+// value is a key of a Secret.
+type ExternalSecretEnv struct {
+	// name is the variable's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('MEMORY_ADAPTER_') && self != 'POD_NAME'",message="env names starting with MEMORY_ADAPTER_, and POD_NAME, are set by the operator"
+	Name string `json:"name"`
+
+	// secretKeyRef names the Secret and key holding the value.
+	// +required
+	SecretKeyRef SecretKeySelector `json:"secretKeyRef"`
+}
+
+// SecretKeySelector names one key of a Secret in the MemoryAdapter's
+// namespace, both parts required.
+type SecretKeySelector struct {
+	// name is the Secret's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+
+	// key is the Secret data key.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key"`
 }
 
 // KhiveOptions configure the Khive backend: the adapter starts

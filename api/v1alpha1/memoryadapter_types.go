@@ -6,6 +6,8 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // it publishes and the backend, lifecycle and checks it runs with.
 // +kubebuilder:validation:XValidation:rule="(self.backend.type != 'SQLite' && self.backend.type != 'Khive') || !has(self.replicas) || self.replicas <= 1",message="replicas must be at most 1 when backend.type is 'SQLite' or 'Khive': one database file has one writer"
 // +kubebuilder:validation:XValidation:rule="self.backend.type != 'Khive' || has(self.image)",message="image is required when backend.type is 'Khive': the operator's adapter image has no kkernel, so name an image holding memory-adapter and kkernel"
+// +kubebuilder:validation:XValidation:rule="self.backend.type != 'External' || has(self.image)",message="image is required when backend.type is 'External': name the image of the server you bring"
+// +kubebuilder:validation:XValidation:rule="self.backend.type != 'External' || !has(self.deletionPolicy) || self.deletionPolicy != 'Delete'",message="deletionPolicy Delete is not supported when backend.type is 'External': the operator cannot remove a foreign server's items"
 type MemoryAdapterSpec struct {
 	// manifest is the fidelity manifest the adapter publishes (lionagi
 	// ADR-0093 D1). The API server enforces the seed's six coherence rules,
@@ -34,7 +36,9 @@ type MemoryAdapterSpec struct {
 
 	// image is the container image of the adapter and of its conformance Job
 	// (one image serves both). Defaults to the operator's --adapter-image
-	// flag.
+	// flag. For an External backend it is the user's server image, which
+	// runs in production and, in harness mode, beside the operator's
+	// conformance container in each run.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512

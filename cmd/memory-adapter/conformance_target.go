@@ -3,8 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -21,6 +25,7 @@ type targetFlags struct {
 	tokenFile        string
 	harnessTokenFile string
 	duplicateID      string
+	wait             time.Duration
 	token            string
 	harnessToken     string
 }
@@ -31,6 +36,7 @@ func (t *targetFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&t.tokenFile, "token-file", "", "with --target: file holding the server's data bearer token")
 	fs.StringVar(&t.harnessTokenFile, "harness-token-file", "", "with --target: file holding the harness listener's bearer token")
 	fs.StringVar(&t.duplicateID, "duplicate-id-behaviour", "", "with --target: the declared duplicate-id behaviour (Overwrite, Reject, Duplicate) when the harness declares none; must agree when it does")
+	fs.DurationVar(&t.wait, "target-wait", 0, "with --target: wait up to this long for the target's /readyz (and the harness's capabilities) to answer 200 before the run, for a target starting beside this command")
 }
 
 // targetConflicts are the flags that configure this build's own backend; with --target they
@@ -40,7 +46,7 @@ var targetConflicts = []string{"backend", "scope", "sqlite-path", "connection-fi
 
 func (t *targetFlags) resolve(fs *pflag.FlagSet) error {
 	if t.url == "" {
-		for _, n := range []string{"harness-url", "token-file", "harness-token-file", "duplicate-id-behaviour"} {
+		for _, n := range []string{"harness-url", "token-file", "harness-token-file", "duplicate-id-behaviour", "target-wait"} {
 			if fs.Changed(n) {
 				return usageError("--%s needs --target", n)
 			}
@@ -81,10 +87,14 @@ func runTarget(ctx context.Context, f *conformanceFlags, expected *memory.Manife
 		opts.Progress = os.Stderr
 	}
 	t := f.target
-	h, err := wire.New(ctx, wire.Options{
-		TargetURL: t.url, Token: t.token, HarnessURL: t.harnessURL, HarnessToken: t.harnessToken,
-		DuplicateIDBehaviour: t.duplicateID,
-	})
+	err := waitForTarget(ctx, t)
+	var h *wire.Harness
+	if err == nil {
+		h, err = wire.New(ctx, wire.Options{
+			TargetURL: t.url, Token: t.token, HarnessURL: t.harnessURL, HarnessToken: t.harnessToken,
+			DuplicateIDBehaviour: t.duplicateID,
+		})
+	}
 	if err != nil {
 		r := conformance.Execute(ctx, nil, opts)
 		r.Target = t.url
@@ -103,4 +113,50 @@ func runTarget(ctx context.Context, f *conformanceFlags, expected *memory.Manife
 		addRunError(r, fmt.Sprintf("the target publishes manifest %s, not the expected %s", r.ManifestHash, expected.Hash()))
 	}
 	return r
+}
+
+// waitForTarget polls the target's /readyz, and the harness's capabilities when there is a
+// harness, until both answer 200 or --target-wait passes. The operator's conformance Job
+// starts the External server beside this command on loopback, where no kubelet probe can
+// tell when it listens; waiting here keeps that instance unreachable from outside the pod.
+func waitForTarget(ctx context.Context, t targetFlags) error {
+	if t.wait <= 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.wait)
+	defer cancel()
+	c := &http.Client{Timeout: 2 * time.Second}
+	ready := func(url, token string) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s answered HTTP %d", url, resp.StatusCode)
+		}
+		return nil
+	}
+	for {
+		err := ready(strings.TrimSuffix(t.url, "/")+"/readyz", "")
+		if err == nil && t.harnessURL != "" {
+			err = ready(strings.TrimSuffix(t.harnessURL, "/")+wire.PathCapabilities, t.harnessToken)
+		}
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the target was not ready within --target-wait %s: %w", t.wait, err)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }

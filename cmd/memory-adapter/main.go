@@ -34,7 +34,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCommand(), newConformanceCommand(), newVersionCommand(), newPurgeCommand(), newAgentCheckCommand())
+	root.AddCommand(newServeCommand(), newConformanceCommand(), newVersionCommand(), newPurgeCommand(), newAgentCheckCommand(), newTokenCommand())
 	return root
 }
 

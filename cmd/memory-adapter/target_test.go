@@ -201,3 +201,50 @@ func startOtherAdapter(t *testing.T, token string) string {
 	t.Cleanup(hs.Close)
 	return hs.URL
 }
+
+// TestTargetWaitOutlastsAServerStartingLate: --target-wait lets the run start before its
+// target listens (the operator's External Job starts both together), and a target that never
+// comes up is a failed run naming the wait.
+func TestTargetWaitOutlastsAServerStartingLate(t *testing.T) {
+	dir := t.TempDir()
+	tok, htok := writeFile(t, dir, "token", "data\n"), writeFile(t, dir, "harness-token", "harness\n")
+	data, harness := freeAddr(t), freeAddr(t)
+	type result struct {
+		r   *conformance.Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		report := filepath.Join(dir, "report.json")
+		_, err := executeCtx(t.Context(), "conformance", "--report-file", report, "--termination-log", "",
+			"--target", "http://"+data, "--token-file", tok, "--harness-url", "http://"+harness,
+			"--harness-token-file", htok, "--target-wait", "60s")
+		b, rerr := os.ReadFile(report)
+		var r *conformance.Report
+		if rerr == nil {
+			r, rerr = conformance.ParseReport(b)
+		}
+		done <- result{r, errors.Join(err, rerr)}
+	}()
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() {
+		_, err := executeCtx(ctx, "serve", "--backend", "inmemory", "--listen", data, "--token-file", tok,
+			"--harness", "--harness-listen", harness, "--harness-token-file", htok, "--log-level", "error")
+		served <- err
+	}()
+	res := <-done
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("serve: %v", err)
+	}
+	// The inmemory backend has no other record kind: a passed partial claim, exit code 1.
+	if res.r == nil || res.r.Result != conformance.Passed || len(res.r.Cases) == 0 {
+		t.Fatalf("the run did not wait for its target: %v %+v", res.err, res.r)
+	}
+
+	r, _, err := runTargetCommand(t, "--target", "http://"+freeAddr(t), "--token-file", tok, "--target-wait", "1s")
+	if err == nil || r.Result != conformance.Failed || !strings.Contains(r.Error, "not ready within --target-wait 1s") {
+		t.Errorf("a target that never listens: exit %v, result %s, error %q", err, r.Result, r.Error)
+	}
+}

@@ -203,6 +203,18 @@ var _ = Describe("MemoryAdapter admission", func() {
 			Expect(a.Spec.Backend.Khive.StorageSize).To(Equal("1Gi"), "the volume defaults to 1Gi")
 		})
 
+		// rejectedAfter is a table body: an adapter set up for a backend, then mutated, is
+		// refused with the wanted message.
+		rejectedAfter := func(setup func(*v1alpha1.MemoryAdapter)) func(func(*v1alpha1.MemoryAdapter), string) {
+			return func(mutate func(*v1alpha1.MemoryAdapter), want string) {
+				a := newAdapter(ns, fullManifest())
+				setup(a)
+				mutate(a)
+				err := k8sClient.Create(ctx, a, client.DryRunAll)
+				Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+				Expect(err.Error()).To(ContainSubstring(want))
+			}
+		}
 		khive := func(a *v1alpha1.MemoryAdapter) {
 			a.Spec.Backend.Type = v1alpha1.BackendKhive
 			a.Spec.Backend.Khive = &v1alpha1.KhiveOptions{}
@@ -210,14 +222,7 @@ var _ = Describe("MemoryAdapter admission", func() {
 			a.Spec.Image = &img
 		}
 		DescribeTable("rejects an inconsistent Khive backend",
-			func(mutate func(a *v1alpha1.MemoryAdapter), want string) {
-				a := newAdapter(ns, fullManifest())
-				khive(a)
-				mutate(a)
-				err := k8sClient.Create(ctx, a, client.DryRunAll)
-				Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
-				Expect(err.Error()).To(ContainSubstring(want))
-			},
+			rejectedAfter(khive),
 			Entry("no image holding kkernel", func(a *v1alpha1.MemoryAdapter) { a.Spec.Image = nil },
 				"image is required when backend.type is 'Khive'"),
 			Entry("no khive options", func(a *v1alpha1.MemoryAdapter) { a.Spec.Backend.Khive = nil },
@@ -252,6 +257,53 @@ var _ = Describe("MemoryAdapter admission", func() {
 				Expect(k8sClient.Create(ctx, a, client.DryRunAll)).To(Succeed(), "backend %s", b)
 			}
 		})
+
+		external := func(a *v1alpha1.MemoryAdapter) {
+			a.Spec.Backend.Type = v1alpha1.BackendExternal
+			a.Spec.Backend.External = &v1alpha1.ExternalOptions{
+				Args:        []string{"--listen", "$(MEMORY_ADAPTER_LISTEN)"},
+				HarnessArgs: []string{"--harness-listen", "$(MEMORY_ADAPTER_HARNESS_LISTEN)"},
+			}
+			img := "registry.example/python-adapter:1"
+			a.Spec.Image = &img
+		}
+		It("accepts an External backend with an image and Secret env, and defaults its ports", func() {
+			a := newAdapter(ns, fullManifest())
+			external(a)
+			a.Spec.Replicas = new(int32)
+			*a.Spec.Replicas = 3
+			a.Spec.Backend.External.Env = []v1alpha1.ExternalSecretEnv{{Name: "DB_URL", SecretKeyRef: v1alpha1.SecretKeySelector{Name: "byo-db", Key: "url"}}}
+			Expect(k8sClient.Create(ctx, a)).To(Succeed())
+			Expect(a.Spec.Backend.External.Port).To(Equal(int32(8080)), "the port defaults to 8080")
+			Expect(a.Spec.Backend.External.HarnessPort).To(Equal(int32(8081)), "the harness port defaults to 8081")
+		})
+
+		DescribeTable("rejects an inconsistent External backend",
+			rejectedAfter(external),
+			Entry("no image", func(a *v1alpha1.MemoryAdapter) { a.Spec.Image = nil },
+				"image is required when backend.type is 'External'"),
+			Entry("no external options", func(a *v1alpha1.MemoryAdapter) { a.Spec.Backend.External = nil },
+				"external options are required when type is 'External'"),
+			Entry("no harness args", func(a *v1alpha1.MemoryAdapter) { a.Spec.Backend.External.HarnessArgs = nil },
+				"spec.backend.external.harnessArgs: Required value"),
+			Entry("a connection Secret", func(a *v1alpha1.MemoryAdapter) {
+				a.Spec.Backend.ConnectionSecretRef = &v1alpha1.SecretKeyReference{Name: "s"}
+			}, "connectionSecretRef must not be set when type is 'External'"),
+			Entry("external options on SQLite", func(a *v1alpha1.MemoryAdapter) { a.Spec.Backend.Type = v1alpha1.BackendSQLite },
+				"external options may only be set when type is 'External'"),
+			Entry("one port for both listeners", func(a *v1alpha1.MemoryAdapter) { a.Spec.Backend.External.HarnessPort = 8080 },
+				"harnessPort must differ from port"),
+			Entry("a privileged port", func(a *v1alpha1.MemoryAdapter) { a.Spec.Backend.External.Port = 80 },
+				"spec.backend.external.port: Invalid value: 80"),
+			Entry("an env name the operator sets", func(a *v1alpha1.MemoryAdapter) {
+				a.Spec.Backend.External.Env = []v1alpha1.ExternalSecretEnv{{Name: "MEMORY_ADAPTER_TOKEN_FILE", SecretKeyRef: v1alpha1.SecretKeySelector{Name: "s", Key: "k"}}}
+			}, "env names starting with MEMORY_ADAPTER_, and POD_NAME, are set by the operator"),
+			Entry("an env Secret without a key", func(a *v1alpha1.MemoryAdapter) {
+				a.Spec.Backend.External.Env = []v1alpha1.ExternalSecretEnv{{Name: "DB_URL", SecretKeyRef: v1alpha1.SecretKeySelector{Name: "s"}}}
+			}, "spec.backend.external.env[0].secretKeyRef.key"),
+			Entry("deletionPolicy Delete", func(a *v1alpha1.MemoryAdapter) { a.Spec.DeletionPolicy = v1alpha1.DeletionDelete },
+				"deletionPolicy Delete is not supported when backend.type is 'External'"),
+		)
 
 		DescribeTable("rejects inconsistent backend and operational settings",
 			func(mutate func(a *v1alpha1.MemoryAdapter), want string) {
@@ -326,7 +378,7 @@ var _ = Describe("MemoryAdapter admission", func() {
 			Entry("an unknown fidelity", []string{"spec", "manifest", "retrieveFidelity"}, "perfect",
 				`spec.manifest.retrieveFidelity: Unsupported value: "perfect": supported values: "full", "native_fields", "lossy"`),
 			Entry("an unknown backend type", []string{"spec", "backend", "type"}, "Mongo",
-				`spec.backend.type: Unsupported value: "Mongo": supported values: "SQLite", "Postgres", "Redis", "Khive"`),
+				`spec.backend.type: Unsupported value: "Mongo": supported values: "SQLite", "Postgres", "Redis", "Khive", "External"`),
 			Entry("an oversized adapter id", []string{"spec", "manifest", "adapter"}, strings.Repeat("a", 254),
 				`spec.manifest.adapter: Too long: may not be (more|longer) than 253`),
 			Entry("an empty adapter id", []string{"spec", "manifest", "adapter"}, "",

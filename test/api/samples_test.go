@@ -62,7 +62,7 @@ var _ = Describe("config/samples", func() {
 		}
 		Expect(types).To(Equal(map[string]bool{
 			string(v1alpha1.BackendSQLite): true, string(v1alpha1.BackendPostgres): true, string(v1alpha1.BackendRedis): true,
-			string(v1alpha1.BackendKhive): true,
+			string(v1alpha1.BackendKhive): true, string(v1alpha1.BackendExternal): true,
 		}))
 	})
 

@@ -458,6 +458,37 @@ var _ = Describe("the operator loop", Ordered, func() {
 		By("an agent pod whose requirements Redis does not meet stays gated, with its Event")
 		expectRedisAgentGated(ctx, c, ns)
 	}, SpecTimeout(15*time.Minute))
+
+	It("verifies an External adapter with its own image as a harness-mode sidecar of the run", func(ctx SpecContext) {
+		// The sample brings the project's own image as a foreign server: the kubelet expands
+		// the contract's variables, runs the run's token step, the native sidecar and the
+		// conformance container, all under Pod Security restricted, and stops the sidecar.
+		kubectl(ctx, "apply", "-n", ns, "-f", "config/samples/memory_v1alpha1_memoryadapter_external.yaml")
+		waitAvailable(ctx, ns, "external-memory")
+		ma := &memoryv1alpha1.MemoryAdapter{}
+		Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "external-memory"}, ma)).To(Succeed())
+		Expect(ma.Status.Conformance).NotTo(BeNil())
+		Expect(ma.Status.Conformance.Cases).To(HaveLen(17))
+		Expect(ma.Status.Conformance.Failed).To(BeZero())
+		jobs := jobsOf(ctx, c, ns, "external-memory")
+		Expect(jobs).NotTo(BeEmpty())
+		job := jobs[0]
+		Expect(job.Spec.Template.Spec.InitContainers).To(HaveLen(2))
+		Expect(job.Spec.Template.Spec.InitContainers[1].Image).To(Equal(*ma.Spec.Image))
+		Expect(job.Status.Succeeded).To(Equal(int32(1)), "the Job completes once the conformance container exits")
+		fmt.Fprintf(GinkgoWriter, "%s", kubectl(ctx, "get", "madp", "-n", ns, "external-memory"))
+
+		By("storing and reading an item through the Service of the user's server")
+		st := adapterStore(ctx, c, ns, "external-memory")
+		item := memory.Item{ID: uuid.New(), Content: []byte(`"from the bring-your-own server"`), Metadata: map[string]json.RawMessage{}, Tags: []string{}, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
+		_, err := st.Store(ctx, item)
+		Expect(err).NotTo(HaveOccurred())
+		got, err := st.Retrieve(ctx, item.ID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got).NotTo(BeNil())
+		Expect(string(got.Content)).To(Equal(`"from the bring-your-own server"`))
+	}, SpecTimeout(15*time.Minute))
+
 	It("garbage-collects what a deleted adapter owned, and keeps SQLite's data under Retain", func(ctx SpecContext) {
 		kubectl(ctx, "delete", "-n", ns, "madp/sqlite-memory", "--wait=true")
 		Eventually(func(g Gomega) {

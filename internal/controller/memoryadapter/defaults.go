@@ -20,8 +20,11 @@ const (
 
 // settings are the effective values of a MemoryAdapter's optional spec fields.
 type settings struct {
-	replicas            int32
-	image               string
+	replicas int32
+	image    string
+	// operatorImage is the manager's --adapter-image: the conformance container of an
+	// External adapter's run, whose spec.image is the user's server.
+	operatorImage       string
 	conformanceInterval time.Duration
 	conformanceTimeout  time.Duration
 	healthPeriod        time.Duration
@@ -35,6 +38,7 @@ func effectiveSettings(ma *memoryv1alpha1.MemoryAdapter, defaultImage string) se
 	s := settings{
 		replicas:            ptr.Deref(ma.Spec.Replicas, 1),
 		image:               ptr.Deref(ma.Spec.Image, defaultImage),
+		operatorImage:       defaultImage,
 		conformanceInterval: defaultConformanceInterval,
 		conformanceTimeout:  defaultConformanceTimeout,
 		healthPeriod:        defaultHealthPeriod,
@@ -93,7 +97,9 @@ func backendLifecycle(t memoryv1alpha1.BackendType) memoryv1alpha1.LifecycleSpec
 		l.RequestTimeout = memoryv1alpha1.NewDuration(35 * time.Second)
 		l.ConnectTimeout = memoryv1alpha1.NewDuration(20 * time.Second)
 		l.Retry = &memoryv1alpha1.RetryPolicies{Store: once, Retrieve: once.DeepCopy(), Search: once.DeepCopy()}
-	default: // SQLite: a local failure does not clear within a retry's pause.
+	default: // SQLite: a local failure does not clear within a retry's pause. External: the
+		// operator cannot know a foreign server's lifecycle, so the same conservative values
+		// stand until spec.lifecycle states them (docs/operator.md).
 		l.RequestTimeout = memoryv1alpha1.NewDuration(5 * time.Second)
 		l.ConnectTimeout = memoryv1alpha1.NewDuration(30 * time.Second)
 		l.Retry = &memoryv1alpha1.RetryPolicies{Store: once, Retrieve: once.DeepCopy(), Search: once.DeepCopy()}

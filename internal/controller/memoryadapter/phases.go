@@ -445,7 +445,9 @@ func blockedReason(pods []corev1.Pod) string {
 				return fmt.Sprintf("pod %s is unschedulable: %s", p.Name, c.Message)
 			}
 		}
-		for _, cs := range p.Status.ContainerStatuses {
+		// An External run's server is an init container (a native sidecar), so its image pull
+		// and its Secret references show there.
+		for _, cs := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
 			if w := cs.State.Waiting; w != nil {
 				switch w.Reason {
 				case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError":

@@ -52,6 +52,17 @@ const (
 	manifestMountDir  = "/etc/memory-adapter/manifest"
 	dataMountDir      = "/var/lib/memory-adapter"
 	connectionEnvName = "MEMORY_ADAPTER_CONNECTION"
+	// runTokenDir holds an External run's per-run tokens, written by its first init step.
+	runTokenDir = "/var/run/memory-adapter/conformance" //nolint:gosec // a mount path, not a credential
+	// The environment of an External server (api/v1alpha1 ExternalOptions).
+	envListen                  = "MEMORY_ADAPTER_LISTEN"
+	envPort                    = "MEMORY_ADAPTER_PORT"
+	envTokenFile               = "MEMORY_ADAPTER_TOKEN_FILE" //nolint:gosec // a variable name, not a credential
+	envScope                   = "MEMORY_ADAPTER_SCOPE"
+	envHarnessListen           = "MEMORY_ADAPTER_HARNESS_LISTEN"
+	envHarnessTokenFile        = "MEMORY_ADAPTER_HARNESS_TOKEN_FILE" //nolint:gosec // a variable name, not a credential
+	defaultExternalPort        = 8080
+	defaultExternalHarnessPort = 8081
 	// nonRootUID is the distroless nonroot user the images run as.
 	nonRootUID = 65532
 	// BindingSecretType is the Secret type of the binding, per the Service Binding spec.
@@ -253,6 +264,12 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings, tokenHash s
 		strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
 	}
 	env = append(env, connectionEnv(ma)...)
+	container := corev1.Container{Name: "adapter", Image: s.image, Args: args, Env: env}
+	port := int32(adapterPort)
+	if isExternal(ma) {
+		container = externalServerContainer(ma, s, "adapter", false, ma.Spec.Backend.Scope)
+		port = externalPorts(ma).data
+	}
 	probe := func(path string, period int32) *corev1.Probe {
 		return &corev1.Probe{
 			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("http")}},
@@ -275,12 +292,13 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings, tokenHash s
 					SecurityContext:              podSecurity(),
 					Volumes:                      volumes,
 					Containers: []corev1.Container{{
-						Name:            "adapter",
-						Image:           s.image,
+						Name:            container.Name,
+						Image:           container.Image,
 						ImagePullPolicy: corev1.PullIfNotPresent,
-						Args:            args,
-						Env:             env,
-						Ports:           []corev1.ContainerPort{{Name: "http", ContainerPort: adapterPort, Protocol: corev1.ProtocolTCP}},
+						Command:         container.Command,
+						Args:            container.Args,
+						Env:             container.Env,
+						Ports:           []corev1.ContainerPort{{Name: "http", ContainerPort: port, Protocol: corev1.ProtocolTCP}},
 						ReadinessProbe:  probe("/readyz", 5),
 						LivenessProbe:   probe("/healthz", 10),
 						Resources:       adapterResources(),
@@ -318,6 +336,10 @@ func desiredNetworkPolicy(ma *memoryv1alpha1.MemoryAdapter, operatorNamespace st
 		operatorNS.MatchLabels = map[string]string{"kubernetes.io/metadata.name": operatorNamespace}
 	}
 	port := intstr.FromInt32(adapterPort)
+	if isExternal(ma) {
+		// The policy admits traffic to the pod's port, which the Service maps 8080 to.
+		port = intstr.FromInt32(externalPorts(ma).data)
+	}
 	return &networkingv1.NetworkPolicy{
 		ObjectMeta: objectMeta(ma, ma.Name, componentAdapter),
 		Spec: networkingv1.NetworkPolicySpec{
@@ -408,9 +430,14 @@ func jobName(ma *memoryv1alpha1.MemoryAdapter, seed string) string {
 // scope (SQLite: its own disposable file with the same build) plus the read-only checks of
 // the deployed adapter through its Service.
 func desiredJob(ma *memoryv1alpha1.MemoryAdapter, s settings, name string, key runKey, rerun string) *batchv1.Job {
-	args := append([]string{"conformance"}, backendArgs(ma)...)
 	// The whole run must end, and write its report, before the Job's deadline kills it.
 	budget := s.conformanceTimeout - s.conformanceTimeout/10
+	var args []string
+	if isExternal(ma) {
+		args = externalConformanceArgs(ma, s, budget)
+	} else {
+		args = append([]string{"conformance"}, backendArgs(ma)...)
+	}
 	args = append(args,
 		"--server-url", serviceURL(ma),
 		"--server-token-file", bindingMountDir+"/token",
@@ -436,7 +463,20 @@ func desiredJob(ma *memoryv1alpha1.MemoryAdapter, s settings, name string, key r
 		// The harness gives every run its own database file under /tmp.
 		args = append(args, khiveArgs(khive, "")...)
 	}
-	job := adapterJob(ma, s.image, name, componentConformance, args, volumes, mounts)
+	image := s.image
+	var initContainers []corev1.Container
+	if isExternal(ma) {
+		// The conformance container is the operator's own image; the user's image is the
+		// disposable server beside it.
+		image = s.operatorImage
+		volumes = append(volumes, corev1.Volume{Name: "run-tokens", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("1Mi")),
+		}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "run-tokens", MountPath: runTokenDir, ReadOnly: true})
+		initContainers = externalRunInitContainers(ma, s, name)
+	}
+	job := adapterJob(ma, image, name, componentConformance, args, volumes, mounts)
+	job.Spec.Template.Spec.InitContainers = initContainers
 	if ma.Spec.Backend.Type == memoryv1alpha1.BackendKhive && khive != nil {
 		c := &job.Spec.Template.Spec.Containers[0]
 		c.Env = append(c.Env, khiveEnv()...)

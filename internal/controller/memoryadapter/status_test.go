@@ -277,6 +277,10 @@ func TestBlockedReason(t *testing.T) {
 		"image pull":        {[]corev1.Pod{waitingPod("ImagePullBackOff", `Back-off pulling image "x:v9"`)}, `ImagePullBackOff: Back-off pulling image "x:v9"`},
 		"missing secret":    {[]corev1.Pod{waitingPod("CreateContainerConfigError", `secret "pg" not found`)}, `secret "pg" not found`},
 		"unschedulable pod": {[]corev1.Pod{unschedulable}, "insufficient memory"},
+		// An External run's server is a native sidecar: its status is an init container's.
+		"external server's Secret": {[]corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "run-1"}, Status: corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{{
+			Name: "server", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: `secret "byo-db" not found`}},
+		}}}}}, `secret "byo-db" not found`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := blockedReason(tc.pods)

@@ -1,0 +1,260 @@
+package memoryadapter
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/conformance"
+	"github.com/agentmem/memory-adapter-operator/conformance/wire/wiretest"
+)
+
+// TestExternalRunJudgesThePythonExample is the External backend end to end without a
+// cluster: the Python example (examples/python-adapter) plays the user's image. The test runs
+// the containers desiredDeployment and desiredJob build, as the kubelet would: the production
+// server with its args, then the run's token step, the harness-mode server and the conformance
+// container, each with its command, args and environment ($(VAR) expanded). The only changes
+// are the ones a pod network makes: mount paths become temporary directories, the Service URL
+// becomes the production process's loopback address, and /dev/termination-log a file. The
+// run must write a compact report that the controller reads as a full-claim pass. It needs
+// python3 on PATH and builds cmd/memory-adapter; it fails, never skips, without them.
+func TestExternalRunJudgesThePythonExample(t *testing.T) {
+	py := wiretest.Interpreter(t)
+	manifest := externalSampleManifest("python-example")
+	runExternal(t, "python-example", manifest, func(string) *memoryv1alpha1.ExternalOptions {
+		return &memoryv1alpha1.ExternalOptions{
+			// In an image this is ["python3", "/app/server.py"].
+			Command:     []string{py, wiretest.ServerPath()},
+			Args:        []string{"--listen", "$(MEMORY_ADAPTER_LISTEN)", "--token-file", "$(MEMORY_ADAPTER_TOKEN_FILE)"},
+			HarnessArgs: []string{"--listen", "$(MEMORY_ADAPTER_LISTEN)", "--token-file", "$(MEMORY_ADAPTER_TOKEN_FILE)", "--harness-listen", "$(MEMORY_ADAPTER_HARNESS_LISTEN)", "--harness-token-file", "$(MEMORY_ADAPTER_HARNESS_TOKEN_FILE)"},
+		}
+	})
+}
+
+// TestExternalRunJudgesTheProjectsOwnServer runs config/samples' External sample, which brings
+// this project's own `memory-adapter serve` (SQLite) as if it were a foreign image; the e2e
+// suite deploys the same sample on the local cluster.
+func TestExternalRunJudgesTheProjectsOwnServer(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "..", "config", "samples", "memory_v1alpha1_memoryadapter_external.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample := &memoryv1alpha1.MemoryAdapter{}
+	if err := yaml.UnmarshalStrict(b, sample); err != nil {
+		t.Fatal(err)
+	}
+	runExternal(t, sample.Spec.Manifest.Adapter, sample.Spec.Manifest, func(bin string) *memoryv1alpha1.ExternalOptions {
+		e := sample.Spec.Backend.External.DeepCopy()
+		e.Command = []string{bin} // the image's entrypoint
+		return e
+	})
+}
+
+// externalSampleManifest is the contract both servers publish, under their adapter id.
+func externalSampleManifest(adapter string) memoryv1alpha1.ManifestSpec {
+	return memoryv1alpha1.ManifestSpec{
+		Adapter: adapter,
+		NativeItemFields: []memoryv1alpha1.ItemField{memoryv1alpha1.ItemFieldID, memoryv1alpha1.ItemFieldCreatedAt,
+			memoryv1alpha1.ItemFieldMetadata, memoryv1alpha1.ItemFieldContent, memoryv1alpha1.ItemFieldTags},
+		SupportedFilters:  []memoryv1alpha1.FilterKey{"branch_id", "source"},
+		SearchConsistency: memoryv1alpha1.ConsistencyImmediate,
+		RetrieveFidelity:  memoryv1alpha1.FidelityFull, SearchFidelity: memoryv1alpha1.FidelityFull,
+		SearchReturnsTags: true, PreservesMetadata: true,
+	}
+}
+
+// runExternal runs the External adapter that options (given the built memory-adapter binary)
+// describe, as the kubelet would run the Deployment's and the Job's containers, and requires
+// a full-claim pass of adapter that the controller reads back.
+func runExternal(t *testing.T, adapter string, manifest memoryv1alpha1.ManifestSpec, options func(bin string) *memoryv1alpha1.ExternalOptions) {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	bin := buildAdapterBinary(ctx, t, dir)
+	e := options(bin)
+	e.Port, e.HarnessPort = freePort(t), freePort(t)
+	ma := externalAdapter(e)
+	ma.UID = "0b6c8f5e-8c7e-4d6b-9c53-3f0f9d2b1a77"
+	ma.Spec.Manifest = manifest
+	if err := ma.Spec.Manifest.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	s := effectiveSettings(ma, "operator/memory-adapter:test")
+
+	// What the operator mounts: the binding token and the manifest ConfigMap.
+	prodAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fs := map[string]string{
+		"/tmp/":                              filepath.Join(dir, "tmp") + "/",
+		bindingMountDir:                      filepath.Join(dir, "binding"),
+		manifestMountDir:                     filepath.Join(dir, "manifest"),
+		runTokenDir:                          filepath.Join(dir, "run"),
+		corev1.TerminationMessagePathDefault: filepath.Join(dir, "termination-log"),
+		serviceURL(ma):                       "http://" + prodAddr,
+	}
+	for _, d := range []string{"binding", "manifest", "run"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeTestFile(t, filepath.Join(dir, "binding", "token"), deriveToken([]byte(strings.Repeat("k", MinTokenKeyBytes)), ma))
+	manifestJSON, err := json.Marshal(ma.Spec.Manifest.ToMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "manifest", "manifest.json"), string(manifestJSON))
+	pairs := make([]string, 0, 2*len(fs))
+	for from, to := range fs {
+		pairs = append(pairs, from, to)
+	}
+	// One pass, so a substituted temporary path is never substituted again.
+	rootfs := strings.NewReplacer(pairs...)
+	run := func(c corev1.Container, override map[string]string) *exec.Cmd {
+		return kubeletCommand(ctx, c, rootfs, override)
+	}
+
+	// The production instance: on the pod network it listens on 0.0.0.0:port behind the
+	// Service; here its own loopback port stands in for both.
+	dep := desiredDeployment(ma, s, "hash")
+	prod := run(dep.Spec.Template.Spec.Containers[0], map[string]string{envListen: prodAddr})
+	startBackground(t, prod)
+
+	job := desiredJob(ma, s, jobName(ma, "seed"), runKey{}, "")
+	pod := job.Spec.Template.Spec
+	tokens, server, conf := pod.InitContainers[0], pod.InitContainers[1], pod.Containers[0]
+	tokens.Command = []string{bin} // the operator's image's entrypoint
+	if out, err := run(tokens, nil).CombinedOutput(); err != nil {
+		t.Fatalf("token step: %v\n%s", err, out)
+	}
+	startBackground(t, run(server, nil))
+	conf.Command = []string{bin}
+	out, err := run(conf, nil).CombinedOutput()
+	if err != nil {
+		t.Fatalf("conformance container: %v\n%s", err, tail(out))
+	}
+
+	msg, err := os.ReadFile(fs[corev1.TerminationMessagePathDefault])
+	if err != nil {
+		t.Fatal(err)
+	}
+	compact, err := conformance.ParseCompact(msg)
+	if err != nil || compact.Result != conformance.Passed || compact.Claim != conformance.ClaimFull || compact.AdapterID != adapter {
+		t.Fatalf("compact report %s (%v): want a full-claim pass of %s\n%s", msg, err, adapter, tail(out))
+	}
+	if !strings.Contains(string(out), "published manifest equals the expected one") {
+		t.Errorf("the production instance was not checked:\n%s", tail(out))
+	}
+	p := corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "conformance",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: string(msg)}}}}}}
+	res := resultFromJob(job, []corev1.Pod{p}, runKey{}, "", "", time.Now())
+	if res.Failed != 0 || res.Message != "" || len(res.Cases) != len(memoryv1alpha1.AllConformanceCaseIDs) {
+		t.Errorf("the controller reads %d passed, %d failed, %d cases, message %q", res.Passed, res.Failed, len(res.Cases), res.Message)
+	}
+}
+
+// kubeletCommand starts a container's command as the kubelet would: command (or, for the
+// test, the entrypoint set on it) then args, $(VAR) references expanded from the container's
+// environment, with the test's mount paths substituted.
+func kubeletCommand(ctx context.Context, c corev1.Container, rootfs *strings.Replacer, override map[string]string) *exec.Cmd {
+	remap := rootfs.Replace
+	env := map[string]string{}
+	environ := os.Environ()
+	for _, e := range c.Env {
+		v := e.Value
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			v = "test-pod"
+		}
+		if o, ok := override[e.Name]; ok {
+			v = o
+		}
+		env[e.Name] = remap(v)
+		environ = append(environ, e.Name+"="+env[e.Name])
+	}
+	ref := regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+	expand := func(a string) string {
+		return ref.ReplaceAllStringFunc(a, func(m string) string {
+			if v, ok := env[m[2:len(m)-1]]; ok {
+				return v
+			}
+			return m
+		})
+	}
+	// The command is the test's entrypoint, a host path already; args name container paths.
+	// Variables hold remapped values, so each string is remapped once, before expansion.
+	var argv []string
+	for _, a := range c.Command {
+		argv = append(argv, expand(a))
+	}
+	for _, a := range c.Args {
+		argv = append(argv, expand(remap(a)))
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = environ
+	return cmd
+}
+
+// buildAdapterBinary builds cmd/memory-adapter, the operator's image's program.
+func buildAdapterBinary(ctx context.Context, t *testing.T, dir string) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..", "..")
+	bin := filepath.Join(dir, "memory-adapter")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/memory-adapter")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/memory-adapter: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func startBackground(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+}
+
+func freePort(t *testing.T) int32 {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return int32(l.Addr().(*net.TCPAddr).Port)
+}
+
+func writeTestFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tail keeps the end of a command's output for a failure message.
+func tail(b []byte) string {
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
