@@ -225,12 +225,16 @@ var _ = Describe("the controller at scale", Label("scale"), Ordered, func() {
 			list := &memoryv1alpha1.MemoryAdapterList{}
 			g.Expect(k8sClient.List(ctx, list, client.InNamespace(ns.Name))).To(Succeed())
 			available := 0
+			blocked := ""
 			for _, ma := range list.Items {
-				if c := conditionOf(&ma, memoryv1alpha1.ConditionAvailable); c.Status == metav1.ConditionTrue {
+				c := conditionOf(&ma, memoryv1alpha1.ConditionAvailable)
+				if c.Status == metav1.ConditionTrue {
 					available++
+				} else if blocked == "" {
+					blocked = fmt.Sprintf("%s: Available=%s %s: %s", ma.Name, c.Status, c.Reason, c.Message)
 				}
 			}
-			g.Expect(available).To(Equal(n))
+			g.Expect(available).To(Equal(n), "first adapter not Available: %s", blocked)
 		}).WithTimeout(60 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 		toAvailable := time.Since(start)
 		reconciles := reconcileTotal() - baseReconciles
