@@ -391,7 +391,7 @@ func (s *Server) retrieveItem(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, http.StatusBadGateway, memory.ProblemAdapterError, "the backend returned an item with a different id", nil)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, it)
+	s.writeItems(w, nil, it)
 }
 
 type searchResult struct {
@@ -436,7 +436,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	if items == nil {
 		items = []memory.Item{}
 	}
-	s.writeJSON(w, http.StatusOK, searchResult{Items: items})
+	s.writeItems(w, items, nil)
 }
 
 // backendError maps the contract's stable errors to problem types. An untyped error is a
@@ -522,7 +522,12 @@ func decodeObject(body []byte, v any) error {
 		return errors.New("the body is not valid UTF-8")
 	}
 	// The api/memory codecs are strict (unknown fields, quoted numbers, null tags are errors),
-	// so one decode is all the server needs.
+	// so one decode is all the server needs. json.Unmarshal would check the syntax, skip over
+	// the value and only then call the type's own decoder, which reads it twice more; on a
+	// valid body, calling that decoder directly gives the same value and the same errors.
+	if u, ok := v.(json.Unmarshaler); ok && json.Valid(body) {
+		return u.UnmarshalJSON(body)
+	}
 	return json.Unmarshal(body, v)
 }
 
@@ -566,6 +571,63 @@ var titles = map[memory.ProblemType]string{
 	memory.ProblemUnavailable:          "Memory adapter unavailable",
 }
 
+// writeItems answers 200 with one item (it non-nil) or a search page, with the bytes
+// json.Marshal writes for them, in one pass: Item.MarshalJSON's output is already compact
+// and valid, so encoding/json's second pass over it (re-compacting it into its own buffer)
+// only ever changes <, >, &, U+2028 and U+2029 inside strings, which json.HTMLEscape does
+// when one is present. Any encoding error takes json.Marshal's path, for the same message.
+func (s *Server) writeItems(w http.ResponseWriter, items []memory.Item, it *memory.Item) {
+	var buf bytes.Buffer
+	appendItem := func(it *memory.Item) bool {
+		b, err := it.MarshalJSON()
+		if err != nil {
+			return false
+		}
+		if needsHTMLEscape(b) {
+			json.HTMLEscape(&buf, b)
+		} else {
+			buf.Write(b)
+		}
+		return true
+	}
+	ok := true
+	if it != nil {
+		ok = appendItem(it)
+	} else {
+		buf.WriteString(`{"items":[`)
+		for i := range items {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if ok = appendItem(&items[i]); !ok {
+				break
+			}
+		}
+		buf.WriteString(`]}`)
+	}
+	if !ok {
+		if it != nil {
+			s.writeJSON(w, http.StatusOK, it)
+		} else {
+			s.writeJSON(w, http.StatusOK, searchResult{Items: items})
+		}
+		return
+	}
+	s.writeBytes(w, http.StatusOK, buf.Bytes())
+}
+
+// needsHTMLEscape reports whether b holds <, >, & or the first byte of U+2028 or U+2029
+// (E2 80 A8/A9, whose lead byte is 0xE2): a byte loop, where bytes.ContainsAny with a
+// non-ASCII set decodes every rune. A false positive only costs the escaping pass.
+func needsHTMLEscape(b []byte) bool {
+	for _, c := range b {
+		if c == '<' || c == '>' || c == '&' || c == 0xE2 {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -573,6 +635,10 @@ func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 		s.problem(w, http.StatusBadGateway, memory.ProblemAdapterError, "encoding the response: "+err.Error(), nil)
 		return
 	}
+	s.writeBytes(w, status, b)
+}
+
+func (s *Server) writeBytes(w http.ResponseWriter, status int, b []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)

@@ -1,0 +1,41 @@
+package memory
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// goldenItem carries every character encoding/json escapes (HTML characters, U+2028/9,
+// control characters, quotes and backslashes in keys), whitespace inside raw values and a
+// number literal that must stay verbatim.
+func goldenItem() Item {
+	return Item{
+		ID:        uuid.MustParse("6f1c0f6e-8a55-4c39-9a39-2a0b6f0d4b1e"),
+		CreatedAt: time.UnixMicro(1_767_225_600_123_450),
+		Metadata: map[string]json.RawMessage{
+			"source":           json.RawMessage(` "a<b>&c" `),
+			"k\"ey\\\n\u2028<": json.RawMessage(`{ "x" : [ 1e400 , "\u2029" , "é" ] }`),
+			"branch_id":        json.RawMessage(`null`),
+			"ünï":              json.RawMessage(`12345678901234567890123`),
+		},
+		Content: json.RawMessage(`{ "text" : "x < y && \u2028 \t" , "n" : -0.0e-0 }`),
+		Tags:    []string{"<t>", "a&b", "\u2028", "é", "q\"\\"},
+	}
+}
+
+// goldenItemWire is what json.Marshal(goldenItem()) wrote before the one-pass encoder; the
+// server, the remote client and Redis's stored payload all depend on these exact bytes.
+const goldenItemWire = `{"id":"6f1c0f6e-8a55-4c39-9a39-2a0b6f0d4b1e","created_at":1767225600.12345,"metadata":{"branch_id":null,"k\"ey\\\n\u2028\u003c":{"x":[1e400,"\u2029","é"]},"source":"a\u003cb\u003e\u0026c","ünï":12345678901234567890123},"content":{"text":"x \u003c y \u0026\u0026 \u2028 \t","n":-0.0e-0},"tags":["\u003ct\u003e","a\u0026b","\u2028","é","q\"\\"]}`
+
+func TestItemWireBytesAreUnchanged(t *testing.T) {
+	b, err := json.Marshal(goldenItem())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != goldenItemWire {
+		t.Errorf("json.Marshal(item):\n got %s\nwant %s", b, goldenItemWire)
+	}
+}
