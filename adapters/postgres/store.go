@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -178,6 +180,32 @@ var migrations = []string{
 	// jsonb, which stays the column filters compare; reads return the text, so a read is never
 	// larger than the write. Rows from version 1 have NULL text and read the jsonb.
 	2: `ALTER TABLE %[1]s.memory_items ADD COLUMN metadata_text text, ADD COLUMN content_text text;`,
+	// Indexes for searches at scale (docs/performance.md): jsonb_path_ops GIN for filters,
+	// which the search states as containment (@>) beside the exact equality, and a trigram
+	// GIN for the text predicate, which the search states as an escaped LIKE. pg_trgm is a
+	// trusted extension (PostgreSQL 13+; Debian ships it with the server), so a role with
+	// CREATE on the database may install it; where it cannot be installed the migration still
+	// succeeds without the trigram index and text searches scan (docs/adapters/postgres.md).
+	// The advisory lock serializes CREATE EXTENSION across schemas migrating at once, so the
+	// loser of the race sees the winner's extension instead of failing to create it.
+	3: `CREATE INDEX memory_items_metadata ON %[1]s.memory_items USING gin (metadata jsonb_path_ops);
+	DO $mao$
+	DECLARE
+		ns text;
+	BEGIN
+		PERFORM pg_advisory_xact_lock(hashtext('memory-adapter-extension:pg_trgm'));
+		BEGIN
+			CREATE EXTENSION IF NOT EXISTS pg_trgm;
+		EXCEPTION WHEN OTHERS THEN
+			RAISE NOTICE 'pg_trgm is not available (%%): text searches scan', SQLERRM;
+		END;
+		SELECT n.nspname INTO ns FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+			WHERE e.extname = 'pg_trgm';
+		IF ns IS NOT NULL THEN
+			EXECUTE format('CREATE INDEX memory_items_search_trgm ON %[1]s.memory_items USING gin (search_text %%I.gin_trgm_ops)', ns);
+		END IF;
+	END
+	$mao$;`,
 }
 
 // SchemaVersion is the schema version this build writes and expects.
@@ -433,8 +461,9 @@ func (s *Store) buildSearch(q memory.Query) (string, []any, bool) {
 		if strings.IndexByte(needle, 0) >= 0 {
 			return "", nil, false
 		}
-		// strpos is a literal search: no pattern characters exist for it.
-		b.WriteString(` AND strpos(search_text, ` + arg(needle) + `) > 0`)
+		// A LIKE pattern with its three special characters escaped is a literal substring
+		// test, as strpos is, and unlike strpos it can use the trigram index (migration 3).
+		b.WriteString(` AND search_text LIKE ` + arg("%"+likeEscaper.Replace(needle)+"%"))
 	}
 	if len(q.Tags) > 0 {
 		tags := make([]string, 0, len(q.Tags))
@@ -448,16 +477,34 @@ func (s *Store) buildSearch(q memory.Query) (string, []any, bool) {
 		}
 		b.WriteString(` AND tags && ` + arg(tags) + `::text[]`)
 	}
-	for k, v := range q.Filters {
-		c, err := relstore.FilterValue(v, s.rules)
+	// Keys in a fixed order, so one query shape has one statement text (pgx caches the
+	// prepared statement by text).
+	keys := slices.Sorted(maps.Keys(q.Filters))
+	contains := make(map[string]json.RawMessage, len(keys))
+	for _, k := range keys {
+		c, err := relstore.FilterValue(q.Filters[k], s.rules)
 		if err != nil || !utf8.ValidString(k) || strings.IndexByte(k, 0) >= 0 {
 			return "", nil, false
 		}
+		contains[k] = c
 		b.WriteString(` AND metadata -> ` + arg(k) + ` = ` + arg(string(c)) + `::jsonb`)
+	}
+	if len(contains) > 0 {
+		// Containment is implied by the equalities above (it holds for equal values and more,
+		// e.g. a longer array) and is what the jsonb_path_ops index (migration 3) answers, so
+		// the planner may find candidate rows by the index and the equalities decide.
+		doc, err := json.Marshal(contains)
+		if err != nil {
+			return "", nil, false
+		}
+		b.WriteString(` AND metadata @> ` + arg(string(doc)) + `::jsonb`)
 	}
 	b.WriteString(` ORDER BY seq LIMIT ` + arg(q.Limit))
 	return b.String(), args, true
 }
+
+// likeEscaper escapes LIKE's wildcards and its escape character (backslash, the default).
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // Probe reports the server version and checks the encoding, exact jsonb numerics and the
 // schema version.
