@@ -92,7 +92,8 @@ func BenchmarkPostgres(b *testing.B) {
 			Search: func(q memory.Query) func(context.Context) (int, error) {
 				sqlText, args, _ := s.buildSearch(q)
 				return func(ctx context.Context) (int, error) {
-					rows, err := raw.Query(ctx, sqlText, args...)
+					// The adapter's execution mode for searches (custom plans).
+					rows, err := raw.Query(ctx, sqlText, append([]any{pgx.QueryExecModeCacheDescribe}, args...)...)
 					if err != nil {
 						return 0, err
 					}

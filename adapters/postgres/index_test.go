@@ -58,13 +58,13 @@ func TestLikeTextSearchIsLiteral(t *testing.T) {
 	}
 }
 
-// TestContainmentDoesNotWidenFilters: the filter statement adds jsonb containment for the
-// index, which alone would also accept a longer array or a larger object; the equality
-// beside it keeps the contract's JSON equality.
-func TestContainmentDoesNotWidenFilters(t *testing.T) {
+// TestFilterHashIsImpliedByEquality: the filter statement adds the equality of the values'
+// jsonb_hash for the key's index; values jsonb equality calls equal (1 and 1.0, objects in
+// another key order) must still match, and values it does not must not.
+func TestFilterHashIsImpliedByEquality(t *testing.T) {
 	h := newHarness(t)
 	s := newStore(t, h)
-	values := []string{`[1]`, `[1,2]`, `{"a":1}`, `{"a":1,"b":2}`, `1.0`, `"s"`}
+	values := []string{`1.0`, `{"a":1,"b":[1,2]}`, `[1]`, `[1,2]`, `"s"`, `null`, `12345678901234567890123`}
 	ids := map[string]string{}
 	for _, v := range values {
 		it := memory.NewItem(json.RawMessage(`null`))
@@ -73,7 +73,9 @@ func TestContainmentDoesNotWidenFilters(t *testing.T) {
 		ids[it.ID.String()] = v
 	}
 	for _, c := range []struct{ filter, want string }{
-		{`[1]`, `[1]`}, {`{"a":1}`, `{"a":1}`}, {`1`, `1.0`}, {`"s"`, `"s"`},
+		{`1`, `1.0`}, {`1e0`, `1.0`}, {`{"b":[1,2.0],"a":1}`, `{"a":1,"b":[1,2]}`}, {`[1]`, `[1]`},
+		{`"s"`, `"s"`}, {`null`, `null`}, {`12345678901234567890123.00`, `12345678901234567890123`},
+		{`12345678901234567890124`, ``}, {`"S"`, ``},
 	} {
 		hits, err := s.Search(context.Background(), memory.Query{
 			Filters: map[string]json.RawMessage{"source": json.RawMessage(c.filter)}, Limit: 100})
@@ -84,15 +86,20 @@ func TestContainmentDoesNotWidenFilters(t *testing.T) {
 		for _, hit := range hits {
 			got = append(got, ids[hit.ID.String()])
 		}
-		if !slices.Equal(got, []string{c.want}) {
-			t.Errorf("filter source=%s: got %q, want [%s]", c.filter, got, c.want)
+		var want []string
+		if c.want != "" {
+			want = []string{c.want}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("filter source=%s: got %q, want %q", c.filter, got, want)
 		}
 	}
 }
 
-// TestMigrationThreeIndexes: migration 3 creates the jsonb_path_ops index and, pg_trgm
-// being part of Debian's server package, the trigram index.
-func TestMigrationThreeIndexes(t *testing.T) {
+// TestSearchIndexes: migration 3 creates the trigram index (pg_trgm is part of Debian's
+// server package) and Open one hash-expression index and, on PostgreSQL 14+ (the test
+// server is 15), one extended statistics object per supported filter key.
+func TestSearchIndexes(t *testing.T) {
 	h := newHarness(t)
 	_ = newStore(t, h)
 	rows, err := h.admin.Query(context.Background(), `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname`, h.schema)
@@ -111,7 +118,6 @@ func TestMigrationThreeIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]string{
-		"memory_items_metadata":    "jsonb_path_ops",
 		"memory_items_search_trgm": "gin_trgm_ops",
 		"memory_items_tags":        "gin (tags)",
 		"memory_items_scope_seq":   "(scope, seq)",
@@ -119,5 +125,23 @@ func TestMigrationThreeIndexes(t *testing.T) {
 		if !strings.Contains(defs[name], want) {
 			t.Errorf("index %s: %q, want it to mention %q", name, defs[name], want)
 		}
+	}
+	var perKey []string
+	for _, def := range defs {
+		if strings.Contains(def, "jsonb_hash") {
+			perKey = append(perKey, def)
+		}
+	}
+	joined := strings.Join(perKey, "\n")
+	if len(perKey) != 2 || !strings.Contains(joined, `(metadata -> 'branch_id'::text)`) || !strings.Contains(joined, `(metadata -> 'source'::text)`) {
+		t.Errorf("filter indexes: %q, want one per default key (branch_id, source)", perKey)
+	}
+	var stats int
+	if err := h.admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_statistic_ext e
+		JOIN pg_namespace n ON n.oid = e.stxnamespace WHERE n.nspname = $1 AND e.stxkind @> '{f,m}'`, h.schema).Scan(&stats); err != nil {
+		t.Fatal(err)
+	}
+	if stats != 2 {
+		t.Errorf("%d extended statistics with dependencies and MCV lists, want one per default key", stats)
 	}
 }
