@@ -12,8 +12,9 @@ sizes=${1:-10000,100000}
 count=${2:-3}
 benchtime=${3:-100x}
 out=${OUT:-docs/perf/postgres-scale.md}
-explain=$(dirname "$out")/explain
-mkdir -p "$explain"
+mkdir -p "$(dirname "$out")/explain"
+# go test runs in the package's directory: the plans' directory must be absolute.
+explain=$(cd "$(dirname "$out")/explain" && pwd)
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
 cmd="MAO_BENCH_SCALE_SIZES=$sizes go test -tags scalebench -run '^\$' -bench BenchmarkPostgresScale -benchtime $benchtime -count $count -v ./adapters/postgres/"
@@ -39,7 +40,7 @@ load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 			END {
 				for (i = 1; i <= k; i++) {
 					split(order[i], p, " "); n = split(v[order[i]], a, " ")
-					for (x = 1; x <= n; x++) for (y = x + 1; y <= n; y++) if (a[y] < a[x]) { t = a[x]; a[x] = a[y]; a[y] = t }
+					for (x = 1; x <= n; x++) for (y = x + 1; y <= n; y++) if (a[y] + 0 < a[x] + 0) { t = a[x]; a[x] = a[y]; a[y] = t }
 					med = (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 					runs = ""; split(v[order[i]], r, " ")
 					for (x = 1; x <= n; x++) runs = runs (x > 1 ? ", " : "") sprintf("%.0f", r[x] / 1000)
