@@ -147,7 +147,7 @@ func (s *Store) Evidence(ctx context.Context) (memory.EvidenceReport, error) {
 
 // Store sends the item and returns its id, which must be the item's own.
 func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) {
-	body, err := json.Marshal(item)
+	body, err := memory.MarshalItem(item)
 	if err != nil {
 		return uuid.Nil, memory.NewAdapterError("remote: store: the item cannot be encoded", err)
 	}

@@ -231,6 +231,58 @@ func (it Item) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// MarshalItem returns exactly the bytes json.Marshal(it) returns, in one pass: MarshalJSON's
+// output is already compact and valid, so encoding/json's second pass over it only ever
+// changes <, >, &, U+2028 and U+2029 inside strings, which json.HTMLEscape does when one is
+// present. An item MarshalJSON refuses takes json.Marshal's path, for the same error.
+func MarshalItem(it Item) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := AppendItemJSON(&buf, &it); err != nil {
+		return json.Marshal(it)
+	}
+	return buf.Bytes(), nil
+}
+
+// UnmarshalItem returns what json.Unmarshal(data, &it) gives, with the same errors, in
+// fewer passes: json.Unmarshal checks the syntax, skips over the value and only then calls
+// UnmarshalJSON, which reads it twice more. A body that is not valid JSON takes
+// json.Unmarshal's path, for its syntax error.
+func UnmarshalItem(data []byte) (Item, error) {
+	var it Item
+	if !json.Valid(data) {
+		err := json.Unmarshal(data, &it)
+		return it, err
+	}
+	err := it.UnmarshalJSON(data)
+	return it, err
+}
+
+// AppendItemJSON appends MarshalItem's bytes for it to buf; on error buf is unchanged.
+func AppendItemJSON(buf *bytes.Buffer, it *Item) error {
+	b, err := it.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	if needsHTMLEscape(b) {
+		json.HTMLEscape(buf, b)
+	} else {
+		buf.Write(b)
+	}
+	return nil
+}
+
+// needsHTMLEscape reports whether b holds <, >, & or the lead byte of U+2028 or U+2029
+// (E2 80 A8/A9): a byte loop, where bytes.ContainsAny with a non-ASCII set decodes every
+// rune. A false positive only costs the escaping pass.
+func needsHTMLEscape(b []byte) bool {
+	for _, c := range b {
+		if c == '<' || c == '>' || c == '&' || c == 0xE2 {
+			return true
+		}
+	}
+	return false
+}
+
 // appendJSONString writes s as a JSON string: printable ASCII other than " and \ as it is,
 // anything else through json.Marshal, so the escapes are encoding/json's own.
 func appendJSONString(b *bytes.Buffer, s string) {

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -37,5 +38,20 @@ func TestItemWireBytesAreUnchanged(t *testing.T) {
 	}
 	if string(b) != goldenItemWire {
 		t.Errorf("json.Marshal(item):\n got %s\nwant %s", b, goldenItemWire)
+	}
+	// MarshalItem is json.Marshal in one pass: the same bytes, here and for an item without
+	// any character to escape, and the same error for an item MarshalJSON refuses.
+	plain := goldenItem()
+	plain.Metadata = map[string]json.RawMessage{"source": json.RawMessage(`"s"`)}
+	plain.Content = json.RawMessage(`{"text":"plain"}`)
+	plain.Tags = []string{"t"}
+	broken := goldenItem()
+	broken.Content = json.RawMessage(`{"unterminated"`)
+	for _, it := range []Item{goldenItem(), plain, broken} {
+		want, wantErr := json.Marshal(it)
+		got, err := MarshalItem(it)
+		if string(got) != string(want) || fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Errorf("MarshalItem: %s, %v; json.Marshal: %s, %v", got, err, want, wantErr)
+		}
 	}
 }

@@ -6,7 +6,7 @@
 # threads (whose counts vary run to run); asyncpreemptoff avoids a callgrind signal
 # assertion. Repeated runs agree within about 0.2 %.
 #
-# usage: hack/perf/callgrind.sh LABEL TEST_BINARY BENCH_REGEX... 
+# usage: hack/perf/callgrind.sh LABEL TEST_BINARY BENCHMARK_NAME...
 # prints one markdown row per benchmark: | label | benchmark | instructions/call |
 set -euo pipefail
 label=$1 bin=$2
@@ -16,8 +16,12 @@ n2=${CALLGRIND_N2:-1200}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 count() { # bench n -> total instructions
+	# Anchor every level: -test.bench matches each /-separated part on its own, and an
+	# unanchored "marshal" would also run "unmarshal".
+	local re
+	re="^${1//\//\$/^}\$"
 	GOMAXPROCS=1 GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind \
-		--callgrind-out-file="$tmp/cg.out" "$bin" -test.run '^$' -test.bench "^$1\$" \
+		--callgrind-out-file="$tmp/cg.out" "$bin" -test.run '^$' -test.bench "$re" \
 		-test.benchtime "$2x" >"$tmp/log" 2>&1 || { cat "$tmp/log" >&2; exit 1; }
 	grep -o 'Collected : [0-9]*' "$tmp/log" | awk '{print $3}'
 }

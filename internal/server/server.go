@@ -572,40 +572,26 @@ var titles = map[memory.ProblemType]string{
 }
 
 // writeItems answers 200 with one item (it non-nil) or a search page, with the bytes
-// json.Marshal writes for them, in one pass: Item.MarshalJSON's output is already compact
-// and valid, so encoding/json's second pass over it (re-compacting it into its own buffer)
-// only ever changes <, >, &, U+2028 and U+2029 inside strings, which json.HTMLEscape does
-// when one is present. Any encoding error takes json.Marshal's path, for the same message.
+// json.Marshal writes for them (memory.AppendItemJSON) but without its second pass over each
+// item. Any encoding error takes json.Marshal's path, for the same message.
 func (s *Server) writeItems(w http.ResponseWriter, items []memory.Item, it *memory.Item) {
 	var buf bytes.Buffer
-	appendItem := func(it *memory.Item) bool {
-		b, err := it.MarshalJSON()
-		if err != nil {
-			return false
-		}
-		if needsHTMLEscape(b) {
-			json.HTMLEscape(&buf, b)
-		} else {
-			buf.Write(b)
-		}
-		return true
-	}
-	ok := true
+	var err error
 	if it != nil {
-		ok = appendItem(it)
+		err = memory.AppendItemJSON(&buf, it)
 	} else {
 		buf.WriteString(`{"items":[`)
 		for i := range items {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
-			if ok = appendItem(&items[i]); !ok {
+			if err = memory.AppendItemJSON(&buf, &items[i]); err != nil {
 				break
 			}
 		}
 		buf.WriteString(`]}`)
 	}
-	if !ok {
+	if err != nil {
 		if it != nil {
 			s.writeJSON(w, http.StatusOK, it)
 		} else {
@@ -614,18 +600,6 @@ func (s *Server) writeItems(w http.ResponseWriter, items []memory.Item, it *memo
 		return
 	}
 	s.writeBytes(w, http.StatusOK, buf.Bytes())
-}
-
-// needsHTMLEscape reports whether b holds <, >, & or the first byte of U+2028 or U+2029
-// (E2 80 A8/A9, whose lead byte is 0xE2): a byte loop, where bytes.ContainsAny with a
-// non-ASCII set decodes every rune. A false positive only costs the escaping pass.
-func needsHTMLEscape(b []byte) bool {
-	for _, c := range b {
-		if c == '<' || c == '>' || c == '&' || c == 0xE2 {
-			return true
-		}
-	}
-	return false
 }
 
 func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
