@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
@@ -92,4 +96,69 @@ func serve(tb testing.TB, store memory.ExternalStore, token string) *httptest.Se
 	hs := httptest.NewServer(srv.Handler())
 	tb.Cleanup(hs.Close)
 	return hs
+}
+
+// BenchmarkLoopbackFloor is what any HTTP wire costs on this machine before the contract's
+// work: http/get is net/http's client and server with a handler that writes a fixed
+// 300-byte JSON body (about one item's size), tcp/pingpong a raw 300-byte exchange on one
+// loopback TCP connection. docs/performance.md compares BenchmarkWireArms against it.
+func BenchmarkLoopbackFloor(b *testing.B) {
+	body := []byte(`{"pad":"` + strings.Repeat("x", 290) + `"}`)
+	b.Run("http/get", func(b *testing.B) {
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(body)
+		}))
+		defer hs.Close()
+		c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+		defer c.CloseIdleConnections()
+		b.ReportAllocs()
+		for b.Loop() {
+			resp, err := c.Get(hs.URL + "/v1/items/x")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+				b.Fatal(err)
+			}
+			_ = resp.Body.Close()
+		}
+	})
+	b.Run("tcp/pingpong", func(b *testing.B) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer func() { _ = ln.Close() }()
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer func() { _ = c.Close() }()
+			buf := make([]byte, len(body))
+			for {
+				if _, err := io.ReadFull(c, buf); err != nil {
+					return
+				}
+				if _, err := c.Write(buf); err != nil {
+					return
+				}
+			}
+		}()
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer func() { _ = c.Close() }()
+		buf := make([]byte, len(body))
+		for b.Loop() {
+			if _, err := c.Write(body); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.ReadFull(c, buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
