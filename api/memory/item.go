@@ -144,6 +144,10 @@ type stringList []string
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (l *stringList) UnmarshalJSON(data []byte) error {
+	if out, ok := plainStrings(data); ok {
+		*l = out
+		return nil
+	}
 	var raw []*string
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return err
@@ -161,6 +165,61 @@ func (l *stringList) UnmarshalJSON(data []byte) error {
 	}
 	*l = out
 	return nil
+}
+
+// plainStrings decodes the common shape of a tag list, an array of strings none of which
+// holds an escape, a control character or a byte outside ASCII, in one pass and one
+// allocation per tag; anything else (null, escapes, other types, Unicode, malformed input)
+// reports false and takes encoding/json's path, so results and errors stay encoding/json's.
+func plainStrings(data []byte) ([]string, bool) {
+	i := 0
+	ws := func() {
+		for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+			i++
+		}
+	}
+	ws()
+	if i == len(data) || data[i] != '[' {
+		return nil, false
+	}
+	i++
+	out := []string{}
+	ws()
+	if i < len(data) && data[i] == ']' {
+		i++
+		ws()
+		return out, i == len(data)
+	}
+	for {
+		if i == len(data) || data[i] != '"' {
+			return nil, false
+		}
+		start := i + 1
+		for i = start; i < len(data) && data[i] != '"'; i++ {
+			if c := data[i]; c < 0x20 || c >= 0x80 || c == '\\' {
+				return nil, false
+			}
+		}
+		if i == len(data) {
+			return nil, false
+		}
+		out = append(out, string(data[start:i]))
+		i++
+		ws()
+		if i == len(data) {
+			return nil, false
+		}
+		if data[i] == ']' {
+			i++
+			ws()
+			return out, i == len(data)
+		}
+		if data[i] != ',' {
+			return nil, false
+		}
+		i++
+		ws()
+	}
 }
 
 // isNull reports whether a raw JSON value is absent or the literal null.

@@ -55,3 +55,41 @@ func TestItemWireBytesAreUnchanged(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainStringsAgreesWithEncodingJSON pins stringList's one-pass path to the
+// encoding/json path it short-cuts: on every input the fast path accepts, both give the same
+// list; on the others the fast path declines.
+func TestPlainStringsAgreesWithEncodingJSON(t *testing.T) {
+	for _, in := range []string{
+		`[]`, ` [ ] `, `["a"]`, `["a","b"]`, ` [ "a" , "" , "a" ] `, "[\"x\x7fy\"]", `["with space","t42"]`,
+		`null`, `["\u00e9"]`, `["é"]`, `["a\"b"]`, `["a\\b"]`, `[1]`, `["a",null]`, `["a",]`, `["a"`,
+		`["a"] x`, `[,"a"]`, `{"a":1}`, `"a"`, `["a" "b"]`, "[\"a\tb\"]", ``,
+	} {
+		var ref []*string
+		refErr := json.Unmarshal([]byte(in), &ref)
+		got, ok := plainStrings([]byte(in))
+		if !ok {
+			continue
+		}
+		if refErr != nil {
+			t.Errorf("%q: the fast path accepted what encoding/json refuses (%v)", in, refErr)
+			continue
+		}
+		want := make([]string, len(ref))
+		for i, p := range ref {
+			if p == nil {
+				t.Fatalf("%q: null element accepted", in)
+			}
+			want[i] = *p
+		}
+		if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) || (got == nil) != (ref == nil) {
+			t.Errorf("%q: fast path %q, encoding/json %q", in, got, want)
+		}
+	}
+	// The fast path must actually take the common shapes.
+	for _, in := range []string{`[]`, `["t42","common"]`} {
+		if _, ok := plainStrings([]byte(in)); !ok {
+			t.Errorf("%q: fast path declined", in)
+		}
+	}
+}
