@@ -314,13 +314,32 @@ func (s *Store) filterIndexes(ctx context.Context, tx pgx.Tx) error {
 		}
 		sum := sha256.Sum256([]byte(k))
 		name := "memory_items_f_" + hex.EncodeToString(sum[:8])
-		stmts := []string{`SELECT format('CREATE INDEX IF NOT EXISTS %I ON ` + s.table + ` (scope, jsonb_hash(metadata -> %L), seq)', $1::text, $2::text, $3::text)`}
+		// Each object is looked up first and created only when missing, so an Open of a
+		// schema that has them issues no DDL (CREATE INDEX takes a lock that blocks writes
+		// and needs the table's owner, even with IF NOT EXISTS). All queries take
+		// $1 = object name, $2 = key, $3 = schema.
+		type object struct{ exists, ddl string }
+		objects := []object{{
+			exists: `SELECT to_regclass(format('%I.%I', $3::text, $1::text)) IS NOT NULL AND $2::text IS NOT NULL`,
+			ddl:    `SELECT format('CREATE INDEX IF NOT EXISTS %I ON ` + s.table + ` (scope, jsonb_hash(metadata -> %L), seq)', $1::text, $2::text, $3::text)`,
+		}}
 		if version >= 140000 {
-			stmts = append(stmts, `SELECT format('CREATE STATISTICS IF NOT EXISTS %I.%I (dependencies, mcv) ON (metadata -> %L), jsonb_hash(metadata -> %L) FROM `+s.table+`', $3::text, $1::text || '_stats', $2::text, $2::text)`)
+			objects = append(objects, object{
+				exists: `SELECT EXISTS (SELECT 1 FROM pg_statistic_ext e JOIN pg_namespace n ON n.oid = e.stxnamespace
+					WHERE n.nspname = $3::text AND e.stxname = $1::text || '_stats') AND $2::text IS NOT NULL`,
+				ddl: `SELECT format('CREATE STATISTICS IF NOT EXISTS %I.%I (dependencies, mcv) ON (metadata -> %L), jsonb_hash(metadata -> %L) FROM ` + s.table + `', $3::text, $1::text || '_stats', $2::text, $2::text)`,
+			})
 		}
-		for _, q := range stmts {
+		for _, o := range objects {
+			var exists bool
+			if err := tx.QueryRow(ctx, o.exists, name, k, s.schema).Scan(&exists); err != nil {
+				return err
+			}
+			if exists {
+				continue
+			}
 			var ddl string
-			if err := tx.QueryRow(ctx, q, name, k, s.schema).Scan(&ddl); err != nil {
+			if err := tx.QueryRow(ctx, o.ddl, name, k, s.schema).Scan(&ddl); err != nil {
 				return err
 			}
 			if _, err := tx.Exec(ctx, ddl); err != nil {
