@@ -39,6 +39,28 @@ func bulkLoad(b *testing.B, pool *pgxpool.Pool, schema, scope string, n int) []u
 	return ids
 }
 
+// benchSchema opens the adapter on scope "bench" in a fresh schema named prefix<random>,
+// with a plain pgx pool beside it, and drops the schema when b ends.
+func benchSchema(b *testing.B, prefix string) (*Store, *pgxpool.Pool, string) {
+	b.Helper()
+	ctx := context.Background()
+	schema := prefix + relstore.RandomHex(6)
+	s, err := Open(ctx, Options{URL: testURL, Scope: "bench", Schema: schema})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	raw, err := pgxpool.New(ctx, testURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(raw.Close)
+	b.Cleanup(func() {
+		_, _ = raw.Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+	})
+	return s, raw, schema
+}
+
 // BenchmarkPostgres measures each adapter operation beside a "driver" baseline that runs the
 // equivalent SQL on a plain pgx pool and scans raw columns, so adapter/driver is the
 // adapter's overhead (validation, JSON compaction and decoding, error mapping).
@@ -46,21 +68,7 @@ func bulkLoad(b *testing.B, pool *pgxpool.Pool, schema, scope string, n int) []u
 //	go test -run '^$' -bench BenchmarkPostgres -benchtime 1000x -count 3 ./adapters/postgres/
 func BenchmarkPostgres(b *testing.B) {
 	storetest.Bench(b, func(b *testing.B, n int) (memory.Store, storetest.BenchDriver, []uuid.UUID) {
-		ctx := context.Background()
-		schema := "mao_bench_" + relstore.RandomHex(6)
-		s, err := Open(ctx, Options{URL: testURL, Scope: "bench", Schema: schema})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = s.Close() })
-		raw, err := pgxpool.New(ctx, testURL)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(raw.Close)
-		b.Cleanup(func() {
-			_, _ = raw.Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-		})
+		s, raw, schema := benchSchema(b, "mao_bench_")
 		ids := bulkLoad(b, raw, schema, "bench", n)
 		table := pgx.Identifier{schema, "memory_items"}.Sanitize()
 		return s, storetest.BenchDriver{
@@ -84,7 +92,8 @@ func BenchmarkPostgres(b *testing.B) {
 			Search: func(q memory.Query) func(context.Context) (int, error) {
 				sqlText, args, _ := s.buildSearch(q)
 				return func(ctx context.Context) (int, error) {
-					rows, err := raw.Query(ctx, sqlText, args...)
+					// The adapter's execution mode for searches (custom plans).
+					rows, err := raw.Query(ctx, sqlText, append([]any{pgx.QueryExecModeCacheDescribe}, args...)...)
 					if err != nil {
 						return 0, err
 					}

@@ -30,6 +30,13 @@ func (o *observer) trace(sql string, args []any) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.count++
+	// Search passes its execution mode as the first argument; the statement's $n count
+	// from the one after it.
+	if len(args) > 0 {
+		if _, ok := args[0].(pgx.QueryExecMode); ok {
+			args = args[1:]
+		}
+	}
 	for _, m := range pgFilter.FindAllStringSubmatch(sql, -1) {
 		k, _ := strconv.Atoi(m[1])
 		v, _ := strconv.Atoi(m[2])

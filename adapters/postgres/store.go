@@ -2,11 +2,15 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -178,6 +182,37 @@ var migrations = []string{
 	// jsonb, which stays the column filters compare; reads return the text, so a read is never
 	// larger than the write. Rows from version 1 have NULL text and read the jsonb.
 	2: `ALTER TABLE %[1]s.memory_items ADD COLUMN metadata_text text, ADD COLUMN content_text text;`,
+	// A trigram index for the text predicate, which the search states as an escaped LIKE
+	// (docs/performance.md). pg_trgm is a trusted extension (PostgreSQL 13+; Debian ships it
+	// with the server), so a role with CREATE on the database may install it; where it
+	// cannot be installed the migration still succeeds without the index and text searches
+	// walk the scope (docs/adapters/postgres.md). The advisory lock serializes CREATE
+	// EXTENSION across schemas migrating at once, so the loser of the race sees the winner's
+	// extension instead of failing to create it. Filters get their indexes per key at Open
+	// (filterIndexes), because the keys are the store's options, not the schema's.
+	// The larger statistics target keeps the planner's estimate for LIKE '%text%' stable: it
+	// counts matches in the column's histogram, and with the default 101 entries a text on 2 %
+	// of items is missing from it one ANALYZE in eight, after which the planner fetched all
+	// its matches through the index and sorted them (216 ms at 1M items) instead of reading
+	// seq order and stopping at the limit.
+	3: `ALTER TABLE %[1]s.memory_items ALTER COLUMN search_text SET STATISTICS 1000;
+	DO $mao$
+	DECLARE
+		ns text;
+	BEGIN
+		PERFORM pg_advisory_xact_lock(hashtext('memory-adapter-extension:pg_trgm'));
+		BEGIN
+			CREATE EXTENSION IF NOT EXISTS pg_trgm;
+		EXCEPTION WHEN OTHERS THEN
+			RAISE NOTICE 'pg_trgm is not available (%%): text searches scan', SQLERRM;
+		END;
+		SELECT n.nspname INTO ns FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+			WHERE e.extname = 'pg_trgm';
+		IF ns IS NOT NULL THEN
+			EXECUTE format('CREATE INDEX memory_items_search_trgm ON %[1]s.memory_items USING gin (search_text %%I.gin_trgm_ops)', ns);
+		END IF;
+	END
+	$mao$;`,
 }
 
 // SchemaVersion is the schema version this build writes and expects.
@@ -239,10 +274,78 @@ func (s *Store) migrate(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{s.schema}.Sanitize()); err != nil {
 			return err
 		}
-		return s.versions.Migrate(ctx, pgConn{tx})
+		if err := s.versions.Migrate(ctx, pgConn{tx}); err != nil {
+			return err
+		}
+		return s.filterIndexes(ctx, tx)
 	})
 	if err != nil {
 		return classify("migrate", err)
+	}
+	return nil
+}
+
+// filterIndexes makes sure every supported filter key has a B-tree index on
+// (scope, jsonb_hash(metadata -> 'key'), seq), inside the migration transaction and its
+// lock. A filter search then finds its rows in insertion order, so a first page reads about
+// limit rows however many match and however large the scope is, and ANALYZE keeps
+// statistics on the expression, so the planner knows how selective each value is. The
+// hash, not the value, is indexed: a B-tree entry is limited to about 2.7 KB and metadata
+// values are not, so indexing the value would refuse stores. The DDL text is built by the
+// server's format() (%I and %L quote the name and the key); a key PostgreSQL cannot hold
+// (U+0000, invalid UTF-8) gets no index, and searches on it walk the scope. Each key's index
+// costs one more index update per store, and building it on an existing large table holds
+// writes to it for the build (seconds per million rows) once, at the first Open with the key.
+//
+// On PostgreSQL 14 and later each key also gets extended statistics (functional
+// dependencies and most common values) over the value and its hash. Without them the
+// planner multiplies the two equalities' selectivities as if independent, and with the
+// exact equality's default of 0.5 % it believed a filter matching 10 % of a scope matched
+// 0.05 %, so it fetched every match through a bitmap and sorted them (O(matches)) instead
+// of reading the index in order and stopping at the limit (docs/performance.md).
+func (s *Store) filterIndexes(ctx context.Context, tx pgx.Tx) error {
+	var version int
+	if err := tx.QueryRow(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&version); err != nil {
+		return err
+	}
+	for _, k := range s.manifest.SupportedFilters {
+		if !utf8.ValidString(k) || strings.IndexByte(k, 0) >= 0 {
+			continue
+		}
+		sum := sha256.Sum256([]byte(k))
+		name := "memory_items_f_" + hex.EncodeToString(sum[:8])
+		// Each object is looked up first and created only when missing, so an Open of a
+		// schema that has them issues no DDL (CREATE INDEX takes a lock that blocks writes
+		// and needs the table's owner, even with IF NOT EXISTS). All queries take
+		// $1 = object name, $2 = key, $3 = schema.
+		type object struct{ exists, ddl string }
+		objects := []object{{
+			exists: `SELECT to_regclass(format('%I.%I', $3::text, $1::text)) IS NOT NULL AND $2::text IS NOT NULL`,
+			ddl:    `SELECT format('CREATE INDEX IF NOT EXISTS %I ON ` + s.table + ` (scope, jsonb_hash(metadata -> %L), seq)', $1::text, $2::text, $3::text)`,
+		}}
+		if version >= 140000 {
+			objects = append(objects, object{
+				exists: `SELECT EXISTS (SELECT 1 FROM pg_statistic_ext e JOIN pg_namespace n ON n.oid = e.stxnamespace
+					WHERE n.nspname = $3::text AND e.stxname = $1::text || '_stats') AND $2::text IS NOT NULL`,
+				ddl: `SELECT format('CREATE STATISTICS IF NOT EXISTS %I.%I (dependencies, mcv) ON (metadata -> %L), jsonb_hash(metadata -> %L) FROM ` + s.table + `', $3::text, $1::text || '_stats', $2::text, $2::text)`,
+			})
+		}
+		for _, o := range objects {
+			var exists bool
+			if err := tx.QueryRow(ctx, o.exists, name, k, s.schema).Scan(&exists); err != nil {
+				return err
+			}
+			if exists {
+				continue
+			}
+			var ddl string
+			if err := tx.QueryRow(ctx, o.ddl, name, k, s.schema).Scan(&ddl); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, ddl); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -391,7 +494,13 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 	defer cancel()
 	err := s.retry(ctx, func(ctx context.Context) error {
 		out = out[:0]
-		rows, err := s.pool.Query(ctx, sqlText, args...)
+		// An unnamed statement is planned with this call's values every time. A cached
+		// prepared statement switches to a generic plan after five runs, and a generic plan
+		// cannot know whether a tag, filter or text is rare (use its index, then sort) or
+		// common (walk seq order and stop at the limit): for a rare text it walked the whole
+		// scope, 12 ms instead of 0.2 ms at 100k items (docs/performance.md). The
+		// description is still cached, so it is one round trip as before.
+		rows, err := s.pool.Query(ctx, sqlText, append([]any{pgx.QueryExecModeCacheDescribe}, args...)...)
 		if err != nil {
 			return err
 		}
@@ -433,8 +542,9 @@ func (s *Store) buildSearch(q memory.Query) (string, []any, bool) {
 		if strings.IndexByte(needle, 0) >= 0 {
 			return "", nil, false
 		}
-		// strpos is a literal search: no pattern characters exist for it.
-		b.WriteString(` AND strpos(search_text, ` + arg(needle) + `) > 0`)
+		// A LIKE pattern with its three special characters escaped is a literal substring
+		// test, as strpos is, and unlike strpos it can use the trigram index (migration 3).
+		b.WriteString(` AND search_text LIKE ` + arg("%"+likeEscaper.Replace(needle)+"%"))
 	}
 	if len(q.Tags) > 0 {
 		tags := make([]string, 0, len(q.Tags))
@@ -448,16 +558,25 @@ func (s *Store) buildSearch(q memory.Query) (string, []any, bool) {
 		}
 		b.WriteString(` AND tags && ` + arg(tags) + `::text[]`)
 	}
-	for k, v := range q.Filters {
-		c, err := relstore.FilterValue(v, s.rules)
+	// Keys in a fixed order, so one query shape has one statement text (pgx caches the
+	// statement description by text). The jsonb equality decides; the equality of the
+	// values' jsonb_hash is implied by it (jsonb's hash support function hashes equal values
+	// alike, 1 and 1.0 included) and, planned with the call's values, is the condition of
+	// the key's index (filterIndexes).
+	for _, k := range slices.Sorted(maps.Keys(q.Filters)) {
+		c, err := relstore.FilterValue(q.Filters[k], s.rules)
 		if err != nil || !utf8.ValidString(k) || strings.IndexByte(k, 0) >= 0 {
 			return "", nil, false
 		}
-		b.WriteString(` AND metadata -> ` + arg(k) + ` = ` + arg(string(c)) + `::jsonb`)
+		key, val := arg(k), arg(string(c))
+		b.WriteString(` AND metadata -> ` + key + ` = ` + val + `::jsonb AND jsonb_hash(metadata -> ` + key + `) = jsonb_hash(` + val + `::jsonb)`)
 	}
 	b.WriteString(` ORDER BY seq LIMIT ` + arg(q.Limit))
 	return b.String(), args, true
 }
+
+// likeEscaper escapes LIKE's wildcards and its escape character (backslash, the default).
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // Probe reports the server version and checks the encoding, exact jsonb numerics and the
 // schema version.

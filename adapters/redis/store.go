@@ -234,15 +234,15 @@ func (s *Store) encode(item memory.Item) ([]byte, error) {
 	if !utf8.Valid(item.Content) {
 		return nil, memory.NewAdapterError("store: content must be valid UTF-8", nil)
 	}
-	data, err := json.Marshal(item)
+	data, err := memory.MarshalItem(item)
 	if err != nil {
 		return nil, memory.NewAdapterError("store: item is not representable as JSON", err)
 	}
 	if len(data) > s.cfg.maxItem {
 		return nil, memory.NewAdapterError(fmt.Sprintf("store: encoded item is %d bytes, more than the %d allowed", len(data), s.cfg.maxItem), nil)
 	}
-	var back memory.Item
-	if err := json.Unmarshal(data, &back); err != nil {
+	back, err := memory.UnmarshalItem(data)
+	if err != nil {
 		return nil, memory.NewAdapterError("store: item would not read back", err)
 	}
 	if d := back.Diff(item); len(d) > 0 {
@@ -286,8 +286,8 @@ func decodeRecord(id uuid.UUID, vals []any) (*memory.Item, error) {
 	if !ok {
 		return nil, memory.NewAdapterError("retrieve: memory record "+id.String()+" has no payload", nil)
 	}
-	var it memory.Item
-	if err := json.Unmarshal([]byte(raw), &it); err != nil {
+	it, err := memory.UnmarshalItem([]byte(raw))
+	if err != nil {
 		return nil, memory.NewAdapterError("retrieve: memory record "+id.String()+" is malformed", err)
 	}
 	if it.ID != id {

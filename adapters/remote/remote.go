@@ -53,6 +53,11 @@ type Store struct {
 	maxBody  int64
 	client   *http.Client
 	manifest memory.Manifest
+	// prefix is the base URL's text when appending a path to it gives what url.URL would
+	// write (no query, fragment or raw path); empty otherwise.
+	prefix string
+	// auth is the Authorization header's value, built once.
+	auth []string
 }
 
 var _ memory.ExternalStore = (*Store)(nil)
@@ -83,6 +88,14 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	s := &Store{base: base, token: opts.Token, timeout: opts.Timeout, maxBody: opts.MaxResponseBytes, client: opts.HTTPClient}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
+	}
+	if base.RawQuery == "" && base.Fragment == "" && !base.ForceQuery && base.RawPath == "" {
+		u := *base
+		u.Path = strings.TrimRight(base.Path, "/")
+		s.prefix = u.String()
+	}
+	if s.token != "" {
+		s.auth = []string{"Bearer " + s.token}
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxResponseBytes
@@ -134,7 +147,7 @@ func (s *Store) Evidence(ctx context.Context) (memory.EvidenceReport, error) {
 
 // Store sends the item and returns its id, which must be the item's own.
 func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) {
-	body, err := json.Marshal(item)
+	body, err := memory.MarshalItem(item)
 	if err != nil {
 		return uuid.Nil, memory.NewAdapterError("remote: store: the item cannot be encoded", err)
 	}
@@ -206,22 +219,30 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 func (s *Store) do(ctx context.Context, method, path string, body []byte, want int, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	u := *s.base
-	u.Path = strings.TrimRight(s.base.Path, "/") + path
+	// Every path this client sends is letters, digits, '/' and '-', which url.URL writes
+	// unescaped, so the prefix and the path concatenate to the same URL.
+	target := s.prefix + path
+	if s.prefix == "" {
+		u := *s.base
+		u.Path = strings.TrimRight(s.base.Path, "/") + path
+		target = u.String()
+	}
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	req, err := http.NewRequestWithContext(ctx, method, target, rd)
 	if err != nil {
 		return memory.NewAdapterError("remote: building the request", err)
 	}
-	req.Header.Set("Accept", "application/json, application/problem+json")
+	// Canonical keys set directly: Header.Set would canonicalize each one per call. The
+	// slices are shared and never modified (the transport only reads request headers).
+	req.Header["Accept"] = acceptHeader
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header["Content-Type"] = jsonContentType
 	}
-	if s.token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.token)
+	if s.auth != nil {
+		req.Header["Authorization"] = s.auth
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
@@ -243,6 +264,11 @@ func (s *Store) do(ctx context.Context, method, path string, body []byte, want i
 	}
 	return nil
 }
+
+var (
+	acceptHeader    = []string{"application/json, application/problem+json"}
+	jsonContentType = []string{"application/json"}
+)
 
 // stripURL drops the request URL from a transport error: it is noise in a typed error, and
 // a URL may carry user info.
@@ -282,6 +308,11 @@ func mapProblem(method, path string, resp *http.Response, data []byte) error {
 }
 
 func decodeStrict(data []byte, v any) error {
+	// A type with its own strict decoder (memory.Item) checks unknown fields and trailing
+	// data itself; a json.Decoder around it would only scan the body twice more first.
+	if u, ok := v.(json.Unmarshaler); ok {
+		return u.UnmarshalJSON(data)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

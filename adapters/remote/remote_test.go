@@ -193,13 +193,7 @@ func TestTransportFailuresAreUnavailable(t *testing.T) {
 // TestAgainstTheRealServerAndDocument runs the client against the real server with every
 // exchange validated against the OpenAPI document.
 func TestAgainstTheRealServerAndDocument(t *testing.T) {
-	s, err := server.New(server.Config{Store: inmemory.New(inmemory.Options{}), Token: []byte("k")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Refresh(context.Background(), true)
-	hs := httptest.NewServer(s.Handler())
-	t.Cleanup(hs.Close)
+	hs := serve(t, inmemory.New(inmemory.Options{}), "k")
 	client := openapitest.NewTransport(t, nil).Client()
 	rs, err := remote.New(context.Background(), remote.Options{BaseURL: hs.URL + "/", Token: "k", HTTPClient: client})
 	if err != nil {

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -142,6 +144,10 @@ type stringList []string
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (l *stringList) UnmarshalJSON(data []byte) error {
+	if out, ok := plainStrings(data); ok {
+		*l = out
+		return nil
+	}
 	var raw []*string
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return err
@@ -161,6 +167,61 @@ func (l *stringList) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// plainStrings decodes the common shape of a tag list, an array of strings none of which
+// holds an escape, a control character or a byte outside ASCII, in one pass and one
+// allocation per tag; anything else (null, escapes, other types, Unicode, malformed input)
+// reports false and takes encoding/json's path, so results and errors stay encoding/json's.
+func plainStrings(data []byte) ([]string, bool) {
+	i := 0
+	ws := func() {
+		for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+			i++
+		}
+	}
+	ws()
+	if i == len(data) || data[i] != '[' {
+		return nil, false
+	}
+	i++
+	out := []string{}
+	ws()
+	if i < len(data) && data[i] == ']' {
+		i++
+		ws()
+		return out, i == len(data)
+	}
+	for {
+		if i == len(data) || data[i] != '"' {
+			return nil, false
+		}
+		start := i + 1
+		for i = start; i < len(data) && data[i] != '"'; i++ {
+			if c := data[i]; c < 0x20 || c >= 0x80 || c == '\\' {
+				return nil, false
+			}
+		}
+		if i == len(data) {
+			return nil, false
+		}
+		out = append(out, string(data[start:i]))
+		i++
+		ws()
+		if i == len(data) {
+			return nil, false
+		}
+		if data[i] == ']' {
+			i++
+			ws()
+			return out, i == len(data)
+		}
+		if data[i] != ',' {
+			return nil, false
+		}
+		i++
+		ws()
+	}
+}
+
 // isNull reports whether a raw JSON value is absent or the literal null.
 func isNull(raw json.RawMessage) bool {
 	t := bytes.TrimSpace(raw)
@@ -170,47 +231,52 @@ func isNull(raw json.RawMessage) bool {
 // MarshalJSON writes the wire form of contract.md §4: created_at as float seconds with
 // microsecond precision, metadata defaulting to {}, content to null and tags to [].
 func (it Item) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteString(`{"id":`)
-	idJSON, _ := json.Marshal(it.ID.String())
-	b.Write(idJSON)
 	if it.CreatedAt.Before(minCreatedAt) || it.CreatedAt.After(maxCreatedAt) {
 		// The decoder rejects these, so writing one would produce an item nobody can read.
 		return nil, errors.New("created_at: out of range (years 1 to 9999)")
 	}
-	b.WriteString(`,"created_at":`)
-	b.WriteString(FormatTimestamp(it.CreatedAt))
+	// One buffer sized for the common case: the fixed fields plus the raw values.
+	var b bytes.Buffer
+	b.Grow(128 + len(it.Content) + 16*len(it.Tags) + 32*len(it.Metadata))
+	// A canonical UUID string is hex digits and dashes, so it needs no JSON escaping.
+	b.WriteString(`{"id":"`)
+	b.WriteString(it.ID.String())
+	b.WriteString(`","created_at":`)
+	b.Write(AppendTimestamp(b.AvailableBuffer(), it.CreatedAt))
 	b.WriteString(`,"metadata":`)
-	meta := it.Metadata
-	if meta == nil {
-		meta = map[string]json.RawMessage{}
-	}
-	for k, v := range meta {
-		if !json.Valid(v) {
-			return nil, fmt.Errorf("metadata %q: invalid JSON value", k)
-		}
+	// Keys in sorted order, values compacted, as json.Marshal writes a map; characters that
+	// encoding/json would HTML-escape are left as they are, because every caller either goes
+	// through json.Marshal or json.HTMLEscape, which escapes them in the same pass that
+	// re-compacts the whole value, so the bytes on the wire are unchanged.
+	b.WriteByte('{')
+	for i, k := range slices.Sorted(maps.Keys(it.Metadata)) {
+		v := it.Metadata[k]
 		// encoding/json would replace invalid bytes in a key with U+FFFD and copy them
 		// verbatim in a raw value: either way the reader gets something else than was meant.
-		if !utf8.ValidString(k) || !utf8.Valid(v) {
+		if !utf8.ValidString(k) {
+			return nil, errors.New("metadata: not valid UTF-8")
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		appendJSONString(&b, k)
+		b.WriteByte(':')
+		if err := json.Compact(&b, v); err != nil || len(v) == 0 {
+			return nil, fmt.Errorf("metadata %q: invalid JSON value", k)
+		}
+		if !utf8.Valid(v) {
 			return nil, errors.New("metadata: not valid UTF-8")
 		}
 	}
-	mb, err := json.Marshal(meta)
-	if err != nil {
-		return nil, fmt.Errorf("metadata: %w", err)
-	}
-	b.Write(mb)
+	b.WriteByte('}')
 	b.WriteString(`,"content":`)
-	content := it.ContentJSON()
-	if !json.Valid(content) {
+	// Compact without reformatting numbers: json.Compact keeps number literals verbatim, and
+	// refuses what is not valid JSON.
+	if err := json.Compact(&b, it.ContentJSON()); err != nil {
 		return nil, errors.New("content: invalid JSON value")
 	}
-	if !utf8.Valid(content) {
+	if !utf8.Valid(it.Content) {
 		return nil, errors.New("content: not valid UTF-8")
-	}
-	// Compact without reformatting numbers: json.Compact keeps number literals verbatim.
-	if err := json.Compact(&b, content); err != nil {
-		return nil, fmt.Errorf("content: %w", err)
 	}
 	b.WriteString(`,"tags":`)
 	for i, t := range it.Tags {
@@ -222,6 +288,73 @@ func (it Item) MarshalJSON() ([]byte, error) {
 	b.Write(tb)
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// MarshalItem returns exactly the bytes json.Marshal(it) returns, in one pass: MarshalJSON's
+// output is already compact and valid, so encoding/json's second pass over it only ever
+// changes <, >, &, U+2028 and U+2029 inside strings, which json.HTMLEscape does when one is
+// present. An item MarshalJSON refuses takes json.Marshal's path, for the same error.
+func MarshalItem(it Item) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := AppendItemJSON(&buf, &it); err != nil {
+		return json.Marshal(it)
+	}
+	return buf.Bytes(), nil
+}
+
+// UnmarshalItem returns what json.Unmarshal(data, &it) gives, with the same errors, in
+// fewer passes: json.Unmarshal checks the syntax, skips over the value and only then calls
+// UnmarshalJSON, which reads it twice more. A body that is not valid JSON takes
+// json.Unmarshal's path, for its syntax error.
+func UnmarshalItem(data []byte) (Item, error) {
+	var it Item
+	if !json.Valid(data) {
+		err := json.Unmarshal(data, &it)
+		return it, err
+	}
+	err := it.UnmarshalJSON(data)
+	return it, err
+}
+
+// AppendItemJSON appends MarshalItem's bytes for it to buf; on error buf is unchanged.
+func AppendItemJSON(buf *bytes.Buffer, it *Item) error {
+	b, err := it.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	if needsHTMLEscape(b) {
+		json.HTMLEscape(buf, b)
+	} else {
+		buf.Write(b)
+	}
+	return nil
+}
+
+// needsHTMLEscape reports whether b holds <, >, & or the lead byte of U+2028 or U+2029
+// (E2 80 A8/A9): a byte loop, where bytes.ContainsAny with a non-ASCII set decodes every
+// rune. A false positive only costs the escaping pass.
+func needsHTMLEscape(b []byte) bool {
+	for _, c := range b {
+		if c == '<' || c == '>' || c == '&' || c == 0xE2 {
+			return true
+		}
+	}
+	return false
+}
+
+// appendJSONString writes s as a JSON string: printable ASCII other than " and \ as it is,
+// anything else through json.Marshal, so the escapes are encoding/json's own.
+func appendJSONString(b *bytes.Buffer, s string) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			q, _ := json.Marshal(s)
+			b.Write(q)
+			return
+		}
+	}
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
 }
 
 // UnmarshalJSON decodes the wire form strictly: unknown fields, wrong types, an invalid UUID,
@@ -259,7 +392,8 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 		out.Tags = []string{}
 	}
 	if len(w.Content) > 0 {
-		out.Content = slices.Clone(w.Content)
+		// json.RawMessage's decoder already copied the bytes out of data.
+		out.Content = w.Content
 	} else {
 		out.Content = json.RawMessage("null")
 	}
@@ -290,21 +424,33 @@ func truncate(s string, n int) string {
 // FormatTimestamp writes t as Unix seconds with up to six decimals (microseconds), the way a
 // Python float prints it: at least one decimal, trailing zeros trimmed.
 func FormatTimestamp(t time.Time) string {
+	return string(AppendTimestamp(nil, t))
+}
+
+// AppendTimestamp appends FormatTimestamp(t) to dst without allocating when dst has room;
+// the server and client encode one per item.
+func AppendTimestamp(dst []byte, t time.Time) []byte {
 	us := t.Truncate(time.Microsecond).UnixMicro()
-	neg := us < 0
-	if neg {
+	if us < 0 {
+		dst = append(dst, '-')
 		us = -us
 	}
 	sec, frac := us/1_000_000, us%1_000_000
-	fs := strings.TrimRight(fmt.Sprintf("%06d", frac), "0")
-	if fs == "" {
-		fs = "0"
+	dst = strconv.AppendInt(dst, sec, 10)
+	dst = append(dst, '.')
+	if frac == 0 {
+		return append(dst, '0')
 	}
-	s := fmt.Sprintf("%d.%s", sec, fs)
-	if neg {
-		s = "-" + s
+	var digits [6]byte
+	for i := 5; i >= 0; i-- {
+		digits[i] = byte('0' + frac%10)
+		frac /= 10
 	}
-	return s
+	n := 6
+	for digits[n-1] == '0' {
+		n--
+	}
+	return append(dst, digits[:n]...)
 }
 
 // ParseTimestamp parses a JSON number of Unix seconds exactly (never through float64) and
@@ -318,6 +464,15 @@ func ParseTimestamp(num string) (time.Time, error) {
 	if !validNumberLiteral(num) {
 		return time.Time{}, fmt.Errorf("not a JSON number: %q", truncate(num, 64))
 	}
+	if t, ok := parsePlainTimestamp(num); ok {
+		return t, nil
+	}
+	return parseRatTimestamp(num)
+}
+
+// parseRatTimestamp is ParseTimestamp's exact path for every valid literal: big.Rat, then
+// rounding half away from zero to whole microseconds.
+func parseRatTimestamp(num string) (time.Time, error) {
 	if i := strings.IndexAny(num, "eE"); i >= 0 {
 		// Bound the exponent before big.Rat sees it: 1e999999999 would be costly.
 		exp := strings.TrimLeft(strings.TrimLeft(num[i+1:], "+-"), "0")
@@ -348,6 +503,49 @@ func ParseTimestamp(num string) (time.Time, error) {
 		return time.Time{}, errors.New("timestamp out of range (years 1 to 9999)")
 	}
 	return t, nil
+}
+
+// parsePlainTimestamp parses the form FormatTimestamp writes and nearly every client sends
+// (digits, optionally a point and at most six decimals, no exponent) with integer
+// arithmetic: such a value is already a whole number of microseconds, so no rounding is
+// needed and big.Rat's allocations are skipped. It reports false for anything else, which
+// ParseTimestamp then handles exactly through big.Rat.
+func parsePlainTimestamp(num string) (time.Time, bool) {
+	s := num
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	intPart, frac, _ := strings.Cut(s, ".")
+	// 12 digits of seconds cover years 1 to 9999 with room to spare and cannot overflow.
+	if len(intPart) == 0 || len(intPart) > 12 || len(frac) > 6 {
+		return time.Time{}, false
+	}
+	var us int64
+	for _, c := range []byte(intPart) {
+		if c < '0' || c > '9' {
+			return time.Time{}, false
+		}
+		us = us*10 + int64(c-'0')
+	}
+	for i := range 6 {
+		us *= 10
+		if i < len(frac) {
+			c := frac[i]
+			if c < '0' || c > '9' {
+				return time.Time{}, false
+			}
+			us += int64(c - '0')
+		}
+	}
+	if neg {
+		us = -us
+	}
+	t := time.UnixMicro(us).UTC()
+	if t.Before(minCreatedAt) || t.After(maxCreatedAt) {
+		return time.Time{}, false
+	}
+	return t, true
 }
 
 // Query is lionagi's MemoryQuery. Text nil means no text predicate; Tags empty means no tag

@@ -228,6 +228,30 @@ func TestParseTimestamp(t *testing.T) {
 	}
 }
 
+// TestPlainTimestampAgreesWithExactPath pins the integer fast path to the big.Rat path it
+// short-cuts, on every shape it accepts and at the range's edges.
+func TestPlainTimestampAgreesWithExactPath(t *testing.T) {
+	for _, in := range []string{
+		"0", "-0", "0.0", "-0.0", "0.000001", "-0.000001", "1.5", "-0.5", "-1.000001",
+		"1767225600", "1767225600.1", "1767225600.123456", "1767225600.000010",
+		"253402300799.999999", "-62135596800", "-62135596800.000000", "1000000000",
+	} {
+		t.Run(in, func(t *testing.T) {
+			g := NewWithT(t)
+			fast, ok := parsePlainTimestamp(in)
+			g.Expect(ok).To(BeTrue())
+			exact, err := parseRatTimestamp(in)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(fast.Equal(exact)).To(BeTrue(), "fast %v, exact %v", fast, exact)
+		})
+	}
+	// Shapes it leaves to the exact path: rounding, exponents, out of range.
+	for _, in := range []string{"1.0000005", "1e3", "1767225600123456e-6", "253402300800", "-62135596801", "999999999999", "1000000000000"} {
+		_, ok := parsePlainTimestamp(in)
+		NewWithT(t).Expect(ok).To(BeFalse(), in)
+	}
+}
+
 func TestValidNumberLiteralMatchesEncodingJSON(t *testing.T) {
 	// The hand-written grammar check must agree with encoding/json on what a number is.
 	inputs := []string{"0", "-0", "1", "10", "1.5", "-1.5e10", "1E+2", "1e-2", "0.0",

@@ -74,6 +74,8 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 // instrument counts and times every request and turns a panic anywhere below it (for
 // example in a backend) into a 502 adapter_error instead of a dropped connection.
 func (s *Server) instrument(route string, next http.Handler) http.Handler {
+	// The route's histogram is resolved once, not looked up by label on every request.
+	latency := s.metrics.latency.WithLabelValues(route)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w}
@@ -92,7 +94,7 @@ func (s *Server) instrument(route string, next http.Handler) http.Handler {
 				code = http.StatusOK
 			}
 			s.metrics.requests.WithLabelValues(route, methodLabel(r.Method), strconv.Itoa(code)).Inc()
-			s.metrics.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
+			latency.Observe(time.Since(start).Seconds())
 			if rec.problemType != "" {
 				s.metrics.errors.WithLabelValues(route, rec.problemType).Inc()
 			}

@@ -237,14 +237,7 @@ func BenchmarkWireOverhead(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			direct, wire := benchPair(b, name)
 			ctx := context.Background()
-			// Seed items to retrieve and search.
-			seed := make([]memory.Item, 200)
-			for i := range seed {
-				seed[i] = benchItem(i)
-				if _, err := direct.Store(ctx, seed[i]); err != nil {
-					b.Fatal(err)
-				}
-			}
+			seed := seedBench(b, direct)
 			q := memory.Query{Tags: []string{"t3"}, Filters: map[string]json.RawMessage{"source": []byte(`"bench"`)}, Limit: 10}
 			ops := map[string]func(s memory.Store, i int) error{
 				"store": func(s memory.Store, i int) error {
