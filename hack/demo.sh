@@ -293,7 +293,6 @@ item_roundtrip() {
   status=$(curl -sS -o /dev/null -w '%{http_code}' --resolve "$host:$port:$ip" "$url/v1/items/$id")
   info "the same GET without the token: HTTP $status"
   rm -f "$out"
-  info "(an agent pod gated on Available and bound through this Secret comes with the gating work)"
 }
 
 # postgres_outage runs a PostgreSQL adapter against a throwaway server on the host and stops
