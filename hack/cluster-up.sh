@@ -49,9 +49,13 @@ echo "$BIN_DIR" >"$MAO_CLUSTER_DIR/bin-dir"
 CACHE_ROOT="${MAO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/memory-adapter-operator}"
 # shellcheck source=hack/lib/heartbeat.sh
 . hack/lib/heartbeat.sh
+# go_program builds module's main package at version into the cache, once. MAIN, when set,
+# names a function that writes the wrapper's main package itself (go.mod and main.go in the
+# directory it is given), and the build then compiles that package instead.
 go_program() {
-  local name=$1 module=$2 version=$3 expected=$4 ldflags=${5:-}
-  local bin="$CACHE_ROOT/$name/$version/$name"
+  local name=$1 module=$2 version=$3 expected=$4 ldflags=${5:-} variant=${MAIN:-}
+  local key=$version${variant:+-$variant}
+  local bin="$CACHE_ROOT/$name/$key/$name"
   if [ ! -x "$bin" ]; then
     mkdir -p "$(dirname "$bin")" "$CACHE_ROOT/build"
     (
@@ -59,16 +63,21 @@ go_program() {
       exec 9>"$CACHE_ROOT/build/.lock"
       flock 9
       if [ ! -x "$bin" ]; then
-        local wrap="$CACHE_ROOT/build/$name-$version" mod="mao.local/${name//-/}build"
+        local wrap="$CACHE_ROOT/build/$name-$key" mod="mao.local/${name//-/}build" target=$module
         mkdir -p "$wrap"
         if [ ! -f "$wrap/go.sum" ]; then
           # A wrapper module: the program's own go.mod decides its dependencies' versions.
           printf 'module %s\n\ngo 1.26\n\nrequire %s %s\n' "$mod" "$module" "$version" >"$wrap/go.mod"
-          printf '//go:build tools\n\npackage %s\n\nimport _ "%s"\n' "${name//-/}build" "$module" >"$wrap/tools.go"
+          if [ -n "$variant" ]; then
+            "$variant" "$wrap" "$version"
+          else
+            printf '//go:build tools\n\npackage %s\n\nimport _ "%s"\n' "${name//-/}build" "$module" >"$wrap/tools.go"
+          fi
           (cd "$wrap" && GOFLAGS=-mod=mod go mod tidy -e >&2)
         fi
-        heartbeat_run -v building -e "$expected on 2 cores, once; from the Go module proxy" "$name $version" \
-          env -C "$wrap" CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w $ldflags" -o "$bin.tmp" "$module" >&2
+        [ -z "$variant" ] || target=.
+        heartbeat_run -v building -e "$expected on 2 cores, once; from the Go module proxy" "$name $version${variant:+ ($variant)}" \
+          env -C "$wrap" CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w $ldflags" -o "$bin.tmp" "$target" >&2
         mv "$bin.tmp" "$bin"
       fi
     )
@@ -81,38 +90,19 @@ go_program() {
 # dnsserver.Directives. The full build also compiles the cloud DNS providers (AWS, Azure,
 # Google), etcd, dnstap, geoip and more that this cluster never loads.
 COREDNS_PLUGINS="reload ready health errors loadbalance cache kubernetes forward"
-coredns_program() {
-  local version=$1 expected=$2
-  local bin="$CACHE_ROOT/coredns/$version-cluster/coredns"
-  if [ ! -x "$bin" ]; then
-    mkdir -p "$(dirname "$bin")" "$CACHE_ROOT/build"
-    (
-      exec 9>"$CACHE_ROOT/build/.lock"
-      flock 9
-      if [ ! -x "$bin" ]; then
-        local wrap="$CACHE_ROOT/build/coredns-cluster-$version" p directives=""
-        mkdir -p "$wrap"
-        if [ ! -f "$wrap/go.sum" ]; then
-          printf 'module mao.local/corednscluster\n\ngo 1.26\n\nrequire github.com/coredns/coredns %s\n' "$version" >"$wrap/go.mod"
-          {
-            printf '// Command coredns is CoreDNS %s with the plugins of the local cluster only.\n' "$version"
-            printf 'package main\n\nimport (\n\t"github.com/coredns/coredns/core/dnsserver"\n\t"github.com/coredns/coredns/coremain"\n\n'
-            for p in $COREDNS_PLUGINS; do printf '\t_ "github.com/coredns/coredns/plugin/%s"\n' "$p"; done
-            printf ')\n\nfunc init() {\n\tdnsserver.Directives = []string{'
-            for p in $COREDNS_PLUGINS; do directives+="\"$p\", "; done
-            printf '%s}\n}\n\nfunc main() { coremain.Run() }\n' "${directives%, }"
-          } >"$wrap/main.go"
-          (cd "$wrap" && GOFLAGS=-mod=mod go mod tidy -e >&2)
-        fi
-        heartbeat_run -v building -e "$expected on 2 cores, once; from the Go module proxy" "coredns $version (plugins: $COREDNS_PLUGINS)" \
-          env -C "$wrap" CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=cluster" -o "$bin.tmp" . >&2
-        mv "$bin.tmp" "$bin"
-      fi
-    )
-  fi
-  echo "$bin"
+cluster() {
+  local wrap=$1 version=$2 p directives=""
+  {
+    printf '// Command coredns is CoreDNS %s with the plugins of the local cluster only.\n' "$version"
+    printf 'package main\n\nimport (\n\t"github.com/coredns/coredns/core/dnsserver"\n\t"github.com/coredns/coredns/coremain"\n\n'
+    for p in $COREDNS_PLUGINS; do printf '\t_ "github.com/coredns/coredns/plugin/%s"\n' "$p"; done
+    printf ')\n\nfunc init() {\n\tdnsserver.Directives = []string{'
+    for p in $COREDNS_PLUGINS; do directives+="\"$p\", "; done
+    printf '%s}\n}\n\nfunc main() { coremain.Run() }\n' "${directives%, }"
+  } >"$wrap/main.go"
 }
-COREDNS_BIN=$(coredns_program "$COREDNS_VERSION" "~4 min")
+COREDNS_BIN=$(MAIN=cluster go_program coredns github.com/coredns/coredns "$COREDNS_VERSION" "~2 min" \
+  "-X github.com/coredns/coredns/coremain.GitCommit=cluster")
 # Its release build stamps the tag into main.VERSION (--version); otherwise it says 0.0.1.
 LOCAL_PATH_BIN=$(go_program local-path-provisioner github.com/rancher/local-path-provisioner "$LOCAL_PATH_PROVISIONER_VERSION" "~3 min" \
   "-X main.VERSION=$LOCAL_PATH_PROVISIONER_VERSION")
