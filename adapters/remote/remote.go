@@ -257,6 +257,14 @@ func (s *Store) do(ctx context.Context, method, path string, body []byte, want i
 		return memory.NewAdapterError(fmt.Sprintf("remote: %s %s: response over %d bytes", method, path, s.maxBody), nil)
 	}
 	if resp.StatusCode != want {
+		if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != "application/problem+json" {
+			// No problem body: not the adapter server. A pooled connection that reached the
+			// wrong peer (a gateway that answered while a Service had no route, say) would
+			// keep reaching it; the next call dials afresh. The body is read, so closing it
+			// first returns the connection to the pool, from which this evicts it.
+			_ = resp.Body.Close()
+			s.client.CloseIdleConnections()
+		}
 		return mapProblem(method, path, resp, data)
 	}
 	if err := decodeStrict(data, out); err != nil {
@@ -304,7 +312,29 @@ func mapProblem(method, path string, resp *http.Response, data []byte) error {
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return memory.NewUnavailable(fmt.Sprintf("%s: HTTP %d without a problem body", op, resp.StatusCode), nil)
 	}
-	return memory.NewAdapterError(fmt.Sprintf("%s: unexpected HTTP %d", op, resp.StatusCode), nil)
+	return memory.NewAdapterError(fmt.Sprintf("%s: unexpected HTTP %d (%s)", op, resp.StatusCode, describeBody(resp.Header.Get("Content-Type"), data)), nil)
+}
+
+// describeBody names what answered when it was not the adapter server: its content type and
+// the start of its body, printable ASCII only and bounded, since the body is not trusted.
+func describeBody(contentType string, data []byte) string {
+	const max = 80
+	var b strings.Builder
+	for _, c := range data {
+		if b.Len() >= max {
+			b.WriteString("…")
+			break
+		}
+		if c >= 0x20 && c < 0x7f {
+			b.WriteByte(c)
+		} else {
+			b.WriteByte('.')
+		}
+	}
+	if contentType == "" {
+		contentType = "no content type"
+	}
+	return fmt.Sprintf("%.64s: %q", contentType, b.String())
 }
 
 func decodeStrict(data []byte, v any) error {

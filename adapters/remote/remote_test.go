@@ -221,3 +221,46 @@ func TestAgainstTheRealServerAndDocument(t *testing.T) {
 		t.Fatalf("wrong token: %v", err)
 	}
 }
+
+// TestAForeignAnswerIsNotReusedThroughTheSameConnection: a response that is not the adapter
+// server's (no problem body) names what answered, and the next call dials a new connection
+// instead of reusing the one that reached the wrong peer. A problem answer keeps the
+// connection.
+func TestAForeignAnswerIsNotReusedThroughTheSameConnection(t *testing.T) {
+	for name, tc := range map[string]struct {
+		ct, body  string
+		wantConns int64
+		wantText  string
+	}{
+		"foreign 404":        {"", "", 2, `unexpected HTTP 404 (no content type: "")`},
+		"foreign plain text": {"text/plain", "404 page not found\n", 2, `(text/plain: "404 page not found.")`},
+		"adapter problem":    {"application/problem+json", `{"type":"not_found","title":"Not found","status":404}`, 1, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			sc := &scripted{status: http.StatusNotFound, contentType: tc.ct, body: tc.body}
+			hs := httptest.NewUnstartedServer(sc)
+			var conns atomic.Int64
+			hs.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+				if st == http.StateNew {
+					conns.Add(1)
+				}
+			}
+			hs.Start()
+			t.Cleanup(hs.Close)
+			rs, err := remote.New(context.Background(), remote.Options{BaseURL: hs.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = rs.Retrieve(context.Background(), uuid.New())
+			if tc.wantText != "" && (err == nil || !strings.Contains(err.Error(), tc.wantText)) {
+				t.Fatalf("error %v, want one containing %s", err, tc.wantText)
+			}
+			if _, err := rs.Retrieve(context.Background(), uuid.New()); tc.wantText != "" && err == nil {
+				t.Fatal("the second call succeeded")
+			}
+			if got := conns.Load(); got != tc.wantConns {
+				t.Fatalf("%d connections for manifest + two retrieves, want %d", got, tc.wantConns)
+			}
+		})
+	}
+}

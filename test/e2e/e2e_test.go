@@ -270,6 +270,13 @@ func printDiagnostics(namespaces ...string) {
 			for _, p := range pods.Items {
 				b, _ := json.MarshalIndent(p.Status, "", "  ")
 				fmt.Fprintf(GinkgoWriter, "--- pod %s/%s (node %q) status:\n%s\n", ns, p.Name, p.Spec.NodeName, b)
+				for _, c := range p.Spec.Containers {
+					tail := int64(30)
+					logs, err := clientset.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, TailLines: &tail}).DoRaw(dctx)
+					if err == nil {
+						fmt.Fprintf(GinkgoWriter, "--- logs of %s/%s container %s:\n%s\n", ns, p.Name, c.Name, logs)
+					}
+				}
 			}
 		}
 		if evs, err := clientset.CoreV1().Events(ns).List(dctx, metav1.ListOptions{}); err == nil {
