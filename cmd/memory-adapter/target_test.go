@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -87,7 +86,10 @@ func TestTargetCommandAgainstServeHarness(t *testing.T) {
 			t.Errorf("serve: %v", err)
 		}
 	})
-	waitReady(t, "http://"+data+"/healthz")
+	// The command's own readiness wait (--target-wait), polling to a deadline.
+	if err := waitForTarget(context.Background(), targetFlags{url: "http://" + data, wait: 10 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
 
 	r, out, err := runTargetCommand(t, "--target", "http://"+data, "--token-file", tok,
 		"--harness-url", "http://"+harness, "--harness-token-file", htok)
@@ -105,20 +107,6 @@ func TestTargetCommandAgainstServeHarness(t *testing.T) {
 	if r.Result != conformance.Failed || !strings.Contains(r.Error, `--adapter-id "sqlite"`) || !errors.As(err, &ee) || ee.code != 1 {
 		t.Errorf("a conflicting --adapter-id: exit %v, result %s, error %q", err, r.Result, r.Error)
 	}
-}
-
-func waitReady(t *testing.T, url string) {
-	t.Helper()
-	for range 200 {
-		if resp, err := http.Get(url); err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	t.Fatalf("%s never answered 200", url)
 }
 
 // TestTargetCommandAgainstThePythonExample: the independent Python server
