@@ -59,6 +59,9 @@ type Reconciler struct {
 
 	health   sync.Map // types.NamespacedName → *healthState
 	bindings sync.Map // types.NamespacedName → digest (UID included) of the binding Secret last applied
+	// purged holds the UIDs of adapters whose purge succeeded and whose finalizer this
+	// process removed; an adapter's UID is never reused, and deletions are rare.
+	purged sync.Map
 }
 
 // firstReadRetry is how soon a failed read is retried while no evidence has been read yet.

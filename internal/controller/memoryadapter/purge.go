@@ -222,6 +222,11 @@ func (r *Reconciler) reconcileDeletion(ctx context.Context, ma *memoryv1alpha1.M
 	if !controllerutil.ContainsFinalizer(ma, FinalizerPurgeScope) {
 		return ctrl.Result{}, nil
 	}
+	if _, done := r.purged.Load(ma.UID); done {
+		// The finalizer is already removed; the cache has not seen it yet. Acting on this
+		// stale copy would create the purge Job again, after the adapter is gone.
+		return ctrl.Result{}, nil
+	}
 	if !wantsPurge(ma) {
 		// deletionPolicy went back to Retain: the items stay, and so must a purge under way.
 		if err := r.deletePurgeJob(ctx, ma); err != nil {
@@ -245,6 +250,7 @@ func (r *Reconciler) reconcileDeletion(ctx context.Context, ma *memoryv1alpha1.M
 		if err := r.setPurgeFinalizer(ctx, ma, false); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.purged.Store(ma.UID, struct{}{})
 		return ctrl.Result{}, r.deletePurgeJob(ctx, ma)
 	case purgeCreateJob:
 		job := desiredPurgeJob(ma, effectiveSettings(ma, r.DefaultImage).image)
