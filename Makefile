@@ -182,4 +182,6 @@ demo-down: ## Remove what make demo made: its namespace, its PostgreSQL server, 
 
 .PHONY: test-e2e
 test-e2e: ## End-to-end suite on the local cluster: brings it up (or reuses it), tears down what it started unless KEEP_CLUSTER=1.
-	go test -tags e2e ./test/e2e/ -count=1 -timeout 90m -v -ginkgo.v
+	# A step that runs past 45s reports what it is waiting on every 30s, so no wait is silent.
+	go test -tags e2e ./test/e2e/ -count=1 -timeout 90m -v -ginkgo.v \
+	  -ginkgo.poll-progress-after=45s -ginkgo.poll-progress-interval=30s
