@@ -117,14 +117,24 @@ condition_of() {
 }
 
 # ---------------------------------------------------------------------------------------------
-# Ctrl-C: the only host process the demo starts is the PostgreSQL server; everything else lives
-# in the cluster, which is meant to outlive the demo, so it is named rather than removed.
+# Ctrl-C stops what this run started: the PostgreSQL server, and the cluster when the cluster
+# was not running before this run (a cluster someone else started, or an earlier demo left
+# running for exploring, is theirs and stays, with the namespace, named so it can be removed).
+# The step in progress is the foreground child; it gets the same ^C from the terminal, and
+# heartbeat tickers end within a second of their parent.
+STARTED_CLUSTER=0
 on_interrupt() {
   trap - INT TERM
-  printf '\ndemo: interrupted; stopping the PostgreSQL server this run started (if any)\n' >&2
+  printf '\ndemo: interrupted; stopping what this run started\n' >&2
   stop_pg
-  printf 'demo: the cluster and namespace %s are left as they are; remove everything with:\n' "$NS" >&2
-  printf '        flock /work/cluster.lock make demo-down   (or: make demo-down)\n' >&2
+  if [ "$STARTED_CLUSTER" = 1 ]; then
+    printf 'demo: stopping the cluster this run started (hack/cluster-down.sh; the built binaries stay cached)\n' >&2
+    hack/cluster-down.sh >&2 || printf 'demo: cluster-down failed; run make demo-down\n' >&2
+    remove_pg
+    rmdir "$DEMO_DIR" 2>/dev/null || true
+  else
+    printf 'demo: the cluster was running before this run, so it and namespace %s stay; remove everything with: make demo-down\n' "$NS" >&2
+  fi
   exit 130
 }
 
@@ -132,6 +142,7 @@ up() {
   [ "$(id -u)" = 0 ] || die "must run as root (the local cluster needs it)"
   command -v jq >/dev/null || die "jq is needed to read conditions; apt-get install -y jq"
   command -v curl >/dev/null || die "curl is needed to call the adapter; apt-get install -y curl"
+  cluster_running || STARTED_CLUSTER=1
   trap on_interrupt INT TERM
 
   say "1/7 the local cluster (hack/cluster-up.sh: builds only what is missing, reuses a running cluster)"
