@@ -42,6 +42,7 @@ type config struct {
 	adapter     string
 	outage      time.Duration
 	seed        uint64
+	idleConns   int
 }
 
 func main() {
@@ -53,6 +54,7 @@ func main() {
 	flag.StringVar(&c.adapter, "adapter", "", "memory-adapter binary (default: go build ./cmd/memory-adapter)")
 	flag.DurationVar(&c.outage, "outage", 3*time.Second, "how long the backend stays down half-way")
 	flag.Uint64Var(&c.seed, "seed", 0, "random seed (0: random)")
+	flag.IntVar(&c.idleConns, "idle-conns", 0, "instead of the soak: hold this many idle keep-alive connections and report the adapter's RSS per 1,000 (at most 20,000)")
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
@@ -70,6 +72,8 @@ func run(c config) error {
 		return fmt.Errorf("-requests must be in (0, %d]", maxRequests)
 	case c.concurrency <= 0 || c.concurrency > maxConcurrency:
 		return fmt.Errorf("-concurrency must be in (0, %d]", maxConcurrency)
+	case c.idleConns < 0 || c.idleConns > maxIdleConns:
+		return fmt.Errorf("-idle-conns must be in [0, %d]", maxIdleConns)
 	}
 	if c.seed == 0 {
 		c.seed = mrand.Uint64()
@@ -102,6 +106,15 @@ func run(c config) error {
 		return err
 	}
 	defer ad.stop()
+
+	if c.idleConns > 0 {
+		steps, err := measureIdle(ad, c.idleConns, max(c.idleConns/4, 1))
+		if err != nil {
+			return fmt.Errorf("idle connections: %w", err)
+		}
+		reportIdle(os.Stdout, c.backend, steps)
+		return nil
+	}
 
 	r := newRun(c, ad.url(), ad.token)
 	fmt.Fprintf(os.Stderr, "soak: backend %s, %d clients, budget %s / %d requests, seed %d\n", c.backend, c.concurrency, c.duration, c.requests, c.seed)
