@@ -193,8 +193,9 @@ func TestHostileDataThroughTheWire(t *testing.T) {
 	}
 }
 
-// benchPair serves one backend store over HTTP and returns both ways of calling it.
-func benchPair(b *testing.B, name string) (direct memory.ExternalStore, wire *remote.Store) {
+// benchPair serves one backend store over HTTP and returns its harness and both ways of
+// calling it.
+func benchPair(b *testing.B, name string) (inner conformance.Harness, direct memory.ExternalStore, wire *remote.Store) {
 	b.Helper()
 	ctx := liveCtx(b)
 	inner, err := backendHarness[name](ctx, b)
@@ -219,7 +220,7 @@ func benchPair(b *testing.B, name string) (direct memory.ExternalStore, wire *re
 	if err != nil {
 		b.Fatal(err)
 	}
-	return direct, wire
+	return inner, direct, wire
 }
 
 func benchItem(i int) memory.Item {
@@ -235,7 +236,7 @@ func benchItem(i int) memory.Item {
 func BenchmarkWireOverhead(b *testing.B) {
 	for _, name := range []string{"sqlite", "postgres"} {
 		b.Run(name, func(b *testing.B) {
-			direct, wire := benchPair(b, name)
+			_, direct, wire := benchPair(b, name)
 			ctx := context.Background()
 			seed := seedBench(b, direct)
 			q := memory.Query{Tags: []string{"t3"}, Filters: map[string]json.RawMessage{"source": []byte(`"bench"`)}, Limit: 10}
