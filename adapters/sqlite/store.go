@@ -67,6 +67,9 @@ type Store struct {
 	rules    relstore.Rules
 	maxIdle  int
 	trace    func(sql string, args []any)
+	// retrieve is prepared once: a retrieve is one indexed row, and parsing and planning its
+	// statement on every call was about a quarter of its cost (docs/performance.md).
+	retrieve *sql.Stmt
 
 	closeOnce sync.Once
 	closeErr  error
@@ -121,6 +124,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
+		_ = db.Close()
+		return nil, classify("open", err)
+	}
+	if s.retrieve, err = db.PrepareContext(pctx, retrieveSQL); err != nil {
 		_ = db.Close()
 		return nil, classify("open", err)
 	}
@@ -226,11 +233,6 @@ func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result
 	return s.db.ExecContext(ctx, query, args...)
 }
 
-func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	s.traceSQL(query, args)
-	return s.db.QueryRowContext(ctx, query, args...)
-}
-
 // Manifest implements memory.ExternalStore; it never changes for the store's lifetime.
 func (s *Store) Manifest() memory.Manifest { return s.manifest }
 
@@ -240,6 +242,9 @@ func (s *Store) Scope() string { return s.scope }
 // Close closes the connection pool. It is idempotent; calls after Close fail with
 // MemoryAdapterUnavailable.
 func (s *Store) Close() error {
+	// The prepared retrieve is left to the pool: closing the pool finalizes it on every
+	// connection, and a retrieve after Close then fails as "database is closed", which is
+	// Unavailable, where a closed statement's own error would not be.
 	s.closeOnce.Do(func() { s.closeErr = s.db.Close() })
 	return s.closeErr
 }
@@ -276,6 +281,10 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 	return p.ID, nil
 }
 
+// retrieveSQL reads one row by its primary key.
+const retrieveSQL = `SELECT kind, created_at_us, metadata, content, tags
+	FROM memory_items WHERE scope = ? AND id = ?`
+
 // Retrieve reads the item with id in this scope; an unknown id or a record of another kind is
 // (nil, nil).
 func (s *Store) Retrieve(ctx context.Context, id uuid.UUID) (*memory.Item, error) {
@@ -286,8 +295,8 @@ func (s *Store) Retrieve(ctx context.Context, id uuid.UUID) (*memory.Item, error
 		us                   int64
 		meta, content, tagsJ string
 	)
-	err := s.queryRow(ctx, `SELECT kind, created_at_us, metadata, content, tags
-		FROM memory_items WHERE scope = ? AND id = ?`, s.scope, id.String()).
+	s.traceSQL(retrieveSQL, []any{s.scope, id.String()})
+	err := s.retrieve.QueryRowContext(ctx, s.scope, id.String()).
 		Scan(&kind, &us, &meta, &content, &tagsJ)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
