@@ -48,7 +48,7 @@ test: manifests generate ## Run vet, unit tests, envtest tests (race detector on
 
 .PHONY: lint
 lint: golangci-lint ## Run golangci-lint, then check that no import runs back up the floors (hack/layers).
-	. hack/lib/heartbeat.sh; heartbeat_run -v linting -e "~3 min on 2 cores cold, under 1 min warm" golangci-lint \
+	. hack/lib/heartbeat.sh; heartbeat_run -v linting -e "~3-10 min on 2 cores cold (longer when the machine is busy), under 1 min warm" golangci-lint \
 	  $(GOLANGCI_LINT) run --allow-parallel-runners ./...
 	go run ./hack/layers
 
