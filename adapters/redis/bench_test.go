@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
@@ -92,26 +93,20 @@ func BenchmarkStore(b *testing.B) {
 	for _, n := range benchSizes {
 		h, s, _ := loadScope(b, n)
 		ctx := context.Background()
-		b.Run(fmt.Sprintf("n=%d/adapter", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			settle(b, h)
-			for i := 0; b.Loop(); i++ {
-				if _, err := s.Store(ctx, benchItem(n+i)); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run(fmt.Sprintf("n=%d/driver", n), func(b *testing.B) {
-			settle(b, h)
-			for i := 0; b.Loop(); i++ {
+			storetest.Interleave(b, func(i int) error {
+				_, err := s.Store(ctx, benchItem(n+i))
+				return err
+			}, func(i int) error {
 				it := benchItem(n + 1_000_000 + i)
 				data, _ := json.Marshal(it)
 				pipe := h.admin.TxPipeline()
 				pipe.HSet(ctx, h.k.item(it.ID), "kind", itemKind, "json", data)
 				pipe.XAdd(ctx, &goredis.XAddArgs{Stream: h.k.stream(), Values: []string{"id", it.ID.String()}})
-				if _, err := pipe.Exec(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
+				_, err := pipe.Exec(ctx)
+				return err
+			})
 		})
 	}
 }
@@ -120,25 +115,22 @@ func BenchmarkRetrieve(b *testing.B) {
 	for _, n := range benchSizes {
 		h, s, items := loadScope(b, n)
 		ctx := context.Background()
-		b.Run(fmt.Sprintf("n=%d/adapter", n), func(b *testing.B) {
-			for i := 0; b.Loop(); i++ {
-				if it, err := s.Retrieve(ctx, items[i%n].ID); err != nil || it == nil {
-					b.Fatal(it, err)
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			storetest.Interleave(b, func(i int) error {
+				it, err := s.Retrieve(ctx, items[i%n].ID)
+				if err == nil && it == nil {
+					err = fmt.Errorf("item %d missing", i%n)
 				}
-			}
-		})
-		b.Run(fmt.Sprintf("n=%d/driver", n), func(b *testing.B) {
-			for i := 0; b.Loop(); i++ {
+				return err
+			}, func(i int) error {
 				vals, err := h.admin.HMGet(ctx, h.k.item(items[i%n].ID), "kind", "json").Result()
 				if err != nil {
-					b.Fatal(err)
+					return err
 				}
 				raw, _ := vals[1].(string)
 				var it memory.Item
-				if err := json.Unmarshal([]byte(raw), &it); err != nil {
-					b.Fatal(err)
-				}
-			}
+				return json.Unmarshal([]byte(raw), &it)
+			})
 		})
 	}
 }
@@ -163,21 +155,20 @@ func BenchmarkSearch(b *testing.B) {
 		h, s, _ := loadScope(b, n)
 		ctx := context.Background()
 		for _, qc := range queries {
-			b.Run(fmt.Sprintf("%s/n=%d/adapter", qc.name, n), func(b *testing.B) {
-				for b.Loop() {
-					hits, err := s.Search(ctx, qc.q)
-					if err != nil || len(hits) != 20 {
-						b.Fatal(len(hits), err)
-					}
-				}
-			})
 			key := qc.set(h)
-			b.Run(fmt.Sprintf("%s/n=%d/driver", qc.name, n), func(b *testing.B) {
-				for b.Loop() {
-					if got := driverSearch(b, h.admin, h.k, key, qc.q); got != 20 {
-						b.Fatal(got)
+			b.Run(fmt.Sprintf("%s/n=%d", qc.name, n), func(b *testing.B) {
+				storetest.Interleave(b, func(int) error {
+					hits, err := s.Search(ctx, qc.q)
+					if err == nil && len(hits) != 20 {
+						err = fmt.Errorf("%d hits, want 20", len(hits))
 					}
-				}
+					return err
+				}, func(int) error {
+					if got := driverSearch(b, h.admin, h.k, key, qc.q); got != 20 {
+						return fmt.Errorf("%d rows, want 20", got)
+					}
+					return nil
+				})
 			})
 		}
 	}
