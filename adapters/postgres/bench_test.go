@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -74,12 +75,17 @@ func BenchmarkPostgres(b *testing.B) {
 		table := pgx.Identifier{schema, "memory_items"}.Sanitize()
 		return s, storetest.BenchDriver{
 			Store: func(ctx context.Context, it memory.Item) error {
-				_, err := raw.Exec(ctx, `INSERT INTO `+table+`
+				// The same row the adapter writes (its indexes cost by content: the trigram
+				// index by the text, the per-key indexes by the metadata), encoded plainly.
+				meta, err := json.Marshal(it.Metadata)
+				if err != nil {
+					return err
+				}
+				_, err = raw.Exec(ctx, `INSERT INTO `+table+`
 					(scope, id, kind, created_at, metadata, content, search_text, tags)
 					VALUES ($1, $2, 'memory_item', $3, $4::jsonb, $5::jsonb, $6, $7)
 					ON CONFLICT (scope, id) DO UPDATE SET content = excluded.content`,
-					"bench", it.ID, it.CreatedAt, `{"source":"s1","branch_id":1}`, string(it.Content), "item lorem",
-					[]string{"t1", "common"})
+					"bench", it.ID, it.CreatedAt, string(meta), string(it.Content), memory.SearchText(it.Content), it.Tags)
 				return err
 			},
 			Retrieve: func(ctx context.Context, id uuid.UUID) error {

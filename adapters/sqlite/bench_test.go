@@ -84,12 +84,21 @@ func BenchmarkSQLite(b *testing.B) {
 		b.Cleanup(func() { _ = retrieve.Close() })
 		return s, storetest.BenchDriver{
 			Store: func(ctx context.Context, it memory.Item) error {
-				_, err := raw.ExecContext(ctx, `INSERT INTO memory_items
+				// The same row the adapter writes, encoded plainly.
+				meta, err := json.Marshal(it.Metadata)
+				if err != nil {
+					return err
+				}
+				tags, err := json.Marshal(it.Tags)
+				if err != nil {
+					return err
+				}
+				_, err = raw.ExecContext(ctx, `INSERT INTO memory_items
 					(scope, id, kind, created_at_us, metadata, content, search_text, tags)
 					VALUES (?, ?, 'memory_item', ?, ?, ?, ?, ?)
 					ON CONFLICT (scope, id) DO UPDATE SET content = excluded.content`,
-					"bench", it.ID.String(), it.CreatedAt.UnixMicro(), `{"source":"s1","branch_id":1}`,
-					string(it.Content), "item lorem", `["t1","common"]`)
+					"bench", it.ID.String(), it.CreatedAt.UnixMicro(), string(meta),
+					string(it.Content), memory.SearchText(it.Content), string(tags))
 				return err
 			},
 			Retrieve: func(ctx context.Context, id uuid.UUID) error {
