@@ -254,15 +254,12 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	tags, _ := json.Marshal(p.Tags)
-	res, err := s.exec(ctx, `INSERT INTO memory_items
-		(scope, id, kind, created_at_us, metadata, content, search_text, tags)
-		VALUES (?, ?, 'memory_item', ?, ?, ?, ?, ?)
+	res, err := s.exec(ctx, insertRow+`
 		ON CONFLICT (scope, id) DO UPDATE SET
 			created_at_us = excluded.created_at_us, metadata = excluded.metadata,
 			content = excluded.content, search_text = excluded.search_text, tags = excluded.tags
 		WHERE memory_items.kind = 'memory_item'`,
-		s.scope, p.ID.String(), p.CreatedAtMicros, string(p.Metadata), string(p.Content), p.SearchText, string(tags))
+		rowArgs(s.scope, p)...)
 	if err != nil {
 		return uuid.Nil, classify("store", err)
 	}
@@ -274,6 +271,19 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 		return uuid.Nil, relstore.NotWritten()
 	}
 	return p.ID, nil
+}
+
+// insertRow inserts one memory row; its arguments are rowArgs. Store adds the upsert clause;
+// the benchmarks' bulk loaders use it as is, so loaded rows are exactly what Store writes.
+const insertRow = `INSERT INTO memory_items
+		(scope, id, kind, created_at_us, metadata, content, search_text, tags)
+		VALUES (?, ?, 'memory_item', ?, ?, ?, ?, ?)`
+
+// rowArgs are insertRow's arguments for a prepared item in scope: the tags as one JSON
+// array text, the other columns as relstore.Prepare made them.
+func rowArgs(scope string, p relstore.Prepared) []any {
+	tags, _ := json.Marshal(p.Tags)
+	return []any{scope, p.ID.String(), p.CreatedAtMicros, string(p.Metadata), string(p.Content), p.SearchText, string(tags)}
 }
 
 // Retrieve reads the item with id in this scope; an unknown id or a record of another kind is

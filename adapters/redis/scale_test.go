@@ -1,0 +1,105 @@
+//go:build scalebench
+
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
+)
+
+// scaleLoadBatch is how many items one loader pipeline carries.
+const scaleLoadBatch = 1000
+
+// BenchmarkRedisScale times storetest.ScaleQueries through the adapter at each scope size
+// (sub-benchmarks n=<n>/<query>), on the package's server (MAO_TEST_REDIS_ADDR or the one
+// TestMain starts), with the store connected to it directly rather than through the
+// harness's proxy. The loader, outside the timed part, pipelines what Store and the indexer
+// would write: the record (Store's own encode) and its index entries (the indexer's own
+// membersOf and queueIndexWrites) at positions 1..n, then the position counter; so the
+// scope is indexed when it returns, without a stream to drain. storetest.Scale logs the
+// server's INFO memory beside the benchmark process's RSS. Opt-in, behind the scalebench
+// build tag (hack/perf/scale.sh redis runs it and writes docs/perf/redis-scale.md):
+//
+//	go test -tags scalebench -run '^$' -bench BenchmarkRedisScale -benchtime 1s ./adapters/redis/
+func BenchmarkRedisScale(b *testing.B) {
+	storetest.Scale(b, "redis", func(b *testing.B, n int) storetest.ScaleScope {
+		ctx := context.Background()
+		h, err := NewHarness(ctx, HarnessOptions{Addr: redisAddr})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			if err := h.Close(context.Background()); err != nil {
+				b.Error(err)
+			}
+		})
+		s, err := Open(ctx, Options{Addr: redisAddr, Scope: h.Scope()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = s.Close() })
+		if err := pipelineLoad(ctx, s, n); err != nil {
+			b.Fatal(err)
+		}
+		return storetest.ScaleScope{
+			Store:   s,
+			Loader:  "pipelined record and index writes",
+			Backend: func(ctx context.Context) (string, error) { return serverMemory(ctx, s) },
+		}
+	})
+}
+
+// pipelineLoad writes storetest.BenchItem(0..n-1) into s's scope as indexed items, in
+// pipelines of scaleLoadBatch items.
+func pipelineLoad(ctx context.Context, s *Store, n int) error {
+	for start := 0; start < n; start += scaleLoadBatch {
+		pipe := s.client.Pipeline()
+		for i := start; i < min(start+scaleLoadBatch, n); i++ {
+			it := storetest.BenchItem(i)
+			data, err := s.encode(it)
+			if err != nil {
+				return fmt.Errorf("item %d: %w", i, err)
+			}
+			pipe.HSet(ctx, s.k.item(it.ID), "kind", itemKind, "json", data)
+			s.queueIndexWrites(ctx, pipe, it.ID, float64(i+1), s.membersOf(it))
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return fmt.Errorf("load items %d..: %w", start, err)
+		}
+	}
+	if err := s.client.Set(ctx, s.k.seq(), n, 0).Err(); err != nil {
+		return fmt.Errorf("load: position counter: %w", err)
+	}
+	return nil
+}
+
+// serverMemory reports the server's used_memory and used_memory_rss (INFO memory) and its
+// key count; the server holds only the benchmark's scope unless MAO_TEST_REDIS_ADDR points
+// at a shared one.
+func serverMemory(ctx context.Context, s *Store) (string, error) {
+	info, err := s.client.Info(ctx, "memory").Result()
+	if err != nil {
+		return "", fmt.Errorf("info memory: %w", err)
+	}
+	keys, err := s.client.DBSize(ctx).Result()
+	if err != nil {
+		return "", fmt.Errorf("dbsize: %w", err)
+	}
+	out := []string{}
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_memory" || k == "used_memory_rss") {
+			bytes, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return "", fmt.Errorf("info memory: %s: %w", k, err)
+			}
+			out = append(out, fmt.Sprintf("server %s %.1f MB", k, bytes/1e6))
+		}
+	}
+	return strings.Join(append(out, fmt.Sprintf("%d keys", keys)), ", "), nil
+}
