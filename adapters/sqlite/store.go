@@ -4,12 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -101,7 +105,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
 	}
-	if err := migrate(ctx, dsn(abs, "rwc", timeout)); err != nil {
+	if err := migrate(ctx, dsn(abs, "rwc", timeout), m.SupportedFilters); err != nil {
 		return nil, err
 	}
 	db, err := sql.Open("sqlite", dsn(abs, "rw", timeout))
@@ -191,7 +195,9 @@ func (c conn) QueryInt(ctx context.Context, query string, args ...any) (int, err
 	return v, err
 }
 
-func migrate(ctx context.Context, source string) error {
+// migrate applies the schema migrations and creates the filter index of every supported key
+// that has one (filterIndex), in one immediate transaction.
+func migrate(ctx context.Context, source string, filterKeys []string) error {
 	db, err := sql.Open("sqlite", source)
 	if err != nil {
 		return memory.NewUnavailable("sqlite: open for migration", err)
@@ -208,6 +214,13 @@ func migrate(ctx context.Context, source string) error {
 	defer func() { _ = tx.Rollback() }()
 	if err := schema.Migrate(ctx, conn{tx}); err != nil {
 		return classify("migrate", err)
+	}
+	for _, k := range filterKeys {
+		if ddl, ok := filterIndex(k); ok {
+			if _, err := tx.ExecContext(ctx, ddl); err != nil {
+				return classify("migrate: filter index", err)
+			}
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return classify("migrate", err)
@@ -418,6 +431,12 @@ func buildSearch(scope string, q memory.Query) (string, []any, bool) {
 	}
 	exact := true
 	for k, v := range q.Filters {
+		// Before the exact clause: a condition on the key's indexed value that every row the
+		// clause accepts also meets, so the statement can use the key's filter index.
+		if cond, cargs, ok := filterIndexCondition(k, v); ok {
+			b.WriteString(cond)
+			args = append(args, cargs...)
+		}
 		// json_each raises "malformed JSON" on a value SQLite's parser refuses (nested beyond
 		// its 1,000 levels), which would fail the whole statement; a row written before the
 		// contract's nesting limit must not take the scope's filtered search down with it, so
@@ -464,6 +483,94 @@ func filterCondition(v json.RawMessage) (string, []any, bool) {
 	}
 	// Invalid JSON matches nothing (JSONEqual is false for it).
 	return ` AND 0`, nil, true
+}
+
+// filterKeyPattern is the filter keys that get an index: they need no escaping inside the
+// JSON path's double quotes or the SQL string literal the index expression embeds (an index
+// expression cannot take the path as a parameter).
+var filterKeyPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// filterExpr is the indexed expression of filter key k: its value in the row's metadata as
+// json_extract returns it (the text of a string, the number of a number), NULL for a row
+// whose metadata SQLite's parser refuses, so that a stored row can never make the index
+// expression raise an error.
+func filterExpr(k string) string {
+	return `json_extract(CASE WHEN json_valid(metadata) THEN metadata ELSE '{}' END, '$."` + k + `"')`
+}
+
+// filterIndex returns the CREATE INDEX statement of key k's filter index, or false when k
+// gets none: (scope, value, seq), so an equality walks one value's rows in insertion order.
+// The name holds the key in hex, because SQLite identifiers ignore case and keys do not.
+func filterIndex(k string) (string, bool) {
+	if !filterKeyPattern.MatchString(k) {
+		return "", false
+	}
+	return `CREATE INDEX IF NOT EXISTS "memory_items_f_` + hex.EncodeToString([]byte(k)) +
+		`" ON memory_items (scope, ` + filterExpr(k) + `, seq)`, true
+}
+
+// filterIndexCondition returns a condition on key k's indexed value that every row matching
+// the filter value v meets, or false when there is none (no index for k, or a value the
+// index cannot narrow: null, booleans, objects, arrays, numbers out of range). Adding it
+// never changes the result, only the plan:
+//
+//   - a string: json_extract returns the string's text, decoded as json_each's atom that
+//     the exact clause compares (metadata written by Prepare has unique keys);
+//   - a number whose double f is 0 or has a magnitude in [1e-300, 1e300] and whose literal's
+//     exponent is within ±300: a stored number of the same exact value (the only kind
+//     memory.JSONEqual accepts) is returned by json_extract as an INTEGER or a REAL within
+//     2⁻³⁰·|f| of f whatever its literal (4242, 4242.0, 4.242e3), since SQLite's and Go's
+//     decimal conversions are each off by a few units in the last place at most; the
+//     range admits neighbours too, which memory.JSONEqual then rejects in Go as before.
+func filterIndexCondition(k string, v json.RawMessage) (string, []any, bool) {
+	if !filterKeyPattern.MatchString(k) {
+		return "", nil, false
+	}
+	trimmed := strings.TrimSpace(string(v))
+	switch {
+	case strings.HasPrefix(trimmed, `"`):
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return "", nil, false
+		}
+		return ` AND ` + filterExpr(k) + ` = ?`, []any{s}, true
+	case strings.HasPrefix(trimmed, "-") || (trimmed != "" && trimmed[0] >= '0' && trimmed[0] <= '9'):
+		lo, hi, ok := numberRange(trimmed)
+		if !ok {
+			return "", nil, false
+		}
+		return ` AND ` + filterExpr(k) + ` BETWEEN ? AND ?`, []any{lo, hi}, true
+	}
+	return "", nil, false
+}
+
+// numberRange returns the range filterIndexCondition admits for a JSON number literal, or
+// false when the literal is not a number in the range it handles.
+func numberRange(lit string) (float64, float64, bool) {
+	if !json.Valid([]byte(lit)) {
+		return 0, 0, false
+	}
+	mantissa := lit
+	if i := strings.IndexAny(lit, "eE"); i >= 0 {
+		mantissa = lit[:i]
+		exp, err := strconv.Atoi(strings.TrimPrefix(lit[i+1:], "+"))
+		if err != nil || exp < -300 || exp > 300 {
+			return 0, 0, false
+		}
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, 0, false
+	}
+	if f == 0 {
+		// Only a literal that is zero: a tiny non-zero one that rounded to 0 is left to Go.
+		return 0, 0, strings.Trim(mantissa, "-0.") == ""
+	}
+	if a := math.Abs(f); a < 1e-300 || a > 1e300 {
+		return 0, 0, false
+	}
+	d := math.Abs(f) * 0x1p-30
+	return f - d, f + d, true
 }
 
 // Probe reports the SQLite library version and checks WAL mode, the JSON functions and the
