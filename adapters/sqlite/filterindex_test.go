@@ -62,8 +62,8 @@ func TestFilterIndexCondition(t *testing.T) {
 		want       string // "" for no condition
 	}{
 		{"source", `"s3"`, ` = ?`},
-		{"branch_id", `4242`, ` BETWEEN ? AND ?`},
-		{"branch_id", `-1.5e2`, ` BETWEEN ? AND ?`},
+		{"branch_id", `4242`, ` BETWEEN ? AND ?, 0.000001)`},
+		{"branch_id", `-1.5e2`, ` BETWEEN ? AND ?, 0.000001)`},
 		{"source", `true`, ""},
 		{"source", `null`, ""},
 		{"source", `{"a":1}`, ""},
@@ -136,8 +136,19 @@ func TestFilterIndexKeepsResults(t *testing.T) {
 			t.Errorf("filter source=%s: got %v, want %v", f, got, want)
 		}
 	}
-	sqlText, args, _ := buildSearch(h.scope, memory.Query{Filters: map[string]json.RawMessage{"source": json.RawMessage(`"s3"`)}, Limit: 20})
-	rows, err := h.admin.QueryContext(ctx, `EXPLAIN QUERY PLAN `+sqlText, args...)
+	for _, f := range []string{`"s3"`, `4242`} {
+		sqlText, args, _ := buildSearch(h.scope, memory.Query{Filters: map[string]json.RawMessage{"source": json.RawMessage(f)}, Limit: 20})
+		plan := queryPlan(t, h, sqlText, args)
+		if !strings.Contains(plan, `memory_items_f_`+"736f75726365") {
+			t.Errorf("the plan of filter source=%s does not use the source index:\n%s", f, plan)
+		}
+	}
+}
+
+// queryPlan returns the EXPLAIN QUERY PLAN details of a statement, one per line.
+func queryPlan(t *testing.T, h *Harness, sqlText string, args []any) string {
+	t.Helper()
+	rows, err := h.admin.QueryContext(context.Background(), `EXPLAIN QUERY PLAN `+sqlText, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +165,5 @@ func TestFilterIndexKeepsResults(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(strings.Join(plan, "\n"), `memory_items_f_`+"736f75726365") {
-		t.Errorf("the string filter's plan does not use the source index:\n%s", strings.Join(plan, "\n"))
-	}
+	return strings.Join(plan, "\n")
 }

@@ -522,6 +522,8 @@ func filterIndex(k string) (string, bool) {
 //     2⁻³⁰·|f| of f whatever its literal (4242, 4242.0, 4.242e3), since SQLite's and Go's
 //     decimal conversions are each off by a few units in the last place at most; the
 //     range admits neighbours too, which memory.JSONEqual then rejects in Go as before.
+//     The range is marked rare, so a number that many items share costs a sort of all its
+//     rows rather than a walk that stops at the limit.
 func filterIndexCondition(k string, v json.RawMessage) (string, []any, bool) {
 	if !filterKeyPattern.MatchString(k) {
 		return "", nil, false
@@ -539,7 +541,10 @@ func filterIndexCondition(k string, v json.RawMessage) (string, []any, bool) {
 		if !ok {
 			return "", nil, false
 		}
-		return ` AND ` + filterExpr(k) + ` BETWEEN ? AND ?`, []any{lo, hi}, true
+		// likelihood marks the range as rare: without it the planner, which has no
+		// statistics (the adapter never runs ANALYZE), prefers walking (scope, seq) to a
+		// range scan plus a sort, and a rare number walks the whole scope.
+		return ` AND likelihood(` + filterExpr(k) + ` BETWEEN ? AND ?, 0.000001)`, []any{lo, hi}, true
 	}
 	return "", nil, false
 }
