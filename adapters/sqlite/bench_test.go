@@ -24,38 +24,6 @@ func bulkLoad(b *testing.B, db *sql.DB, scope string, n int) []uuid.UUID {
 	return ids
 }
 
-// bulkInsert inserts storetest.BenchItem(0..n-1) in one transaction of one prepared
-// statement, in the adapter's own row format (relstore.Prepare, insertRow, rowArgs), which is
-// what keeps large setups fast; each inserted id is passed to loaded when it is set.
-func bulkInsert(ctx context.Context, db *sql.DB, scope string, n int, loaded func(uuid.UUID)) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	stmt, err := tx.PrepareContext(ctx, insertRow)
-	if err != nil {
-		return fmt.Errorf("prepare: %w", err)
-	}
-	defer stmt.Close()
-	for i := range n {
-		p, err := relstore.Prepare(storetest.BenchItem(i), relstore.Rules{})
-		if err != nil {
-			return fmt.Errorf("item %d: %w", i, err)
-		}
-		if _, err := stmt.ExecContext(ctx, rowArgs(scope, p)...); err != nil {
-			return fmt.Errorf("insert item %d: %w", i, err)
-		}
-		if loaded != nil {
-			loaded(p.ID)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
-}
-
 // BenchmarkSQLite measures each adapter operation beside a "driver" baseline that runs the
 // equivalent SQL on a plain database/sql handle and scans raw columns, so adapter/driver is
 // the adapter's overhead (validation, JSON compaction and decoding, error mapping).
@@ -115,4 +83,36 @@ func BenchmarkSQLite(b *testing.B) {
 			},
 		}, ids
 	})
+}
+
+// bulkInsert inserts storetest.BenchItem(0..n-1) in one transaction of one prepared
+// statement, in the adapter's own row format (relstore.Prepare, insertRow, rowArgs), which is
+// what keeps large setups fast; each inserted id is passed to loaded when it is set.
+func bulkInsert(ctx context.Context, db *sql.DB, scope string, n int, loaded func(uuid.UUID)) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	stmt, err := tx.PrepareContext(ctx, insertRow)
+	if err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	defer stmt.Close()
+	for i := range n {
+		p, err := relstore.Prepare(storetest.BenchItem(i), relstore.Rules{})
+		if err != nil {
+			return fmt.Errorf("item %d: %w", i, err)
+		}
+		if _, err := stmt.ExecContext(ctx, rowArgs(scope, p)...); err != nil {
+			return fmt.Errorf("insert item %d: %w", i, err)
+		}
+		if loaded != nil {
+			loaded(p.ID)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
 }

@@ -257,6 +257,19 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
+// insertRow inserts one memory row; its arguments are rowArgs. Store adds the upsert clause;
+// the benchmarks' bulk loaders use it as is, so loaded rows are exactly what Store writes.
+const insertRow = `INSERT INTO memory_items
+		(scope, id, kind, created_at_us, metadata, content, search_text, tags)
+		VALUES (?, ?, 'memory_item', ?, ?, ?, ?, ?)`
+
+// rowArgs are insertRow's arguments for a prepared item in scope: the tags as one JSON
+// array text, the other columns as relstore.Prepare made them.
+func rowArgs(scope string, p relstore.Prepared) []any {
+	tags, _ := json.Marshal(p.Tags)
+	return []any{scope, p.ID.String(), p.CreatedAtMicros, string(p.Metadata), string(p.Content), p.SearchText, string(tags)}
+}
+
 // Store writes item under its id. Storing an existing id replaces the item in place and keeps
 // its original search position, as the reference store does. An id held by a non-memory
 // record in this scope is refused, never overwritten.
@@ -284,19 +297,6 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 		return uuid.Nil, relstore.NotWritten()
 	}
 	return p.ID, nil
-}
-
-// insertRow inserts one memory row; its arguments are rowArgs. Store adds the upsert clause;
-// the benchmarks' bulk loaders use it as is, so loaded rows are exactly what Store writes.
-const insertRow = `INSERT INTO memory_items
-		(scope, id, kind, created_at_us, metadata, content, search_text, tags)
-		VALUES (?, ?, 'memory_item', ?, ?, ?, ?, ?)`
-
-// rowArgs are insertRow's arguments for a prepared item in scope: the tags as one JSON
-// array text, the other columns as relstore.Prepare made them.
-func rowArgs(scope string, p relstore.Prepared) []any {
-	tags, _ := json.Marshal(p.Tags)
-	return []any{scope, p.ID.String(), p.CreatedAtMicros, string(p.Metadata), string(p.Content), p.SearchText, string(tags)}
 }
 
 // Retrieve reads the item with id in this scope; an unknown id or a record of another kind is
