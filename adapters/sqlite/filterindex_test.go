@@ -136,11 +136,29 @@ func TestFilterIndexKeepsResults(t *testing.T) {
 			t.Errorf("filter source=%s: got %v, want %v", f, got, want)
 		}
 	}
-	for _, f := range []string{`"s3"`, `4242`} {
-		sqlText, args, _ := buildSearch(h.scope, memory.Query{Filters: map[string]json.RawMessage{"source": json.RawMessage(f)}, Limit: 20})
+	// One stored value in the range becomes an equality, read in seq order without a sort;
+	// several (4242 is stored as an INTEGER and as REALs) keep the range; no value, too.
+	for _, tt := range []struct {
+		filter string
+		single any // nil: the range
+	}{
+		{`"s3"`, nil}, {`4243`, int64(4243)}, {`-7.5`, float64(-7.5)}, {`4242`, nil}, {`777`, nil},
+	} {
+		q := memory.Query{Filters: map[string]json.RawMessage{"source": json.RawMessage(tt.filter)}, Limit: 20}
+		single, err := s.(*Store).singleNumbers(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := single["source"]; got != tt.single || ok != (tt.single != nil) {
+			t.Errorf("singleNumbers(source=%s) = %#v, want %#v", tt.filter, got, tt.single)
+		}
+		sqlText, args, _ := buildSearchWith(h.scope, q, single)
 		plan := queryPlan(t, h, sqlText, args)
 		if !strings.Contains(plan, `memory_items_f_`+"736f75726365") {
-			t.Errorf("the plan of filter source=%s does not use the source index:\n%s", f, plan)
+			t.Errorf("the plan of filter source=%s does not use the source index:\n%s", tt.filter, plan)
+		}
+		if sorts := strings.Contains(plan, "TEMP B-TREE"); sorts != (tt.single == nil && tt.filter != `"s3"`) {
+			t.Errorf("the plan of filter source=%s sorts: %v:\n%s", tt.filter, sorts, plan)
 		}
 	}
 }

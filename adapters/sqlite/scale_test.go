@@ -55,7 +55,11 @@ func BenchmarkSQLiteScale(b *testing.B) {
 			Store:  s,
 			Loader: "one transaction of prepared inserts",
 			Explain: func(ctx context.Context, q memory.Query, path string) error {
-				sqlText, args, _ := buildSearch("bench", q)
+				single, err := s.singleNumbers(ctx, q)
+				if err != nil {
+					return err
+				}
+				sqlText, args, _ := buildSearchWith("bench", q, single)
 				return explainQueryPlan(ctx, raw, sqlText, args, path)
 			},
 			Backend: func(context.Context) (string, error) {
