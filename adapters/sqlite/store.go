@@ -584,9 +584,11 @@ func (s *Store) singleNumbers(ctx context.Context, q memory.Query) (map[string]a
 		}
 		e := filterExpr(k)
 		sub := `FROM memory_items WHERE scope = ? AND ` + e + ` BETWEEN ? AND ?`
+		query := `SELECT (SELECT min(` + e + `) ` + sub + `), (SELECT max(` + e + `) ` + sub + `)`
+		args := []any{s.scope, lo, hi, s.scope, lo, hi}
+		s.traceSQL(query, args)
 		var minV, maxV any
-		if err := s.queryRow(ctx, `SELECT (SELECT min(`+e+`) `+sub+`), (SELECT max(`+e+`) `+sub+`)`,
-			s.scope, lo, hi, s.scope, lo, hi).Scan(&minV, &maxV); err != nil {
+		if err := s.db.QueryRowContext(ctx, query, args...).Scan(&minV, &maxV); err != nil {
 			return nil, classify("search", err)
 		}
 		if sameNumber(minV, maxV) {
