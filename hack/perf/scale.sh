@@ -56,6 +56,7 @@ load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 	echo
 	echo "Recorded $start on $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $(go version | cut -d' ' -f3), load average $load_start at the start and $load_end at the end; whole run $(($(date +%s) - began)) s. Loads (not timed):"
 	grep -o 'loaded [0-9]* items with .* in [0-9.a-zµ]*$' "$raw" | sort -u -k2,2n | sed 's/^/- /'
+	grep -o 'waited .* after the load$' "$raw" | sed 's/^/- /' || true
 	if grep -q 'memory n=' "$raw"; then
 		echo
 		echo "Memory (the benchmark process's VmHWM/VmRSS from /proc/self/status; the backend's own figures after the semicolon):"
