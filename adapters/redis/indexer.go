@@ -340,18 +340,26 @@ func (ix *indexer) applyWatched(tx *goredis.Tx, ids []uuid.UUID, entryIDs []stri
 				d.score = next
 				next++
 			}
-			z := goredis.Z{Score: d.score, Member: member}
-			for _, rel := range d.members {
-				p.ZAdd(ctx, s.k.abs(rel), z)
-			}
-			p.ZAddNX(ctx, s.k.all(), z)
-			b, _ := json.Marshal(d.members)
-			p.Set(ctx, s.k.doc(d.id), b, 0)
+			s.queueIndexWrites(ctx, p, d.id, d.score, d.members)
 		}
 		p.XAck(ctx, s.k.stream(), groupName, entryIDs...)
 		return nil
 	})
 	return err
+}
+
+// queueIndexWrites queues the index entries of one valid item at its search position
+// (score): its member in each of its tag and filter sets and in ix:all (kept if present, so
+// a replaced item keeps its position), and its ix:doc record of those sets, which the next
+// change to the item diffs against.
+func (s *Store) queueIndexWrites(ctx context.Context, p goredis.Pipeliner, id uuid.UUID, score float64, members []string) {
+	z := goredis.Z{Score: score, Member: id.String()}
+	for _, rel := range members {
+		p.ZAdd(ctx, s.k.abs(rel), z)
+	}
+	p.ZAddNX(ctx, s.k.all(), z)
+	b, _ := json.Marshal(members)
+	p.Set(ctx, s.k.doc(id), b, 0)
 }
 
 // membersOf lists the index sets an item belongs to: one per distinct tag and one per

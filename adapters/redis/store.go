@@ -319,7 +319,8 @@ func (s *Store) withReadRetry(ctx context.Context, call func() error) error {
 
 // Search answers from the index only, so an item stored but not yet indexed is missing
 // (eventual consistency). Candidates come in insertion order: tags select the union of the
-// tag sets, filters the intersection of the filter sets, and an empty query walks every
+// tag sets, filters the intersection of the filter sets (with at most one tag, the smallest
+// of those sets is paged instead), and an empty query walks every
 // indexed item from the oldest. Each candidate is fetched by identity and must pass
 // lionagi's predicates in Go, so query text is a literal, case-insensitive substring.
 func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, error) {
@@ -408,6 +409,17 @@ func (s *Store) scanCandidates(ctx context.Context, q memory.Query, lower string
 		// One set decides the candidates: page through it instead of materialising it.
 		return s.scanSet(ctx, slices.Concat(tagKeys, filterKeys)[0], q, lower)
 	}
+	if len(tagKeys) <= 1 {
+		// Every hit is in each filter set and in the one tag's set, so any of them is a
+		// superset of the hits, and collect checks every predicate on each fetched item:
+		// page through the smallest instead of materialising them all (which costs the
+		// size of the largest, 100,000 members for a 10 % filter at 1M items).
+		key, err := s.smallestSet(ctx, slices.Concat(tagKeys, filterKeys))
+		if err != nil {
+			return nil, err
+		}
+		return s.scanSet(ctx, key, q, lower)
+	}
 	var tagSet, filterSet []goredis.Z
 	err := s.withReadRetry(ctx, func() error {
 		pipe := s.client.Pipeline()
@@ -474,6 +486,31 @@ func (s *Store) scanCandidates(ctx context.Context, q memory.Query, lower string
 		}
 	}
 	return out, nil
+}
+
+// smallestSet returns the key of the index set with the fewest members (the first of
+// equals), counted with one pipelined ZCARD each.
+func (s *Store) smallestSet(ctx context.Context, keys []string) (string, error) {
+	var cards []*goredis.IntCmd
+	err := s.withReadRetry(ctx, func() error {
+		pipe := s.client.Pipeline()
+		cards = make([]*goredis.IntCmd, len(keys))
+		for i, k := range keys {
+			cards[i] = pipe.ZCard(ctx, k)
+		}
+		_, err := pipe.Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return "", classify("search", err)
+	}
+	best := 0
+	for i, c := range cards {
+		if c.Val() < cards[best].Val() {
+			best = i
+		}
+	}
+	return keys[best], nil
 }
 
 // collect fetches ids by identity in one pipeline and appends the matching items to out;

@@ -4,12 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -104,7 +108,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
 	}
-	if err := migrate(ctx, dsn(abs, "rwc", timeout)); err != nil {
+	if err := migrate(ctx, dsn(abs, "rwc", timeout), m.SupportedFilters); err != nil {
 		return nil, err
 	}
 	db, err := sql.Open("sqlite", dsn(abs, "rw", timeout))
@@ -198,7 +202,9 @@ func (c conn) QueryInt(ctx context.Context, query string, args ...any) (int, err
 	return v, err
 }
 
-func migrate(ctx context.Context, source string) error {
+// migrate applies the schema migrations and creates the filter index of every supported key
+// that has one (filterIndex), in one immediate transaction.
+func migrate(ctx context.Context, source string, filterKeys []string) error {
 	db, err := sql.Open("sqlite", source)
 	if err != nil {
 		return memory.NewUnavailable("sqlite: open for migration", err)
@@ -215,6 +221,13 @@ func migrate(ctx context.Context, source string) error {
 	defer func() { _ = tx.Rollback() }()
 	if err := schema.Migrate(ctx, conn{tx}); err != nil {
 		return classify("migrate", err)
+	}
+	for _, k := range filterKeys {
+		if ddl, ok := filterIndex(k); ok {
+			if _, err := tx.ExecContext(ctx, ddl); err != nil {
+				return classify("migrate: filter index", err)
+			}
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return classify("migrate", err)
@@ -249,6 +262,19 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
+// insertRow inserts one memory row; its arguments are rowArgs. Store adds the upsert clause;
+// the benchmarks' bulk loaders use it as is, so loaded rows are exactly what Store writes.
+const insertRow = `INSERT INTO memory_items
+		(scope, id, kind, created_at_us, metadata, content, search_text, tags)
+		VALUES (?, ?, 'memory_item', ?, ?, ?, ?, ?)`
+
+// rowArgs are insertRow's arguments for a prepared item in scope: the tags as one JSON
+// array text, the other columns as relstore.Prepare made them.
+func rowArgs(scope string, p relstore.Prepared) []any {
+	tags, _ := json.Marshal(p.Tags)
+	return []any{scope, p.ID.String(), p.CreatedAtMicros, string(p.Metadata), string(p.Content), p.SearchText, string(tags)}
+}
+
 // Store writes item under its id. Storing an existing id replaces the item in place and keeps
 // its original search position, as the reference store does. An id held by a non-memory
 // record in this scope is refused, never overwritten.
@@ -259,15 +285,12 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	tags, _ := json.Marshal(p.Tags)
-	res, err := s.exec(ctx, `INSERT INTO memory_items
-		(scope, id, kind, created_at_us, metadata, content, search_text, tags)
-		VALUES (?, ?, 'memory_item', ?, ?, ?, ?, ?)
+	res, err := s.exec(ctx, insertRow+`
 		ON CONFLICT (scope, id) DO UPDATE SET
 			created_at_us = excluded.created_at_us, metadata = excluded.metadata,
 			content = excluded.content, search_text = excluded.search_text, tags = excluded.tags
 		WHERE memory_items.kind = 'memory_item'`,
-		s.scope, p.ID.String(), p.CreatedAtMicros, string(p.Metadata), string(p.Content), p.SearchText, string(tags))
+		rowArgs(s.scope, p)...)
 	if err != nil {
 		return uuid.Nil, classify("store", err)
 	}
@@ -339,9 +362,13 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 		}
 		return out, nil
 	}
-	sqlText, args, exact := buildSearch(s.scope, q)
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	single, err := s.singleNumbers(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	sqlText, args, exact := buildSearchWith(s.scope, q, single)
 	s.traceSQL(sqlText, args)
 	rows, err := s.db.QueryContext(ctx, sqlText, args...)
 	if err != nil {
@@ -395,6 +422,12 @@ func filtersMatch(it memory.Item, filters map[string]json.RawMessage) bool {
 // and array filter values SQL only pre-selects by JSON type and Go decides with
 // memory.JSONEqual; the limit is then applied in Go.
 func buildSearch(scope string, q memory.Query) (string, []any, bool) {
+	return buildSearchWith(scope, q, nil)
+}
+
+// buildSearchWith is buildSearch given singleNumbers' result: a number filter whose key's
+// range holds one stored value becomes an equality on it.
+func buildSearchWith(scope string, q memory.Query, single map[string]any) (string, []any, bool) {
 	var b strings.Builder
 	args := []any{scope}
 	b.WriteString(`SELECT id, created_at_us, metadata, content, tags FROM memory_items
@@ -417,6 +450,15 @@ func buildSearch(scope string, q memory.Query) (string, []any, bool) {
 	}
 	exact := true
 	for k, v := range q.Filters {
+		// Before the exact clause: a condition on the key's indexed value that every row the
+		// clause accepts also meets, so the statement can use the key's filter index.
+		if one, ok := single[k]; ok {
+			b.WriteString(` AND ` + filterExpr(k) + ` = ?`)
+			args = append(args, one)
+		} else if cond, cargs, ok := filterIndexCondition(k, v); ok {
+			b.WriteString(cond)
+			args = append(args, cargs...)
+		}
 		// json_each raises "malformed JSON" on a value SQLite's parser refuses (nested beyond
 		// its 1,000 levels), which would fail the whole statement; a row written before the
 		// contract's nesting limit must not take the scope's filtered search down with it, so
@@ -463,6 +505,152 @@ func filterCondition(v json.RawMessage) (string, []any, bool) {
 	}
 	// Invalid JSON matches nothing (JSONEqual is false for it).
 	return ` AND 0`, nil, true
+}
+
+// filterKeyPattern is the filter keys that get an index: they need no escaping inside the
+// JSON path's double quotes or the SQL string literal the index expression embeds (an index
+// expression cannot take the path as a parameter).
+var filterKeyPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// filterExpr is the indexed expression of filter key k: its value in the row's metadata as
+// json_extract returns it (the text of a string, the number of a number), NULL for a row
+// whose metadata SQLite's parser refuses, so that a stored row can never make the index
+// expression raise an error.
+func filterExpr(k string) string {
+	return `json_extract(CASE WHEN json_valid(metadata) THEN metadata ELSE '{}' END, '$."` + k + `"')`
+}
+
+// filterIndex returns the CREATE INDEX statement of key k's filter index, or false when k
+// gets none: (scope, value, seq), so an equality walks one value's rows in insertion order.
+// The name holds the key in hex, because SQLite identifiers ignore case and keys do not.
+func filterIndex(k string) (string, bool) {
+	if !filterKeyPattern.MatchString(k) {
+		return "", false
+	}
+	return `CREATE INDEX IF NOT EXISTS "memory_items_f_` + hex.EncodeToString([]byte(k)) +
+		`" ON memory_items (scope, ` + filterExpr(k) + `, seq)`, true
+}
+
+// filterIndexCondition returns a condition on key k's indexed value that every row matching
+// the filter value v meets, or false when there is none (no index for k, or a value the
+// index cannot narrow: null, booleans, objects, arrays, numbers out of range). Adding it
+// never changes the result, only the plan:
+//
+//   - a string: json_extract returns the string's text, decoded as json_each's atom that
+//     the exact clause compares (metadata written by Prepare has unique keys);
+//   - a number whose double f is 0 or has a magnitude in [1e-300, 1e300] and whose literal's
+//     exponent is within ±300: a stored number of the same exact value (the only kind
+//     memory.JSONEqual accepts) is returned by json_extract as an INTEGER or a REAL within
+//     2⁻³⁰·|f| of f whatever its literal (4242, 4242.0, 4.242e3), since SQLite's and Go's
+//     decimal conversions are each off by a few units in the last place at most; the
+//     range admits neighbours too, which memory.JSONEqual then rejects in Go as before.
+//     The range is marked rare, so the planner uses the index; Search first turns the
+//     usual case, one stored value in the range, into an equality (singleNumbers), which
+//     needs no sort.
+func filterIndexCondition(k string, v json.RawMessage) (string, []any, bool) {
+	if !filterKeyPattern.MatchString(k) {
+		return "", nil, false
+	}
+	trimmed := strings.TrimSpace(string(v))
+	switch {
+	case strings.HasPrefix(trimmed, `"`):
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return "", nil, false
+		}
+		return ` AND ` + filterExpr(k) + ` = ?`, []any{s}, true
+	case strings.HasPrefix(trimmed, "-") || (trimmed != "" && trimmed[0] >= '0' && trimmed[0] <= '9'):
+		lo, hi, ok := numberRange(trimmed)
+		if !ok {
+			return "", nil, false
+		}
+		// likelihood marks the range as rare: without it the planner, which has no
+		// statistics (the adapter never runs ANALYZE), prefers walking (scope, seq) to a
+		// range scan plus a sort, and a rare number walks the whole scope.
+		return ` AND likelihood(` + filterExpr(k) + ` BETWEEN ? AND ?, 0.000001)`, []any{lo, hi}, true
+	}
+	return "", nil, false
+}
+
+// singleNumbers finds, for each number filter that filterIndexCondition would turn into a
+// range, whether the key's index holds exactly one distinct value in that range (the
+// smallest and the largest, two O(log n) index lookups in one statement, are the same SQL
+// value of the same type); such filters map to that value. An equality reads the key's rows
+// in seq order and stops at the limit, where the range, whose rows come ordered by value,
+// must sort all of them first: a number that many items share (10 % of 1M items: 0.3–0.5 s)
+// needs the equality, and a spelling that SQLite reads as a neighbouring double keeps the
+// range, so nothing is missed. A store that commits a second value into the range between
+// this statement and the search is concurrent with the search, which may then miss it.
+func (s *Store) singleNumbers(ctx context.Context, q memory.Query) (map[string]any, error) {
+	var out map[string]any
+	for k, v := range q.Filters {
+		if !filterKeyPattern.MatchString(k) {
+			continue
+		}
+		lo, hi, ok := numberRange(strings.TrimSpace(string(v)))
+		if !ok {
+			continue
+		}
+		e := filterExpr(k)
+		sub := `FROM memory_items WHERE scope = ? AND ` + e + ` BETWEEN ? AND ?`
+		query := `SELECT (SELECT min(` + e + `) ` + sub + `), (SELECT max(` + e + `) ` + sub + `)`
+		args := []any{s.scope, lo, hi, s.scope, lo, hi}
+		s.traceSQL(query, args)
+		var minV, maxV any
+		if err := s.db.QueryRowContext(ctx, query, args...).Scan(&minV, &maxV); err != nil {
+			return nil, classify("search", err)
+		}
+		if sameNumber(minV, maxV) {
+			if out == nil {
+				out = map[string]any{}
+			}
+			out[k] = minV
+		}
+	}
+	return out, nil
+}
+
+// sameNumber reports whether a and b are the same SQL number of the same type (an INTEGER
+// and a REAL are never taken as one value: converting either could round).
+func sameNumber(a, b any) bool {
+	switch x := a.(type) {
+	case int64:
+		y, ok := b.(int64)
+		return ok && x == y
+	case float64:
+		y, ok := b.(float64)
+		return ok && x == y
+	}
+	return false
+}
+
+// numberRange returns the range filterIndexCondition admits for a JSON number literal, or
+// false when the literal is not a number in the range it handles.
+func numberRange(lit string) (float64, float64, bool) {
+	if !json.Valid([]byte(lit)) {
+		return 0, 0, false
+	}
+	mantissa := lit
+	if i := strings.IndexAny(lit, "eE"); i >= 0 {
+		mantissa = lit[:i]
+		exp, err := strconv.Atoi(strings.TrimPrefix(lit[i+1:], "+"))
+		if err != nil || exp < -300 || exp > 300 {
+			return 0, 0, false
+		}
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, 0, false
+	}
+	if f == 0 {
+		// Only a literal that is zero: a tiny non-zero one that rounded to 0 is left to Go.
+		return 0, 0, strings.Trim(mantissa, "-0.") == ""
+	}
+	if a := math.Abs(f); a < 1e-300 || a > 1e300 {
+		return 0, 0, false
+	}
+	d := math.Abs(f) * 0x1p-30
+	return f - d, f + d, true
 }
 
 // Probe reports the SQLite library version and checks WAL mode, the JSON functions and the

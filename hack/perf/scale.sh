@@ -1,40 +1,72 @@
 #!/usr/bin/env bash
-# Runs the PostgreSQL scale benchmark (BenchmarkPostgresScale, build tag scalebench) and
-# writes its markdown table, with the command, date, machine and load average, to OUT
-# (default docs/perf/postgres-scale.md), and each query's EXPLAIN ANALYZE beside it under
-# docs/perf/explain/. Uses $MAO_TEST_POSTGRES_URL when set, else the package's TestMain
-# starts and stops a throwaway server.
+# Runs one backend's scale benchmark (BenchmarkPostgresScale, BenchmarkSQLiteScale or
+# BenchmarkRedisScale, build tag scalebench) and writes its markdown table, with the
+# command, date, machine, load average, load times and memory lines, to OUT (default
+# docs/perf/<backend>-scale.md). PostgreSQL writes each query's EXPLAIN ANALYZE and SQLite
+# its EXPLAIN QUERY PLAN beside it under docs/perf/explain/. PostgreSQL uses
+# $MAO_TEST_POSTGRES_URL and Redis $MAO_TEST_REDIS_ADDR when set, else the package's
+# TestMain starts and stops a throwaway server. NICE (e.g. NICE=15) runs the build and the
+# benchmark under nice, for a machine that is timing something else.
 #
-# usage: hack/perf/scale.sh [SIZES] [COUNT] [BENCHTIME]   e.g. hack/perf/scale.sh 10000,100000,1000000 3 100x
+# usage: hack/perf/scale.sh [BACKEND] [SIZES] [COUNT] [BENCHTIME]
+#   e.g. hack/perf/scale.sh postgres 10000,100000,1000000 3 100x
+#        hack/perf/scale.sh sqlite 10000,100000,1000000 1 1s
+# BACKEND is postgres (the default, so the older `scale.sh SIZES COUNT BENCHTIME` still
+# works), sqlite or redis. A time BENCHTIME (1s) runs a query that takes longer than that
+# once, which keeps O(scope) queries at 1M items affordable.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+backend=postgres
+if [[ $# -gt 0 && ! $1 =~ ^[0-9,]+$ ]]; then
+	backend=$1
+	shift
+fi
+case $backend in
+postgres) bench=BenchmarkPostgresScale ;;
+sqlite) bench=BenchmarkSQLiteScale ;;
+redis) bench=BenchmarkRedisScale ;;
+*)
+	echo "usage: $0 [postgres|sqlite|redis] [SIZES] [COUNT] [BENCHTIME]" >&2
+	exit 2
+	;;
+esac
 sizes=${1:-10000,100000}
 count=${2:-3}
 benchtime=${3:-100x}
-out=${OUT:-docs/perf/postgres-scale.md}
+out=${OUT:-docs/perf/$backend-scale.md}
 mkdir -p "$(dirname "$out")/explain"
 # go test runs in the package's directory: the plans' directory must be absolute.
 explain=$(cd "$(dirname "$out")/explain" && pwd)
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
-cmd="MAO_BENCH_SCALE_SIZES=$sizes go test -tags scalebench -run '^\$' -bench BenchmarkPostgresScale -benchtime $benchtime -count $count -v ./adapters/postgres/"
+nice=()
+if [[ -n ${NICE:-} ]]; then
+	nice=(nice -n "$NICE")
+fi
+cmd="MAO_BENCH_SCALE_SIZES=$sizes go test -tags scalebench -run '^\$' -bench $bench -benchtime $benchtime -count $count -v ./adapters/$backend/"
 start=$(date -u '+%Y-%m-%d %H:%M UTC')
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 began=$(date +%s)
-MAO_BENCH_SCALE_SIZES=$sizes MAO_BENCH_EXPLAIN_DIR=$explain go test -tags scalebench -run '^$' \
-	-bench BenchmarkPostgresScale -benchtime "$benchtime" -count "$count" -v -timeout 60m \
-	./adapters/postgres/ | tee "$raw"
+MAO_BENCH_SCALE_SIZES=$sizes MAO_BENCH_EXPLAIN_DIR=$explain "${nice[@]}" go test -tags scalebench -run '^$' \
+	-bench "$bench" -benchtime "$benchtime" -count "$count" -v -timeout 120m \
+	"./adapters/$backend/" | tee "$raw"
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 {
-	echo "Command: \`$cmd\` (via \`hack/perf/scale.sh $sizes $count $benchtime\`)"
+	echo "Command: \`$cmd\` (via \`hack/perf/scale.sh $backend $sizes $count $benchtime\`${NICE:+ with NICE=$NICE})"
 	echo
-	echo "Recorded $start on $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $(go version | cut -d' ' -f3), load average $load_start at the start and $load_end at the end; whole run $(( $(date +%s) - began )) s. Loads (COPY + VACUUM ANALYZE, not timed):"
-	grep -o 'loaded [0-9]* items with COPY and VACUUM ANALYZE in [0-9.a-z]*' "$raw" | sort -u -k2,2n | sed 's/^/- /'
+	echo "Recorded $start on $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $(go version | cut -d' ' -f3), load average $load_start at the start and $load_end at the end; whole run $(($(date +%s) - began)) s. Loads (not timed):"
+	grep -o 'loaded [0-9]* items with .* in [0-9.a-zµ]*$' "$raw" | sort -u -k2,2n | sed 's/^/- /'
+	grep -o 'waited .* after the load$' "$raw" | sed 's/^/- /' || true
+	if grep -q 'memory n=' "$raw"; then
+		echo
+		echo "Memory (the benchmark process's VmHWM/VmRSS from /proc/self/status; the backend's own figures after the semicolon):"
+		grep -o 'memory n=.*' "$raw" | sed 's/^/- /'
+	fi
 	echo
 	echo "| n | query | µs/op per run | median µs/op | median / median at n=${sizes%%,*} |"
 	echo "|---:|---|---|---:|---:|"
-	grep -E '^BenchmarkPostgresScale/n=[0-9]+/[^[:space:]]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns/op' "$raw" |
-		sed -E 's#^BenchmarkPostgresScale/n=([0-9]+)/([^[:space:]]+)-[0-9]+[[:space:]]+[0-9]+[[:space:]]+([0-9.]+) ns/op.*#\1 \2 \3#' |
+	grep -E "^$bench/n=[0-9]+/[^[:space:]]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns/op" "$raw" |
+		sed -E "s#^$bench/n=([0-9]+)/([^[:space:]]+)-[0-9]+[[:space:]]+[0-9]+[[:space:]]+([0-9.]+) ns/op.*#\1 \2 \3#" |
 		awk -v first="${sizes%%,*}" '
 			{ key = $1 " " $2; if (!(key in seen)) { order[++k] = key; seen[key] = 1 }; v[key] = v[key] " " $3 }
 			END {
@@ -49,4 +81,8 @@ load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 				}
 			}'
 } >"$out"
-echo "wrote $out and $explain/"
+if [[ $backend == redis ]]; then
+	echo "wrote $out"
+else
+	echo "wrote $out and plans under $explain/"
+fi

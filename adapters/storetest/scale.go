@@ -1,0 +1,154 @@
+package storetest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+)
+
+// ScaleQuery is one search the scale benchmarks time.
+type ScaleQuery struct {
+	// Name names the sub-benchmark and the plan file.
+	Name string
+	// Query is the search, always with limit 20.
+	Query memory.Query
+}
+
+// ScaleQueries are the searches the scale benchmarks time, in order, all with limit 20,
+// over [BenchItem] data: the tag t42 is on 1 % of items, the filter source s3 on 10 %, the
+// filter branch_id 4242 on one item, the tag t42 with the filter source s2 on 1 % (every
+// t42 item is s2), the text "w7 " on 2 %, the text "item 4242 lorem" on one item, and the
+// empty query matches everything.
+func ScaleQueries() []ScaleQuery {
+	s := func(v string) json.RawMessage { return json.RawMessage(strconv.Quote(v)) }
+	return []ScaleQuery{
+		{"tag", memory.Query{Tags: []string{"t42"}, Limit: 20}},
+		{"filter", memory.Query{Filters: map[string]json.RawMessage{"source": s("s3")}, Limit: 20}},
+		{"filter-rare", memory.Query{Filters: map[string]json.RawMessage{"branch_id": json.RawMessage(`4242`)}, Limit: 20}},
+		{"tag+filter", memory.Query{Tags: []string{"t42"}, Filters: map[string]json.RawMessage{"source": s("s2")}, Limit: 20}},
+		{"text", memory.Query{Text: Text("W7 "), Limit: 20}},
+		{"text-rare", memory.Query{Text: Text("item 4242 lorem"), Limit: 20}},
+		{"empty", memory.Query{Limit: 20}},
+	}
+}
+
+// ScaleSizes reads MAO_BENCH_SCALE_SIZES (comma-separated item counts, each at least 5,000
+// so that every [ScaleQueries] search has a hit); the default leaves out the 1M scope, whose
+// load takes minutes on a small machine.
+func ScaleSizes(tb testing.TB) []int {
+	spec := os.Getenv("MAO_BENCH_SCALE_SIZES")
+	if spec == "" {
+		spec = "10000,100000"
+	}
+	var out []int
+	for _, f := range strings.Split(spec, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 5000 {
+			tb.Fatalf("MAO_BENCH_SCALE_SIZES: %q is not a count of at least 5000", f)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// ScaleScope is one loaded scope of a scale benchmark.
+type ScaleScope struct {
+	// Store is the adapter under test, over a scope holding BenchItem(0..n-1).
+	Store memory.Store
+	// Loader says how the scope was loaded, for the log line the perf script collects.
+	Loader string
+	// Explain, when set, writes the backend's plan for q to path.
+	Explain func(ctx context.Context, q memory.Query, path string) error
+	// Backend, when set, describes the backend's own resource use (a server's memory, a
+	// file's size) in one line.
+	Backend func(ctx context.Context) (string, error)
+}
+
+// ScaleLoad loads a fresh scope of n items outside the timed part and registers its clean-up
+// with b.
+type ScaleLoad func(b *testing.B, n int) ScaleScope
+
+// Scale times each of [ScaleQueries] through the adapter at each of [ScaleSizes], as
+// sub-benchmarks n=<n>/<query>, after load filled the scope. It logs the load time, and the
+// benchmark process's memory (VmHWM and VmRSS from /proc/self/status, the adapter's own
+// RSS for an embedded backend) after the load, after a forced garbage collection that
+// returns the loader's garbage to the OS, and after the searches, with the backend's own
+// description beside each. With MAO_BENCH_EXPLAIN_DIR set it writes each query's plan to
+// <dir>/<backend>-n<n>-<query>.txt.
+func Scale(b *testing.B, backend string, load ScaleLoad) {
+	ctx := context.Background()
+	for _, n := range ScaleSizes(b) {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			start := time.Now()
+			sc := load(b, n)
+			b.Logf("loaded %d items with %s in %s", n, sc.Loader, time.Since(start).Round(time.Millisecond))
+			logMemory(ctx, b, n, "after load", sc)
+			runtime.GC()
+			debug.FreeOSMemory()
+			logMemory(ctx, b, n, "after load and GC", sc)
+			for _, sq := range ScaleQueries() {
+				if dir := os.Getenv("MAO_BENCH_EXPLAIN_DIR"); dir != "" && sc.Explain != nil {
+					path := filepath.Join(dir, fmt.Sprintf("%s-n%d-%s.txt", backend, n, sq.Name))
+					if err := sc.Explain(ctx, sq.Query, path); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.Run(sq.Name, func(b *testing.B) {
+					for b.Loop() {
+						if hits, err := sc.Store.Search(ctx, sq.Query); err != nil || len(hits) == 0 {
+							b.Fatal(len(hits), err)
+						}
+					}
+				})
+			}
+			logMemory(ctx, b, n, "after searches", sc)
+		})
+	}
+}
+
+// logMemory logs one "memory n=<n> <when>: ..." line.
+func logMemory(ctx context.Context, b *testing.B, n int, when string, sc ScaleScope) {
+	b.Helper()
+	line := fmt.Sprintf("memory n=%d %s: process %s", n, when, procStatus("VmHWM", "VmRSS"))
+	if sc.Backend != nil {
+		desc, err := sc.Backend(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		line += "; " + desc
+	}
+	b.Log(line)
+}
+
+// procStatus returns the named fields of /proc/self/status, or a note where it is missing
+// (not Linux).
+func procStatus(fields ...string) string {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "(no /proc/self/status)"
+	}
+	got := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok {
+			got[k] = strings.Join(strings.Fields(v), " ")
+		}
+	}
+	parts := make([]string, 0, len(fields))
+	for _, f := range fields {
+		parts = append(parts, f+" "+got[f])
+	}
+	return strings.Join(parts, ", ")
+}
