@@ -157,7 +157,7 @@ up() {
 
   say "3/7 the operator (make deploy: CRD, RBAC, the manager Deployment)"
   heartbeat_run -v deploying -e "under 1 min warm" deploy "$MAKE" --no-print-directory deploy
-  heartbeat_run -v "waiting for the manager" -e "~10 s" rollout \
+  heartbeat_run -v "waiting for the manager" -e "~10 s on a running cluster, up to ~1.5 min on a new one while the kubelet projects the webhook certificate" rollout \
     "$KUBECTL" rollout status -n "$OPERATOR_NS" "deployment/$MANAGER" --timeout=5m
 
   # A fresh namespace each run, so the conditions start from nothing and the transitions are
