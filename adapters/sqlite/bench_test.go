@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -15,35 +16,46 @@ import (
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
-// bulkLoad inserts n items in one transaction with the adapter's row format, which is what
-// keeps the 100k setup fast.
+// bulkLoad inserts BenchItem(0..n-1) with bulkInsert and returns their ids in order.
 func bulkLoad(b *testing.B, db *sql.DB, scope string, n int) []uuid.UUID {
 	b.Helper()
-	tx, err := db.Begin()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stmt, err := tx.Prepare(`INSERT INTO memory_items (scope, id, kind, created_at_us, metadata, content, search_text, tags)
-		VALUES (?, ?, 'memory_item', ?, ?, ?, ?, ?)`)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ids := make([]uuid.UUID, n)
-	for i := range n {
-		p, err := relstore.Prepare(storetest.BenchItem(i), relstore.Rules{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		tags, _ := json.Marshal(p.Tags)
-		if _, err := stmt.Exec(scope, p.ID.String(), p.CreatedAtMicros, string(p.Metadata), string(p.Content), p.SearchText, string(tags)); err != nil {
-			b.Fatal(err)
-		}
-		ids[i] = p.ID
-	}
-	if err := tx.Commit(); err != nil {
+	ids := make([]uuid.UUID, 0, n)
+	if err := bulkInsert(context.Background(), db, scope, n, func(id uuid.UUID) { ids = append(ids, id) }); err != nil {
 		b.Fatal(err)
 	}
 	return ids
+}
+
+// bulkInsert inserts storetest.BenchItem(0..n-1) in one transaction of one prepared
+// statement, in the adapter's own row format (relstore.Prepare, insertRow, rowArgs), which is
+// what keeps a 1M-item setup fast; each inserted id is passed to loaded when it is set.
+func bulkInsert(ctx context.Context, db *sql.DB, scope string, n int, loaded func(uuid.UUID)) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	stmt, err := tx.PrepareContext(ctx, insertRow)
+	if err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	defer stmt.Close()
+	for i := range n {
+		p, err := relstore.Prepare(storetest.BenchItem(i), relstore.Rules{})
+		if err != nil {
+			return fmt.Errorf("item %d: %w", i, err)
+		}
+		if _, err := stmt.ExecContext(ctx, rowArgs(scope, p)...); err != nil {
+			return fmt.Errorf("insert item %d: %w", i, err)
+		}
+		if loaded != nil {
+			loaded(p.ID)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
 }
 
 // decodePlain is storetest.DecodePlain for SQLite's columns: microseconds and a JSON tag array.

@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
-	"github.com/agentmem/memory-adapter-operator/adapters/internal/relstore"
 	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
@@ -114,36 +111,4 @@ func fileSizes(paths ...string) (string, error) {
 		parts = append(parts, fmt.Sprintf("%s %.1f MB", filepath.Base(p), float64(size)/1e6))
 	}
 	return strings.Join(parts, ", "), nil
-}
-
-// bulkInsert inserts storetest.BenchItem(0..n-1) in one transaction of one prepared
-// statement, in the adapter's own row format (relstore.Prepare, insertRow, rowArgs), which is
-// what keeps a 1M-item setup fast; each inserted id is passed to loaded when it is set.
-func bulkInsert(ctx context.Context, db *sql.DB, scope string, n int, loaded func(uuid.UUID)) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	stmt, err := tx.PrepareContext(ctx, insertRow)
-	if err != nil {
-		return fmt.Errorf("prepare: %w", err)
-	}
-	defer stmt.Close()
-	for i := range n {
-		p, err := relstore.Prepare(storetest.BenchItem(i), relstore.Rules{})
-		if err != nil {
-			return fmt.Errorf("item %d: %w", i, err)
-		}
-		if _, err := stmt.ExecContext(ctx, rowArgs(scope, p)...); err != nil {
-			return fmt.Errorf("insert item %d: %w", i, err)
-		}
-		if loaded != nil {
-			loaded(p.ID)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
 }
