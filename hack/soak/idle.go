@@ -98,17 +98,20 @@ func idleRequest(ad *adapter, req string, conns *[]net.Conn) error {
 func settle() { time.Sleep(time.Second) }
 
 // vmRSS reads the process's current resident set in KiB.
-func vmRSS(pid int) (int64, error) {
+func vmRSS(pid int) (int64, error) { return procStatusKiB(pid, "VmRSS") }
+
+// procStatusKiB reads one "Name:   123 kB" field of /proc/PID/status.
+func procStatusKiB(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 		}
 	}
-	return 0, errors.New("no VmRSS line in /proc/PID/status")
+	return 0, fmt.Errorf("no %s line in /proc/%d/status", field, pid)
 }
 
 // reportIdle writes the readings and the cost per 1,000 connections between the first and

@@ -306,15 +306,8 @@ func (a *adapter) watchRSS(pid int, done chan struct{}) {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
-			for line := range strings.Lines(string(b)) {
-				if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-					kib, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-					if kib > atomic.LoadInt64(&a.peakRSSKiB) {
-						atomic.StoreInt64(&a.peakRSSKiB, kib)
-					}
-				}
-			}
+		if kib, err := procStatusKiB(pid, "VmHWM"); err == nil && kib > atomic.LoadInt64(&a.peakRSSKiB) {
+			atomic.StoreInt64(&a.peakRSSKiB, kib)
 		}
 		select {
 		case <-done:
