@@ -24,7 +24,11 @@ type CertRotation struct {
 	CertDir string
 }
 
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;list;watch;update
+// The rotator's cache lists and watches webhook configurations (a list cannot be narrowed by
+// name), but it may read and write only the operator's own by name: the caBundle of another
+// webhook is not the operator's to change. The name is config/default's, prefix included.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=list;watch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;update,resourceNames=memory-adapter-operator-mutating-webhook-configuration
 // The rotator caches and updates the Secrets of the manager's own namespace only.
 // +kubebuilder:rbac:groups="",namespace=memory-adapter-operator-system,resources=secrets,verbs=get;list;watch;update
 

@@ -255,6 +255,13 @@ var _ = Describe("the rendered installer (make build-installer)", Ordered, func(
 			"MutatingWebhookConfiguration " + prefix + "mutating-webhook-configuration",
 			"Service " + prefix + "webhook-service",
 			"Secret " + prefix + "webhook-server-cert",
+			// The admission policies that narrow the manager's Secret and Pod writes.
+			"ValidatingAdmissionPolicy " + prefix + "manager-secrets",
+			"ValidatingAdmissionPolicyBinding " + prefix + "manager-secrets",
+			"ValidatingAdmissionPolicy " + prefix + "manager-pods",
+			"ValidatingAdmissionPolicyBinding " + prefix + "manager-pods",
+			"ValidatingAdmissionPolicy " + prefix + "manager-workloads",
+			"ValidatingAdmissionPolicyBinding " + prefix + "manager-workloads",
 		} {
 			Expect(index).To(HaveKey(key), "the installer lacks %s", key)
 		}
@@ -301,6 +308,25 @@ var _ = Describe("the rendered installer (make build-installer)", Ordered, func(
 			HaveKeyWithValue("name", sa),
 			HaveKeyWithValue("namespace", nsObj.GetName()),
 		)), "the manager role is not bound to the manager's service account")
+		// The policies name the manager by the user the API server gives its ServiceAccount,
+		// and its own Secrets by name: a kustomization that renamed either would leave them
+		// matching nobody, so they must agree with what was rendered.
+		user := "system:serviceaccount:" + nsObj.GetName() + ":" + sa
+		for _, p := range []string{"manager-secrets", "manager-pods", "manager-workloads"} {
+			policy := index["ValidatingAdmissionPolicy "+prefix+p]
+			conds, _, _ := unstructured.NestedSlice(policy.Object, "spec", "matchConditions")
+			Expect(conds).To(ContainElement(HaveKeyWithValue("expression", "request.userInfo.username == '"+user+"'")),
+				"policy %s does not match the rendered ServiceAccount %s", p, user)
+			failure, _, _ := unstructured.NestedString(policy.Object, "spec", "failurePolicy")
+			Expect(failure).To(Equal("Fail"))
+			ref, _, _ := unstructured.NestedString(index["ValidatingAdmissionPolicyBinding "+prefix+p].Object, "spec", "policyName")
+			Expect(ref).To(Equal(prefix+p), "the binding names the rendered policy")
+		}
+		secretsPolicy := fmt.Sprint(index["ValidatingAdmissionPolicy "+prefix+"manager-secrets"].Object["spec"])
+		for _, name := range []string{prefix + "token-key", prefix + "webhook-server-cert", "request.namespace == '" + nsObj.GetName() + "'"} {
+			Expect(secretsPolicy).To(ContainSubstring(name), "the Secret policy does not name the manager's own %s", name)
+		}
+		Expect(index).To(HaveKey("Secret "+prefix+"webhook-server-cert"), "the Secret policy names the certificate Secret the installer ships")
 		webhookService, _, _ := unstructured.NestedSlice(index["MutatingWebhookConfiguration "+prefix+"mutating-webhook-configuration"].Object, "webhooks")
 		Expect(webhookService).To(HaveLen(1))
 		Expect(webhookService[0]).To(HaveKeyWithValue("clientConfig", HaveKeyWithValue("service", And(

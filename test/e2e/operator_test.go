@@ -328,6 +328,24 @@ var _ = Describe("the operator loop", Ordered, func() {
 		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	}, SpecTimeout(15*time.Minute))
 
+	It("installs the admission policies with make deploy: the manager's identity cannot read a Secret through a dry-run PATCH", func(ctx SpecContext) {
+		victim := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "not-the-operators", Namespace: ns},
+			StringData: map[string]string{"password": "e2e-victim-value"}}
+		Expect(c.Create(ctx, victim)).To(Succeed())
+		b, err := os.ReadFile(filepath.Join(clusterDir, "bin-dir"))
+		Expect(err).NotTo(HaveOccurred())
+		// As a user with impersonation rights would try it: kubectl --as the ServiceAccount.
+		cmd := exec.CommandContext(ctx, filepath.Join(strings.TrimSpace(string(b)), "kubectl"),
+			"--as=system:serviceaccount:"+operatorNamespace+":"+managerDeployment,
+			"patch", "secret", victim.Name, "-n", ns, "--type=merge", "-p", `{"metadata":{"labels":{"x":"y"}}}`,
+			"--dry-run=server", "-o", "yaml")
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(clusterDir, "admin.kubeconfig"))
+		out, err := cmd.CombinedOutput()
+		Expect(err).To(HaveOccurred(), "the manager's identity patched another Secret:\n%s", out)
+		Expect(string(out)).To(ContainSubstring("ValidatingAdmissionPolicy 'memory-adapter-operator-manager-secrets'"))
+		Expect(string(out)).NotTo(ContainSubstring("ZTJlLXZpY3RpbS12YWx1ZQ"), "the refusal carries the Secret's data")
+	}, SpecTimeout(2*time.Minute))
+
 	It("restarts no duplicate Job when the manager pod is deleted mid-run", func(ctx SpecContext) {
 		before := len(jobsOf(ctx, c, ns, "sqlite-memory"))
 		kubectl(ctx, "annotate", "-n", ns, "madp/sqlite-memory", "memory.agentmem.io/rerun-conformance=manager-restart", "--overwrite")

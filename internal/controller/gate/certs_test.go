@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/agentmem/memory-adapter-operator/internal/manageridentity"
 	"github.com/agentmem/memory-adapter-operator/internal/webhook"
 )
 
@@ -25,14 +26,17 @@ import (
 // and injects its CA into the webhook configuration, and reports ready once the serving pair
 // is where the webhook server reads it, which the kubelet projects from the Secret and this
 // spec does in its place. A configuration of its own, not the suite's (whose caBundle is
-// envtest's CA), with a selector that matches no pod.
+// envtest's CA), with a selector that matches no pod, under the names config/default renders:
+// the rotator runs as the manager's ServiceAccount, whose RBAC and policies allow exactly
+// these two objects.
 var _ = Describe("webhook certificate rotation", func() {
 	It("issues a CA and a serving certificate into the Secret and the cert dir, and injects the CA into the webhook configuration", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
-		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "webhook-server-cert"}}
+		ns := manageridentity.Namespace
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: manageridentity.WebhookCertSecret}}
 		Expect(k8sClient.Create(ctx, secret)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(k8sClient.Delete(ctx, secret)).To(Succeed()) })
 		whc := &admissionregistrationv1.MutatingWebhookConfiguration{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: "rotation-"},
+			ObjectMeta: metav1.ObjectMeta{Name: manageridentity.WebhookConfiguration},
 			Webhooks: []admissionregistrationv1.MutatingWebhook{{
 				Name:                    "rotation.memory.agentmem.io",
 				ClientConfig:            admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: ns, Name: "webhook-service", Path: ptr.To(webhook.Path)}},
@@ -45,7 +49,7 @@ var _ = Describe("webhook certificate rotation", func() {
 		DeferCleanup(func(ctx SpecContext) { Expect(k8sClient.Delete(ctx, whc)).To(Succeed()) })
 
 		certDir := GinkgoT().TempDir()
-		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		mgr, err := ctrl.NewManager(managerCfg, ctrl.Options{
 			Scheme:     scheme,
 			Metrics:    metricsserver.Options{BindAddress: "0"},
 			Controller: config.Controller{SkipNameValidation: ptr.To(true)},

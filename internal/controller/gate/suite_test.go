@@ -29,6 +29,7 @@ import (
 
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter"
+	"github.com/agentmem/memory-adapter-operator/internal/manageridentity"
 	"github.com/agentmem/memory-adapter-operator/internal/webhook"
 )
 
@@ -41,10 +42,14 @@ import (
 // loop): specs write an adapter's status as that controller would, which is the gate
 // controller's entire input.
 var (
-	testEnv   *envtest.Environment
-	cfg       *rest.Config
-	k8sClient client.Client
-	scheme    = runtime.NewScheme()
+	testEnv *envtest.Environment
+	cfg     *rest.Config
+	// managerCfg impersonates the manager's ServiceAccount with the generated RBAC and the
+	// admission policies installed: the gate controller's pod patches and the rotator's writes
+	// pass exactly what config/default lets them.
+	managerCfg *rest.Config
+	k8sClient  client.Client
+	scheme     = runtime.NewScheme()
 	// hang makes the webhook stall until the API server gives up on it.
 	hang atomic.Bool
 )
@@ -75,6 +80,8 @@ var _ = BeforeSuite(func() {
 	Expect(testEnv.WebhookInstallOptions.MutatingWebhooks).To(HaveLen(1), "config/webhook must hold the generated pod webhook")
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
+	managerCfg, err = manageridentity.Install(context.Background(), k8sClient, cfg, filepath.Join("..", "..", ".."))
+	Expect(err).NotTo(HaveOccurred())
 })
 
 var _ = AfterSuite(func() {
@@ -99,7 +106,7 @@ func (s stallable) Handle(ctx context.Context, req admission.Request) admission.
 // cmd/main.go configures them; the returned function stops it and waits until it has.
 func startManager() (stop func()) {
 	o := testEnv.WebhookInstallOptions
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgr, err := ctrl.NewManager(managerCfg, ctrl.Options{
 		Scheme:     scheme,
 		Cache:      memoryadapter.CacheOptions(),
 		Metrics:    metricsserver.Options{BindAddress: "0"},

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,10 +16,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -34,10 +29,10 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/yaml"
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/manageridentity"
 )
 
 // One control plane and one real adapter server per test binary: the controller runs in a
@@ -160,44 +155,18 @@ func startManagerWith(cfg *rest.Config, evidence EvidenceReader) (stop func()) {
 	return func() { cancel(); <-done }
 }
 
-// operatorNamespace is where config/rbac/role.yaml's namespaced Role lives.
-const operatorNamespace = "memory-adapter-operator-system"
+// operatorNamespace is the manager's namespace, where its token key Secret lives.
+const operatorNamespace = manageridentity.Namespace
 
-// managerUser is the manager's ServiceAccount as the API server names it.
-const managerUser = "system:serviceaccount:" + operatorNamespace + ":controller-manager"
+// tokenKeyRef is the token key Secret the manager's markers and policies let it write.
+var tokenKeyRef = types.NamespacedName{Namespace: operatorNamespace, Name: manageridentity.TokenKeySecret}
 
-// tokenKeyRef is the token key Secret the manager's markers let it read.
-var tokenKeyRef = types.NamespacedName{Namespace: operatorNamespace, Name: "memory-adapter-operator-token-key"}
-
-// bindGeneratedRBAC installs the generated ClusterRole and Role, binds them to the manager's
-// ServiceAccount, and returns a config that impersonates it.
+// bindGeneratedRBAC installs the generated roles bound to the manager's ServiceAccount and the
+// admission policies that narrow them, as config/default ships them, and returns a config that
+// impersonates the ServiceAccount.
 func bindGeneratedRBAC(ctx context.Context) *rest.Config {
-	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}})).To(Succeed())
-	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "config", "rbac", "role.yaml"))
+	c, err := manageridentity.Install(ctx, k8sClient, cfg, filepath.Join("..", "..", ".."))
 	Expect(err).NotTo(HaveOccurred())
-	subject := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: managerUser}}
-	var roles int
-	for _, doc := range strings.Split(string(raw), "\n---\n") {
-		u := &unstructured.Unstructured{}
-		Expect(yaml.Unmarshal([]byte(doc), &u.Object)).To(Succeed())
-		if u.Object == nil {
-			continue
-		}
-		Expect(k8sClient.Create(ctx, u)).To(Succeed())
-		roles++
-		ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: u.GetKind(), Name: u.GetName()}
-		switch u.GetKind() {
-		case "ClusterRole":
-			Expect(k8sClient.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "manager"}, RoleRef: ref, Subjects: subject})).To(Succeed())
-		case "Role":
-			Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "manager", Namespace: u.GetNamespace()}, RoleRef: ref, Subjects: subject})).To(Succeed())
-		default:
-			Fail("role.yaml holds a " + u.GetKind())
-		}
-	}
-	Expect(roles).To(Equal(2), "role.yaml should hold the ClusterRole and the operator namespace's Role")
-	c := rest.CopyConfig(cfg)
-	c.Impersonate = rest.ImpersonationConfig{UserName: managerUser, Groups: []string{"system:serviceaccounts", "system:authenticated"}}
 	return c
 }
 
