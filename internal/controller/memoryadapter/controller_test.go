@@ -127,6 +127,16 @@ func realReport(ctx context.Context, key types.NamespacedName) []byte {
 // finishJob plays the Job controller and kubelet: a pod of the Job that terminated with the
 // report as its termination message, and the Job's terminal conditions.
 func finishJob(ctx context.Context, job batchv1.Job, report []byte, succeeded bool) {
+	GinkgoHelper()
+	now := metav1.Now()
+	finishRunPod(ctx, job, report, succeeded, now)
+	markJobFinished(ctx, job, succeeded, now)
+}
+
+// finishRunPod creates the run's pod with its container terminated and the report as its
+// termination message, as the kubelet leaves it.
+func finishRunPod(ctx context.Context, job batchv1.Job, report []byte, succeeded bool, now metav1.Time) {
+	GinkgoHelper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-pod", Labels: map[string]string{}},
 		Spec:       *job.Spec.Template.Spec.DeepCopy(),
@@ -140,7 +150,6 @@ func finishJob(ctx context.Context, job batchv1.Job, report []byte, succeeded bo
 	if !succeeded {
 		exit = 1
 	}
-	now := metav1.Now()
 	pod.Status = corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{
 		Name: "conformance", Image: job.Spec.Template.Spec.Containers[0].Image,
 		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit, Message: string(report), StartedAt: now, FinishedAt: now}},
@@ -149,7 +158,11 @@ func finishJob(ctx context.Context, job batchv1.Job, report []byte, succeeded bo
 		pod.Status.Phase = corev1.PodFailed
 	}
 	Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
+}
 
+// markJobFinished sets the Job's status as the Job controller does once it counted the pod.
+func markJobFinished(ctx context.Context, job batchv1.Job, succeeded bool, now metav1.Time) {
+	GinkgoHelper()
 	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&job), &job)).To(Succeed())
 	start := metav1.NewTime(now.Add(-10 * time.Second))
 	job.Status.StartTime = &start
@@ -405,6 +418,28 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 		finishJob(ctx, job, passing, true)
 		Eventually(func(g Gomega) {
 			g.Expect(conditionOf(getMA(key), memoryv1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
+		}, timeout, poll).Should(Succeed())
+	})
+
+	It("waits for the report of a Job seen finished before its pod, instead of recording the pod as gone", func() {
+		requestRerun(ctx, key, "job-before-pod")
+		job := waitForNewJob(ctx, key, seenJobs...)
+		seenJobs = append(seenJobs, job.Name)
+		now := metav1.Now()
+		By("finishing the Job first: the order a cache may deliver them in")
+		markJobFinished(ctx, job, true, now)
+		Consistently(func(g Gomega) {
+			c := getMA(key).Status.Conformance
+			g.Expect(c.JobName).NotTo(Equal(job.Name), "a run was recorded before its report arrived: %+v", c)
+		}).WithTimeout(3 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+		By("then the pod with its report")
+		finishRunPod(ctx, job, passing, true, now)
+		Eventually(func(g Gomega) {
+			ma := getMA(key)
+			g.Expect(ma.Status.Conformance.JobName).To(Equal(job.Name))
+			g.Expect(ma.Status.Conformance.Message).To(BeEmpty())
+			g.Expect(ma.Status.Conformance.Passed).To(BeNumerically(">", 0))
+			g.Expect(conditionOf(ma, memoryv1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
 		}, timeout, poll).Should(Succeed())
 	})
 

@@ -369,6 +369,13 @@ func (r *Reconciler) reconcileConformance(ctx context.Context, s *scope) error {
 		}
 		return nil
 	}
+	if wait := reportWait(job, pods.Items, s.now); wait > 0 {
+		// The Job is seen finished before its pod's final status reached the cache (two
+		// objects, two watches, no order between them): a wait, never a "pod is gone" verdict.
+		s.conform.job.phase = jobRunning
+		s.requeue(wait)
+		return nil
+	}
 	res := resultFromJob(job, pods.Items, key, rerun, failMsg, s.now)
 	ma.Status.Conformance = res
 	s.conform.last = res
@@ -435,6 +442,39 @@ func jobFinished(job *batchv1.Job) (bool, string) {
 		}
 	}
 	return false, ""
+}
+
+// reportGrace is how long after a Job finished the controller waits for a pod of it with a
+// terminated container to show in its cache before it records the run as having no report.
+// The kubelet writes the pod's final status before the Job controller counts the pod, so in
+// a cluster the pod is normally there first; the grace covers watch delivery order and a
+// manager that just restarted.
+const reportGrace = 30 * time.Second
+
+// reportWait returns how long to wait for the finished Job's report to reach the cache, or 0
+// when a pod with a terminated container is there or the grace has passed.
+func reportWait(job *batchv1.Job, pods []corev1.Pod, now time.Time) time.Duration {
+	for _, p := range pods {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Terminated != nil {
+				return 0
+			}
+		}
+	}
+	var finishedAt time.Time
+	for _, c := range job.Status.Conditions {
+		if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) {
+			finishedAt = c.LastTransitionTime.Time
+		}
+	}
+	if finishedAt.IsZero() {
+		return 0
+	}
+	left := finishedAt.Add(reportGrace).Sub(now)
+	if left <= 0 {
+		return 0
+	}
+	return min(left, 2*time.Second)
 }
 
 // blockedReason names why a run's pod cannot start, or "" while it starts or runs normally.

@@ -325,3 +325,37 @@ func TestResultFromJob(t *testing.T) {
 		t.Errorf("the run-level error is kept: %q", r.Message)
 	}
 }
+
+func TestReportWait(t *testing.T) {
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	finished := func(at time.Time, typ batchv1.JobConditionType) *batchv1.Job {
+		return &batchv1.Job{Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{
+			{Type: typ, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(at)},
+		}}}
+	}
+	terminated := []corev1.Pod{{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}},
+	}}}}}
+	running := []corev1.Pod{{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+	}}}}}
+	for _, tc := range []struct {
+		name string
+		job  *batchv1.Job
+		pods []corev1.Pod
+		want time.Duration
+	}{
+		{"report cached: no wait", finished(now, batchv1.JobComplete), terminated, 0},
+		{"just completed, no pod cached yet: wait", finished(now, batchv1.JobComplete), nil, 2 * time.Second},
+		{"just failed, pod cached still running: wait", finished(now.Add(-time.Second), batchv1.JobFailed), running, 2 * time.Second},
+		{"near the end of the grace: the rest of it", finished(now.Add(-reportGrace+time.Second), batchv1.JobComplete), nil, time.Second},
+		{"grace passed: the pod is gone, a verdict", finished(now.Add(-reportGrace), batchv1.JobComplete), nil, 0},
+		{"not finished: nothing to wait for", &batchv1.Job{}, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := reportWait(tc.job, tc.pods, now); got != tc.want {
+				t.Errorf("reportWait = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
