@@ -264,6 +264,10 @@ func checkDeployed(ctx context.Context, baseURL, token string, expected *memory.
 		add("manifest", false, fmt.Sprintf("published %s differs from the expected %s", published.Hash(), expected.Hash()))
 	}
 	var sv string
+	// stale is an instance that started on another service version and, as it must, refuses
+	// data calls since the service moved to the one this run verified: its typed 503 on the
+	// data checks below is that refusal, not a verdict on the new version.
+	stale := false
 	ev, err := rs.Evidence(ctx)
 	switch {
 	case err != nil:
@@ -274,7 +278,7 @@ func checkDeployed(ctx context.Context, baseURL, token string, expected *memory.
 		// The instance started on another service version and invalidated itself when the
 		// service moved, as it must (the invalidation is sticky). The matrix has just verified
 		// the version the service runs now, so the operator restarts the instance.
-		sv = ev.ServiceVersion
+		sv, stale = ev.ServiceVersion, true
 		add("evidence", true, fmt.Sprintf("the instance started on service version %q and now sees %q, which this run verified; it needs a restart to publish again", ev.InitialServiceVersion, ev.ServiceVersion))
 	case !ev.ManifestValid:
 		add("evidence", false, "the server considers its manifest invalid: "+ev.Reason)
@@ -287,6 +291,8 @@ func checkDeployed(ctx context.Context, baseURL, token string, expected *memory.
 	}
 	got, err := rs.Retrieve(ctx, uuid.New())
 	switch {
+	case err != nil && stale && errors.Is(err, memory.ErrUnavailable):
+		add("unknown-id", true, "the stale instance refuses data calls with a typed unavailable until it is restarted, as it must: "+err.Error())
 	case err != nil:
 		add("unknown-id", false, err.Error())
 	case got != nil:
@@ -294,7 +300,7 @@ func checkDeployed(ctx context.Context, baseURL, token string, expected *memory.
 	default:
 		add("unknown-id", true, "a random id is not found (404 → None)")
 	}
-	add(checkUnsupportedFilter(ctx, baseURL, token, published))
+	add(checkUnsupportedFilter(ctx, baseURL, token, published, stale))
 	return out, sv
 }
 
@@ -313,8 +319,9 @@ func versionMovedTo(ev memory.EvidenceReport, matrixVersion string) bool {
 }
 
 // checkUnsupportedFilter sends a query with a key outside the manifest straight to the
-// server (the remote client would reject it locally) and expects 422 naming the key.
-func checkUnsupportedFilter(ctx context.Context, baseURL, token string, m memory.Manifest) (string, bool, string) {
+// server (the remote client would reject it locally) and expects 422 naming the key; a stale
+// instance (see checkDeployed) may answer 503 unavailable instead.
+func checkUnsupportedFilter(ctx context.Context, baseURL, token string, m memory.Manifest, stale bool) (string, bool, string) {
 	key := "conformance-unsupported-" + uuid.NewString()[:8]
 	for m.SupportsFilter(key) {
 		key += "x"
@@ -338,6 +345,9 @@ func checkUnsupportedFilter(ctx context.Context, baseURL, token string, m memory
 	var p memory.Problem
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&p); err != nil {
 		return "unsupported-filter", false, fmt.Sprintf("HTTP %d with an undecodable body", resp.StatusCode)
+	}
+	if stale && resp.StatusCode == http.StatusServiceUnavailable && p.Type == memory.ProblemUnavailable {
+		return "unsupported-filter", true, "the stale instance refuses data calls with 503 unavailable until it is restarted, as it must"
 	}
 	if resp.StatusCode != http.StatusUnprocessableEntity || p.Type != memory.ProblemUnsupportedQuery || len(p.RejectedKeys) != 1 || p.RejectedKeys[0] != key {
 		return "unsupported-filter", false, fmt.Sprintf("HTTP %d %q rejected_keys %q, want 422 unsupported_query [%s]", resp.StatusCode, p.Type, p.RejectedKeys, key)

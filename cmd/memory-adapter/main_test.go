@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -177,5 +178,65 @@ func TestServeWithoutTokenNeedsTheFlag(t *testing.T) {
 		if !strings.Contains(logs, want) {
 			t.Errorf("the log lacks %q:\n%s", want, logs)
 		}
+	}
+}
+
+// switchingProber is a backend whose version moves, as a server upgraded in place does.
+type switchingProber struct{ version atomic.Value }
+
+func (p *switchingProber) Probe(context.Context) (memory.Evidence, error) {
+	return memory.Evidence{ServiceVersion: p.version.Load().(string)}, nil
+}
+
+// TestDeployedServerCheckAfterAnUpgrade: an instance that started on the old version refuses
+// data calls (sticky invalidation) once its backend moved; a run that verified the new version
+// must not fail on that refusal (the operator then restarts the instance), while a run of
+// any other version still fails.
+func TestDeployedServerCheckAfterAnUpgrade(t *testing.T) {
+	prober := &switchingProber{}
+	prober.version.Store("17.9")
+	m := inmemory.Manifest(memory.DefaultSupportedFilters())
+	srv, err := server.New(server.Config{Store: inmemory.New(inmemory.Options{}), Prober: prober})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := srv.Refresh(context.Background(), true); !ev.ManifestValid {
+		t.Fatalf("before the upgrade: %+v", ev)
+	}
+	prober.version.Store("17.10")
+	if ev := srv.Refresh(context.Background(), true); ev.ManifestValid || ev.InitialServiceVersion != "17.9" {
+		t.Fatalf("after the upgrade the instance must invalidate itself: %+v", ev)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+
+	checks, sv := checkDeployed(context.Background(), hs.URL, "", &m, "17.10")
+	for _, c := range checks {
+		if !c.OK {
+			t.Errorf("a run that verified 17.10 failed check %s: %s", c.Name, c.Detail)
+		}
+	}
+	if sv != "17.10" {
+		t.Errorf("service version %q, want 17.10", sv)
+	}
+	var unknown string
+	for _, c := range checks {
+		if c.Name == "unknown-id" {
+			unknown = c.Detail
+		}
+	}
+	if !strings.Contains(unknown, "stale instance") {
+		t.Errorf("unknown-id should say the stale instance refused it, got %q", unknown)
+	}
+
+	checks, _ = checkDeployed(context.Background(), hs.URL, "", &m, "18.0")
+	failed := 0
+	for _, c := range checks {
+		if !c.OK {
+			failed++
+		}
+	}
+	if failed == 0 {
+		t.Errorf("a run of another version passed every check against the invalidated instance: %+v", checks)
 	}
 }
