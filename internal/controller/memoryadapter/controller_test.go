@@ -285,7 +285,7 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 		Expect(c.SecurityContext.ReadOnlyRootFilesystem).To(Equal(ptr.To(true)))
 		Expect(c.SecurityContext.RunAsNonRoot).To(Equal(ptr.To(true)))
 		Expect(c.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
-		Expect(c.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
+		Expect(c.ReadinessProbe.HTTPGet.Path).To(Equal("/healthz"), "readiness is not the verdict: docs/operator.md#readiness-and-the-verdict")
 		Expect(c.LivenessProbe.HTTPGet.Path).To(Equal("/healthz"))
 		Expect(strings.Join(c.Args, " ")).To(ContainSubstring("serve --backend sqlite --adapter-id sqlite --supported-filters=branch_id,source --scope agents"))
 

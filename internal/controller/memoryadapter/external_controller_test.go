@@ -86,7 +86,7 @@ var _ = Describe("an External adapter", Ordered, func() {
 		Expect(slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
 			return e.Name == "DB_URL" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == "byo-db"
 		})).To(BeTrue(), "the Secret is passed by reference")
-		Expect(c.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
+		Expect(c.ReadinessProbe.HTTPGet.Path).To(Equal("/healthz"), "an invalidated instance stays in the Service to answer 503")
 		Expect(c.LivenessProbe.HTTPGet.Path).To(Equal("/healthz"))
 		Expect(c.SecurityContext.ReadOnlyRootFilesystem).To(Equal(ptr.To(true)))
 		Expect(c.SecurityContext.RunAsNonRoot).To(Equal(ptr.To(true)))

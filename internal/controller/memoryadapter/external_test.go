@@ -95,8 +95,8 @@ func TestExternalResources(t *testing.T) {
 			if len(c.Ports) != 1 || c.Ports[0].Name != "http" || c.Ports[0].ContainerPort != tc.dataPort {
 				t.Errorf("ports %+v, want http=%d", c.Ports, tc.dataPort)
 			}
-			if c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe.HTTPGet.Path != "/healthz" || c.ReadinessProbe.HTTPGet.Port.StrVal != "http" {
-				t.Errorf("probes %+v %+v, want /readyz and /healthz on the wire", c.ReadinessProbe, c.LivenessProbe)
+			if c.ReadinessProbe.HTTPGet.Path != "/healthz" || c.LivenessProbe.HTTPGet.Path != "/healthz" || c.ReadinessProbe.HTTPGet.Port.StrVal != "http" {
+				t.Errorf("probes %+v %+v, want /healthz for both on the wire", c.ReadinessProbe, c.LivenessProbe)
 			}
 			if !isHardened(c.SecurityContext) {
 				t.Error("the production container is not hardened")

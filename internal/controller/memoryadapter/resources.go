@@ -299,7 +299,13 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings, tokenHash s
 						Args:            container.Args,
 						Env:             container.Env,
 						Ports:           []corev1.ContainerPort{{Name: "http", ContainerPort: port, Protocol: corev1.ProtocolTCP}},
-						ReadinessProbe:  probe("/readyz", 5),
+						// Readiness is /healthz, not /readyz: every replica shares one backend, so
+						// an instance whose evidence invalidates its manifest has no healthier
+						// sibling to hand its traffic to. Kept in the Service, it answers every
+						// data call with the typed 503 unavailable the contract promises (out of
+						// it, clients would get refused connections), and the operator keeps
+						// reading its evidence; Available, not readiness, carries the verdict.
+						ReadinessProbe:  probe("/healthz", 5),
 						LivenessProbe:   probe("/healthz", 10),
 						Resources:       adapterResources(),
 						SecurityContext: hardened(),
