@@ -326,7 +326,18 @@ func (r *Reconciler) reconcileConformance(ctx context.Context, s *scope) error {
 
 	after := ""
 	if key.matches(last) && last.RerunToken == rerun {
-		due := last.CompletionTime.Add(s.settings.conformanceInterval)
+		wait := s.settings.conformanceInterval
+		if passedRun(last) == nil {
+			// A failed or broken run is retried with backoff, not only after the interval: the
+			// failure may have been the moment's (an instance being replaced, a backend
+			// restarting), and one run should not leave Conformant False for a day.
+			jobs := &batchv1.JobList{}
+			if err := r.Client.List(ctx, jobs, client.InNamespace(ma.Namespace), client.MatchingLabels{LabelAdapter: ma.Name, LabelComponent: componentConformance}); err != nil {
+				return fmt.Errorf("list conformance Jobs: %w", err)
+			}
+			wait = min(wait, failedRunBackoff(jobs.Items))
+		}
+		due := last.CompletionTime.Add(wait)
 		if s.now.Before(due) {
 			s.requeue(due.Sub(s.now))
 			return r.afterVerified(ctx, s, ev)
@@ -442,6 +453,31 @@ func jobFinished(job *batchv1.Job) (bool, string) {
 		}
 	}
 	return false, ""
+}
+
+// failedRunRetry is the first retry delay of a failed run; each further consecutive failure
+// doubles it, up to failedRunRetryMax (and never beyond spec.conformance.interval).
+const (
+	failedRunRetry    = time.Minute
+	failedRunRetryMax = 16 * time.Minute
+)
+
+// failedRunBackoff returns the delay before retrying after the newest runs failed: 1m after
+// one failure, then 2m, 4m, ... up to failedRunRetryMax, counting the consecutive failed Jobs
+// from the newest (the history keeps a few, so the count and the delay saturate).
+func failedRunBackoff(jobs []batchv1.Job) time.Duration {
+	finished := slices.DeleteFunc(slices.Clone(jobs), func(j batchv1.Job) bool { done, _ := jobFinished(&j); return !done })
+	slices.SortFunc(finished, func(a, b batchv1.Job) int { return b.CreationTimestamp.Compare(a.CreationTimestamp.Time) })
+	wait := failedRunRetry
+	for i, j := range finished {
+		if _, msg := jobFinished(&j); msg == "" {
+			break // a Job that completed: the streak ends
+		}
+		if i > 0 {
+			wait = min(2*wait, failedRunRetryMax)
+		}
+	}
+	return wait
 }
 
 // reportGrace is how long after a Job finished the controller waits for a pod of it with a

@@ -359,3 +359,32 @@ func TestReportWait(t *testing.T) {
 		})
 	}
 }
+
+func TestFailedRunBackoff(t *testing.T) {
+	base := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	job := func(minute int, c batchv1.JobConditionType) batchv1.Job {
+		j := batchv1.Job{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(base.Add(time.Duration(minute) * time.Minute))}}
+		if c != "" {
+			j.Status.Conditions = []batchv1.JobCondition{{Type: c, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded"}}
+		}
+		return j
+	}
+	for _, tc := range []struct {
+		name string
+		jobs []batchv1.Job
+		want time.Duration
+	}{
+		{"one failure", []batchv1.Job{job(0, batchv1.JobFailed)}, time.Minute},
+		{"two in a row", []batchv1.Job{job(0, batchv1.JobFailed), job(1, batchv1.JobFailed)}, 2 * time.Minute},
+		{"three in a row, listed in any order", []batchv1.Job{job(2, batchv1.JobFailed), job(0, batchv1.JobFailed), job(1, batchv1.JobFailed)}, 4 * time.Minute},
+		{"a completed run ends the streak", []batchv1.Job{job(0, batchv1.JobFailed), job(1, batchv1.JobComplete), job(2, batchv1.JobFailed)}, time.Minute},
+		{"a running Job does not count", []batchv1.Job{job(0, batchv1.JobFailed), job(1, batchv1.JobFailed), job(3, "")}, 2 * time.Minute},
+		{"capped", []batchv1.Job{job(0, batchv1.JobFailed), job(1, batchv1.JobFailed), job(2, batchv1.JobFailed), job(3, batchv1.JobFailed), job(4, batchv1.JobFailed), job(5, batchv1.JobFailed), job(6, batchv1.JobFailed)}, failedRunRetryMax},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := failedRunBackoff(tc.jobs); got != tc.want {
+				t.Errorf("failedRunBackoff = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
