@@ -653,8 +653,8 @@ func numberRange(lit string) (float64, float64, bool) {
 	return f - d, f + d, true
 }
 
-// Probe reports the SQLite library version and checks WAL mode, the JSON functions and the
-// schema version.
+// Probe reports the SQLite library version and checks WAL mode, the JSON functions, the
+// schema version and that a write is durable (writeProbe).
 func (s *Store) Probe(ctx context.Context) (memory.Evidence, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -673,7 +673,40 @@ func (s *Store) Probe(ctx context.Context) (memory.Evidence, error) {
 	err := s.db.QueryRowContext(ctx, `SELECT json_valid('{"a":[1]}') AND (SELECT count(*) FROM json_each('[1,2]')) = 2`).Scan(&jsonOK)
 	ev.Probes = append(ev.Probes, probeResult("json_functions", err == nil && jsonOK == 1, err))
 	ev.Probes = append(ev.Probes, schema.Probe(ctx, conn{s.db}))
+	ev.Probes = append(ev.Probes, s.writeProbe(ctx))
 	return ev, nil
+}
+
+// writeProbe is the "write" capability probe: it stores a row in memory_write_probe (a table
+// of its own, never memory_items, so user data and search are untouched), reads it back and
+// removes it, each statement committed. A database that can no longer write (a read-only
+// volume, a full disk, a file whose permissions changed) answers every Store with an error;
+// without this probe its evidence, all reads, would still uphold the manifest. One row per
+// scope at most, and only for the moment of the probe; the server probes at most once per
+// evidence TTL, so the cost is three small statements per health period.
+func (s *Store) writeProbe(ctx context.Context) memory.ProbeResult {
+	token := uuid.NewString()
+	fail := func(step string, err error) memory.ProbeResult {
+		return memory.ProbeResult{Name: "write", OK: false, Detail: fmt.Sprintf("%s a probe row: %v", step, err)}
+	}
+	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS memory_write_probe (scope TEXT PRIMARY KEY, token TEXT NOT NULL)`); err != nil {
+		return fail("create the table of", err)
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO memory_write_probe (scope, token) VALUES (?, ?)
+		ON CONFLICT (scope) DO UPDATE SET token = excluded.token`, s.scope, token); err != nil {
+		return fail("store", err)
+	}
+	var got string
+	if err := s.db.QueryRowContext(ctx, `SELECT token FROM memory_write_probe WHERE scope = ?`, s.scope).Scan(&got); err != nil {
+		return fail("read back", err)
+	}
+	if got != token {
+		return memory.ProbeResult{Name: "write", OK: false, Detail: "read back a probe row that is not the one just stored"}
+	}
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM memory_write_probe WHERE scope = ?`, s.scope); err != nil {
+		return fail("remove", err)
+	}
+	return memory.ProbeResult{Name: "write", OK: true, Detail: "stored, read back and removed a probe row"}
 }
 
 func probeResult(name string, ok bool, err error) memory.ProbeResult {

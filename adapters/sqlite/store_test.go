@@ -129,7 +129,7 @@ func TestOpenValidatesOptions(t *testing.T) {
 }
 
 // TestProbe: the probe reports the harness's SQLite version and three passing checks.
-func TestProbe(t *testing.T) { storetest.Probe(t, newHarness(t), 3) }
+func TestProbe(t *testing.T) { storetest.Probe(t, newHarness(t), 4) }
 
 // TestConcurrentWritersLoseNothing stores from many goroutines over two store instances
 // while others search, then checks every acknowledged write is retrievable and searchable.

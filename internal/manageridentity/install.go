@@ -181,7 +181,7 @@ func waitEnforced(ctx context.Context, admin client.Client, asManager *rest.Conf
 				RestartPolicy: corev1.RestartPolicyNever, Containers: probePod.Spec.Containers,
 			}}},
 		}, client.DryRunAll)
-		last = fmt.Errorf("secret create: %v; pod label patch: %v; job create: %v", secretErr, podErr, jobErr)
+		last = fmt.Errorf("secret create: %w; pod label patch: %w; job create: %w", secretErr, podErr, jobErr)
 		return RefusedByPolicy(secretErr) && RefusedByPolicy(podErr) && RefusedByPolicy(jobErr), nil
 	})
 	if err != nil {
