@@ -213,6 +213,9 @@ var migrations = []string{
 		END IF;
 	END
 	$mao$;`,
+	// The write probe's table (Store.writeProbe): one short-lived row per scope, never
+	// memory_items, so proving a write is durable touches no user data and no search.
+	4: `CREATE TABLE %[1]s.memory_write_probe (scope text PRIMARY KEY, token text NOT NULL);`,
 }
 
 // SchemaVersion is the schema version this build writes and expects.
@@ -578,8 +581,8 @@ func (s *Store) buildSearch(q memory.Query) (string, []any, bool) {
 // likeEscaper escapes LIKE's wildcards and its escape character (backslash, the default).
 var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
-// Probe reports the server version and checks the encoding, exact jsonb numerics and the
-// schema version.
+// Probe reports the server version and checks the encoding, exact jsonb numerics, the
+// schema version and that a write is durable (writeProbe).
 func (s *Store) Probe(ctx context.Context) (memory.Evidence, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -600,7 +603,36 @@ func (s *Store) Probe(ctx context.Context) (memory.Evidence, error) {
 		AND ('{"a":12345678901234567890123}'::jsonb -> 'a') <> '12345678901234567890124'::jsonb`).Scan(&exact)
 	ev.Probes = append(ev.Probes, memory.ProbeResult{Name: "jsonb_exact_numeric", OK: err == nil && exact})
 	ev.Probes = append(ev.Probes, s.versions.Probe(ctx, pgConn{s.pool}))
+	ev.Probes = append(ev.Probes, s.writeProbe(ctx))
 	return ev, nil
+}
+
+// writeProbe is the "write" capability probe: it stores a row for the scope in
+// memory_write_probe, reads it back and removes it, each statement committed on its own. A
+// server that has gone read-only (default_transaction_read_only, a hot standby after a
+// failover, a full disk, revoked privileges) answers every Store with an error while every
+// read probe passes; this is what makes that evidence. Three one-row statements per probe.
+func (s *Store) writeProbe(ctx context.Context) memory.ProbeResult {
+	table := pgx.Identifier{s.schema, "memory_write_probe"}.Sanitize()
+	token := uuid.NewString()
+	fail := func(step string, err error) memory.ProbeResult {
+		return memory.ProbeResult{Name: "write", OK: false, Detail: fmt.Sprintf("%s a probe row: %v", step, redacted(err))}
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO `+table+` (scope, token) VALUES ($1, $2)
+		ON CONFLICT (scope) DO UPDATE SET token = excluded.token`, s.scope, token); err != nil {
+		return fail("store", err)
+	}
+	var got string
+	if err := s.pool.QueryRow(ctx, `SELECT token FROM `+table+` WHERE scope = $1`, s.scope).Scan(&got); err != nil {
+		return fail("read back", err)
+	}
+	if got != token {
+		return memory.ProbeResult{Name: "write", OK: false, Detail: "read back a probe row that is not the one just stored"}
+	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM `+table+` WHERE scope = $1`, s.scope); err != nil {
+		return fail("remove", err)
+	}
+	return memory.ProbeResult{Name: "write", OK: true, Detail: "stored, read back and removed a probe row"}
 }
 
 // classify maps a driver error to the contract's errors. An error the server itself reported

@@ -145,7 +145,7 @@ func TestOpenValidatesOptions(t *testing.T) {
 }
 
 // TestProbe: the probe reports the harness's server version and four passing checks.
-func TestProbe(t *testing.T) { storetest.Probe(t, newHarness(t), 4) }
+func TestProbe(t *testing.T) { storetest.Probe(t, newHarness(t), 5) }
 
 // TestConcurrentWritersLoseNothing stores from many goroutines over two store instances
 // while others search, then checks every acknowledged write is retrievable and searchable.
