@@ -18,7 +18,7 @@ func init() {
 			if scope == "" {
 				scope = "default"
 			}
-			return postgres.Open(ctx, postgres.Options{URL: c.connection, Scope: scope, SupportedFilters: c.filters(), AdapterID: c.AdapterID})
+			return postgres.Open(ctx, postgres.Options{URL: c.connection, Scope: scope, SupportedFilters: c.filters(), AdapterID: c.AdapterID, RequestTimeout: c.RequestTimeout})
 		},
 		// The matrix runs in a disposable schema on the same server, dropped at the end.
 		harness: func(ctx context.Context, c *backendConfig) (conformance.Harness, error) {

@@ -38,7 +38,7 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			opts := redis.Options{Scope: c.Scope, SupportedFilters: c.filters(), AdapterID: c.AdapterID}
+			opts := redis.Options{Scope: c.Scope, SupportedFilters: c.filters(), AdapterID: c.AdapterID, RequestTimeout: c.RequestTimeout}
 			if opts.Scope == "" {
 				opts.Scope = "default"
 			}

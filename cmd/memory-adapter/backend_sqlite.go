@@ -15,7 +15,7 @@ func init() {
 			if scope == "" {
 				scope = "default"
 			}
-			return sqlite.Open(ctx, sqlite.Options{Path: c.SQLitePath, Scope: scope, SupportedFilters: c.filters(), AdapterID: c.AdapterID})
+			return sqlite.Open(ctx, sqlite.Options{Path: c.SQLitePath, Scope: scope, SupportedFilters: c.filters(), AdapterID: c.AdapterID, RequestTimeout: c.RequestTimeout})
 		},
 		// The conformance Job runs the matrix on its own disposable database file with the
 		// same build (the product's rule for embedded backends); --sqlite-path is not used.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -34,6 +35,10 @@ type backendConfig struct {
 	// KhiveCommand and KhiveArgs start the khive backend's MCP child (kkernel mcp).
 	KhiveCommand string
 	KhiveArgs    []string
+	// RequestTimeout bounds one backend call (SQLite, PostgreSQL: the call and its retry;
+	// Redis: one command); 0 means the backend's documented default. The operator passes its
+	// status.lifecycle.requestTimeout here, so the lifecycle it reports is the one that applies.
+	RequestTimeout time.Duration
 	// connection is the secret connection string (PostgreSQL DSN, Redis URL), with the
 	// conn overrides applied; never logged.
 	connection string
@@ -48,6 +53,7 @@ func (c *backendConfig) addFlags(fs *pflag.FlagSet, scopeHelp string) {
 	fs.StringVar(&c.SQLitePath, "sqlite-path", "/var/lib/memory-adapter/memory.db", "sqlite: the database file")
 	fs.StringVar(&c.KhiveCommand, "khive-command", "kkernel", "khive: the MCP server binary the adapter starts as its child (not in the operator's image: supply an image with kkernel)")
 	fs.StringArrayVar(&c.KhiveArgs, "khive-arg", []string{"mcp"}, "khive: one argument of the child, repeatable (the adapter appends --namespace <scope>)")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", 0, "sqlite, postgres, redis: bound on one backend call (0: the backend's default; see docs/adapters)")
 	fs.StringVar(&c.ConnectionFile, "connection-file", "", "file holding the backend connection string (postgres DSN, redis URL); else $"+connectionEnv)
 	c.conn.addFlags(fs)
 }
@@ -56,6 +62,9 @@ func (c *backendConfig) addFlags(fs *pflag.FlagSet, scopeHelp string) {
 // environment.
 func (c *backendConfig) resolve(fs *pflag.FlagSet) error {
 	c.filtersSet = fs.Changed("supported-filters")
+	if c.RequestTimeout < 0 {
+		return usageError("--request-timeout must not be negative")
+	}
 	if _, ok := backends[c.Backend]; !ok {
 		return usageError("unknown --backend %q (have %s)", c.Backend, backendNames())
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -230,6 +231,34 @@ func adapterResources() corev1.ResourceRequirements {
 	}
 }
 
+// operationMargin is what the server's per-call bound leaves beyond the backend's own
+// retries, so that the backend's typed error, not the server's deadline, ends a slow call.
+const operationMargin = time.Second
+
+// operationBound is the server's per-call bound (serve --operation-timeout), composed from
+// the lifecycle the backend runs with (serve --request-timeout): for the operation with the
+// most attempts, attempts × the request timeout plus every backoff between them, plus
+// operationMargin. Equal bounds would race, and the server's would often win with a bare
+// deadline where the backend had a retry and a typed error left to give.
+func operationBound(l memoryv1alpha1.LifecycleSpec) time.Duration {
+	rt := l.RequestTimeout.Or(defaultHealthPeriod)
+	longest := rt
+	if l.Retry != nil {
+		for _, p := range []*memoryv1alpha1.RetryPolicy{l.Retry.Store, l.Retry.Retrieve, l.Retry.Search} {
+			if p == nil || p.MaxAttempts == nil || *p.MaxAttempts <= 1 {
+				continue
+			}
+			total, backoff := rt, p.Backoff.Or(0)
+			for range *p.MaxAttempts - 1 {
+				total += backoff + rt
+				backoff = min(2*backoff, p.MaxBackoff.Or(backoff))
+			}
+			longest = max(longest, total)
+		}
+	}
+	return longest + operationMargin
+}
+
 // desiredDeployment is the adapter Deployment: `memory-adapter serve` with the binding token,
 // the connection Secret by reference, and for SQLite the data claim with one writer.
 func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings, tokenHash string) *appsv1.Deployment {
@@ -238,7 +267,8 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings, tokenHash s
 		"--scope", ma.Spec.Backend.Scope,
 		"--listen", fmt.Sprintf(":%d", adapterPort),
 		"--token-file", bindingMountDir+"/token",
-		"--operation-timeout", s.lifecycle.RequestTimeout.Or(defaultHealthPeriod).String(),
+		"--request-timeout", s.lifecycle.RequestTimeout.Or(defaultHealthPeriod).String(),
+		"--operation-timeout", operationBound(s.lifecycle).String(),
 		"--open-timeout", s.lifecycle.ConnectTimeout.Or(defaultHealthPeriod).String(),
 	)
 	volumes := []corev1.Volume{bindingVolume(ma), emptyDir("tmp")}

@@ -388,3 +388,33 @@ func TestFailedRunBackoff(t *testing.T) {
 		})
 	}
 }
+
+func TestOperationBoundComposesTheBackendsRetries(t *testing.T) {
+	for _, tc := range []struct {
+		backend memoryv1alpha1.BackendType
+		want    time.Duration
+	}{
+		// Redis: reads try 3 times, 2 s each, with 25 ms then 50 ms between: 6.075 s + 1 s.
+		{memoryv1alpha1.BackendRedis, 6*time.Second + 75*time.Millisecond + time.Second},
+		// PostgreSQL: 2 attempts of 5 s, no backoff.
+		{memoryv1alpha1.BackendPostgres, 11 * time.Second},
+		// SQLite: one attempt.
+		{memoryv1alpha1.BackendSQLite, 6 * time.Second},
+	} {
+		t.Run(string(tc.backend), func(t *testing.T) {
+			l := effectiveLifecycle(tc.backend, nil)
+			got := operationBound(l)
+			if got != tc.want {
+				t.Errorf("operationBound = %v, want %v", got, tc.want)
+			}
+			if rt := l.RequestTimeout.Or(0); got <= rt {
+				t.Errorf("the server's bound %v does not exceed the backend's request timeout %v: they race", got, rt)
+			}
+		})
+	}
+	// A user's request timeout reaches the composition.
+	l := effectiveLifecycle(memoryv1alpha1.BackendSQLite, &memoryv1alpha1.LifecycleSpec{RequestTimeout: memoryv1alpha1.NewDuration(20 * time.Second)})
+	if got := operationBound(l); got != 21*time.Second {
+		t.Errorf("with requestTimeout 20s: %v, want 21s", got)
+	}
+}
