@@ -64,7 +64,7 @@ func Install(ctx context.Context, admin client.Client, cfg *rest.Config, root st
 		case "ClusterRole":
 			binding = &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: u.GetName()}, RoleRef: ref, Subjects: subject}
 		case "Role":
-			if u.GetNamespace() != "" && u.GetNamespace() != "memory-adapter-operator-system" {
+			if u.GetNamespace() != "" && u.GetNamespace() != Namespace {
 				return nil, fmt.Errorf("role.yaml: Role %s is in namespace %s, not the manager's", u.GetName(), u.GetNamespace())
 			}
 			u.SetNamespace(Namespace)
