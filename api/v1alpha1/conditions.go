@@ -93,6 +93,10 @@ const (
 	// ReasonEvidenceStale surfaces, with status Unknown, when no evidence arrived within
 	// spec.health.stalenessGrace.
 	ReasonEvidenceStale = "EvidenceStale"
+	// ReasonVersionsMixed surfaces, with status Unknown, while the adapter's pods report
+	// different service or adapter versions (a rollout or a backend upgrade in progress); the
+	// message names each pod's versions.
+	ReasonVersionsMixed = "VersionsMixed"
 )
 
 // MemoryAdapter's Available condition (the summary) and its reasons.

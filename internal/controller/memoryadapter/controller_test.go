@@ -107,6 +107,12 @@ func waitForNewJob(ctx context.Context, key types.NamespacedName, seen ...string
 // disposable SQLite file, plus the checks of the deployed adapter (the local server) against
 // the manifest the controller wrote into the adapter's ConfigMap.
 func realReport(ctx context.Context, key types.NamespacedName) []byte {
+	return realReportAgainst(ctx, key, server.url, server.tokenFile)
+}
+
+// realReportAgainst is realReport with the deployed adapter at url, authenticated by the
+// token in tokenFile.
+func realReportAgainst(ctx context.Context, key types.NamespacedName, url, tokenFile string) []byte {
 	cm := &corev1.ConfigMap{}
 	Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-manifest"}, cm)).To(Succeed())
 	dir := GinkgoT().TempDir()
@@ -115,7 +121,7 @@ func realReport(ctx context.Context, key types.NamespacedName) []byte {
 	term := filepath.Join(dir, "termination-log")
 	cmd := exec.CommandContext(ctx, adapterBin, "conformance", "--backend", "sqlite", "--adapter-id", "sqlite",
 		"--supported-filters=branch_id,source", "--sqlite-path", filepath.Join(dir, "conformance.db"),
-		"--server-url", server.url, "--server-token-file", server.tokenFile, "--expected-manifest-file", manifest,
+		"--server-url", url, "--server-token-file", tokenFile, "--expected-manifest-file", manifest,
 		"--report-file=", "--termination-log", term)
 	cmd.Stdout, cmd.Stderr = GinkgoWriter, GinkgoWriter
 	Expect(cmd.Run()).To(Succeed(), "the real conformance run must pass against the local adapter")

@@ -28,8 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 )
 
@@ -57,7 +57,10 @@ type Reconciler struct {
 	// adapter's bearer token is derived (never logged).
 	TokenKey []byte
 
-	health   sync.Map // types.NamespacedName → *healthState
+	// Prober reads the evidence off the reconcile workers; nil means one made by
+	// SetupWithManager from Evidence.
+	Prober *Prober
+
 	bindings sync.Map // types.NamespacedName → digest (UID included) of the binding Secret last applied
 	// purged holds the UIDs of adapters whose purge succeeded and whose finalizer this
 	// process removed; an adapter's UID is never reused, and deletions are rare.
@@ -66,19 +69,6 @@ type Reconciler struct {
 
 // firstReadRetry is how soon a failed read is retried while no evidence has been read yet.
 const firstReadRetry = 2 * time.Second
-
-// healthState is the evidence the controller keeps in memory between reconciles: reads that
-// find nothing new write nothing to the API server.
-type healthState struct {
-	mu          sync.Mutex
-	evidence    *memory.EvidenceReport
-	lastSuccess time.Time
-	lastAttempt time.Time
-	// lastCounted is when a failed read last counted toward failureThreshold.
-	lastCounted time.Time
-	failures    int
-	lastErr     string
-}
 
 // +kubebuilder:rbac:groups=memory.agentmem.io,resources=memoryadapters,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=memory.agentmem.io,resources=memoryadapters/status,verbs=get;update;patch
@@ -100,7 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	ma := &memoryv1alpha1.MemoryAdapter{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ma); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.health.Delete(req.NamespacedName)
+			r.Prober.forget(req.NamespacedName)
 			r.bindings.Delete(req.NamespacedName)
 			forgetMetrics(req.NamespacedName)
 			return ctrl.Result{}, nil
@@ -108,6 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, fmt.Errorf("get MemoryAdapter: %w", err)
 	}
 	if !ma.DeletionTimestamp.IsZero() {
+		r.Prober.forget(req.NamespacedName)
 		// Owner references let the garbage collector remove what the adapter owns; under
 		// deletionPolicy Delete on a shared server the scope's items are purged first.
 		return r.reconcileDeletion(ctx, ma)
@@ -175,11 +166,17 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, ok bool) error {
 	st.ManifestHash = s.ma.Spec.Manifest.Hash()
 	st.Lifecycle = s.settings.lifecycle.DeepCopy()
 	st.Binding = &memoryv1alpha1.BindingReference{Name: bindingName(s.ma)}
+	healthy := healthyCondition(s.health)
+	if old := meta.FindStatusCondition(st.Conditions, memoryv1alpha1.ConditionHealthy); old != nil && s.health.rehydrated {
+		// A restarted or newly elected manager has read nothing yet: the verdict it
+		// inherited stands until a read says otherwise, so a failover flaps nothing.
+		healthy = metav1.Condition{Type: old.Type, Status: old.Status, Reason: old.Reason, Message: old.Message}
+	}
 	for _, c := range []metav1.Condition{
 		manifestCondition(s.manifestErr),
 		deployedCondition(s.deploy),
 		conformantCondition(s.conform),
-		healthyCondition(s.health),
+		healthy,
 	} {
 		setCondition(st, c, s.ma.Generation)
 	}
@@ -251,6 +248,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 	})
+	if r.Prober == nil {
+		r.Prober = &Prober{Reader: r.Evidence, Now: r.Now}
+	}
+	if err := mgr.Add(r.Prober); err != nil {
+		return fmt.Errorf("add the evidence prober: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&memoryv1alpha1.MemoryAdapter{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&appsv1.Deployment{}).
@@ -265,9 +268,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&batchv1.Job{}, podToAdapter, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetLabels()[LabelComponent] == componentPurge
 		}))).
+		// The prober wakes an adapter whose evidence changed what the controller decides.
+		WatchesRawSource(source.Channel(r.Prober.Events(), &handler.TypedEnqueueRequestForObject[*memoryv1alpha1.MemoryAdapter]{})).
 		Named("memoryadapter").
-		// Evidence reads are network calls bounded by a timeout; several workers keep one
-		// unreachable adapter from delaying every other adapter's reconcile.
+		// Reconciles make no network call beyond the API server (the prober reads the
+		// evidence); a few workers absorb bursts such as a restart's initial list.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
 		Complete(r)
 }

@@ -165,70 +165,58 @@ func (r *Reconciler) ensureDataClaim(ctx context.Context, s *scope, want *corev1
 	})
 }
 
-// reconcileHealth reads the evidence when a period has passed since the last read, keeping
-// the result in memory; status records it only when its content changes.
-func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) error {
-	key := client.ObjectKeyFromObject(s.ma)
-	v, _ := r.health.LoadOrStore(key, &healthState{})
-	hs := v.(*healthState)
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-
-	url := serviceURL(s.ma)
-	if r.ServiceURL != nil {
-		url = r.ServiceURL(s.ma)
-	}
+// reconcileHealth tells the prober what to read (each serving pod's address, the token, the
+// period) and takes what it has read so far; status records it only when its content
+// changes. No read happens here: a hung adapter costs a prober slot, never a worker.
+func (r *Reconciler) reconcileHealth(_ context.Context, s *scope) error {
 	deployed := deployedCondition(s.deploy).Status == metav1.ConditionTrue
-	period := s.settings.healthPeriod
-	// Until the first evidence arrives, read every firstReadRetry: a freshly ready pod is
-	// often not behind its Service yet, and waiting a whole period for the second try delays
-	// the first verdict for nothing. Failures still count once per period, so
-	// failureThreshold means the same time either way.
-	interval := period
-	if hs.evidence == nil {
-		interval = min(period, firstReadRetry)
+	spec := probeSpec{
+		key: client.ObjectKeyFromObject(s.ma), token: s.token, period: s.settings.healthPeriod,
+		immediate: s.ma.Spec.Manifest.SearchConsistency == memoryv1alpha1.SearchConsistency(memory.ConsistencyImmediate),
 	}
-	if deployed && s.token != "" {
-		if hs.lastAttempt.IsZero() || s.now.Sub(hs.lastAttempt) >= interval {
-			hs.lastAttempt = s.now
-			ev, err := r.Evidence.ReadEvidence(ctx, url, s.token)
-			if errors.Is(err, ErrUnauthorized) {
-				// The binding Secret the adapter serves with no longer holds the derived
-				// token (edited by hand, or the operator's key changed): apply it again.
-				r.forgetBinding(s.ma)
-			}
-			if err != nil {
-				if hs.lastCounted.IsZero() || s.now.Sub(hs.lastCounted) >= period {
-					hs.failures++
-					hs.lastCounted = s.now
-				}
-				hs.lastErr = err.Error()
-				evidenceReadFailures.Inc()
-			} else {
-				hs.evidence, hs.lastSuccess, hs.failures, hs.lastErr, hs.lastCounted = ev, s.now, 0, "", time.Time{}
-				interval = period
-			}
+	if r.ServiceURL != nil {
+		if url := r.ServiceURL(s.ma); url != "" {
+			spec.endpoints = []probeEndpoint{{name: "service", url: url}}
 		}
-		s.requeue(interval - s.now.Sub(hs.lastAttempt))
+	}
+	if spec.endpoints == nil {
+		spec.endpoints = podEndpoints(s.deploy.pods)
+	}
+	hs := r.Prober.track(s.ma, spec)
+	if hs.unauthorized {
+		// The binding Secret the adapter serves with no longer holds the derived token
+		// (edited by hand, or the operator's key changed): apply it again.
+		r.forgetBinding(s.ma)
+	}
+	addresses := hs.addresses
+	if addresses == "" {
+		addresses = endpointNames(spec.endpoints)
+	}
+	if addresses == "" {
+		addresses = "no running adapter pod"
 	}
 	s.health = healthObservation{
 		deployed:     deployed,
 		evidence:     hs.evidence,
+		mixed:        hs.mixed,
+		rehydrated:   hs.rehydrated,
 		lastSuccess:  hs.lastSuccess,
 		failures:     hs.failures,
 		lastErr:      hs.lastErr,
-		url:          url,
+		url:          addresses,
 		manifestHash: s.ma.Spec.Manifest.Hash(),
-		immediate:    s.ma.Spec.Manifest.SearchConsistency == memoryv1alpha1.SearchConsistency(memory.ConsistencyImmediate),
+		immediate:    spec.immediate,
 		threshold:    s.settings.failureThreshold,
 		grace:        s.settings.stalenessGrace,
 		now:          s.now,
 	}
-	if hs.evidence != nil {
+	if hs.evidence != nil && !hs.rehydrated {
 		s.ma.Status.Evidence = evidenceStatus(hs.evidence, s.ma.Status.Evidence, s.health.immediate, s.now)
 		s.ma.Status.ServiceVersion = hs.evidence.ServiceVersion
 		s.ma.Status.AdapterVersion = hs.evidence.AdapterVersion
 	}
+	// No requeue for health: a read that fails changes the failure count, and the prober
+	// wakes the adapter for it, so staleness and unreachability are decided on time.
 	return nil
 }
 
@@ -312,9 +300,11 @@ func (r *Reconciler) reconcileConformance(ctx context.Context, s *scope) error {
 	}
 	last := ma.Status.Conformance
 	s.conform.last = last
-	if ev.ServiceVersion == "" {
-		// The adapter cannot reach its backend, so no version is known to verify; a run now
-		// would only test the outage. The last verdict stands, and Healthy says why.
+	if ev.ServiceVersion == "" || s.health.mixed != "" {
+		// The adapter cannot reach its backend, so no version is known to verify (a run now
+		// would only test the outage), or its pods disagree on the versions mid-rollout
+		// (which one to verify is known once they agree). The last verdict stands, and
+		// Healthy says why.
 		if last != nil {
 			s.conform.key = &runKey{manifestHash: ma.Spec.Manifest.Hash(), serviceVersion: last.ServiceVersion, adapterVersion: last.AdapterVersion}
 		}

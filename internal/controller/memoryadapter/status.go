@@ -211,6 +211,10 @@ type healthObservation struct {
 	deployed bool
 	// evidence is the last successfully read evidence; nil before the first read.
 	evidence *memory.EvidenceReport
+	// mixed names each pod's versions while the pods disagree on them.
+	mixed string
+	// rehydrated is set while evidence comes from status, before this process read any.
+	rehydrated bool
 	// lastSuccess is when evidence was read; zero before the first read.
 	lastSuccess time.Time
 	// failures counts consecutive failed reads, and lastErr says why the last one failed.
@@ -235,9 +239,9 @@ func healthyCondition(o healthObservation) metav1.Condition {
 		return condition(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidencePending, "the adapter is not deployed yet, so no evidence has been read")
 	case o.failures >= o.threshold:
 		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceUnreachable,
-			fmt.Sprintf("%d consecutive reads of %s/v1/evidence failed (threshold %d); last error: %s", o.failures, o.url, o.threshold, o.lastErr))
+			fmt.Sprintf("%d consecutive reads of /v1/evidence from %s failed (threshold %d); last error: %s", o.failures, o.url, o.threshold, o.lastErr))
 	case o.evidence == nil:
-		msg := "no evidence has been read from " + o.url + "/v1/evidence yet"
+		msg := "no evidence (GET /v1/evidence) has been read from " + o.url + " yet"
 		if o.lastErr != "" {
 			msg += "; the last read failed: " + o.lastErr
 		}
@@ -247,6 +251,10 @@ func healthyCondition(o healthObservation) metav1.Condition {
 			fmt.Sprintf("the last evidence was read at %s, more than stalenessGrace %s ago", o.lastSuccess.UTC().Format(time.RFC3339), o.grace))
 	}
 	ev := o.evidence
+	if o.mixed != "" && ev.ManifestValid && len(failedProbes(ev)) == 0 {
+		return condition(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonVersionsMixed,
+			"the adapter's pods report different versions, as during a rollout; the verdict waits until they agree: "+o.mixed)
+	}
 	// An adapter that cannot reach its backend reports no service version; that is an
 	// outage, said in the adapter's own words below, not a version change.
 	if v := o.verified; v != nil && ev.ServiceVersion != "" {
@@ -300,11 +308,27 @@ var summaryOrder = []string{
 	memoryv1alpha1.ConditionConformant, memoryv1alpha1.ConditionHealthy,
 }
 
+// evidenceVerdicts are Healthy's reasons that come from what an adapter's own evidence says,
+// as opposed to whether it could be read.
+var evidenceVerdicts = []string{
+	memoryv1alpha1.ReasonServiceVersionChanged, memoryv1alpha1.ReasonAdapterVersionChanged,
+	memoryv1alpha1.ReasonManifestMismatch, memoryv1alpha1.ReasonCapabilityProbeFailed,
+	memoryv1alpha1.ReasonIndexLagging, memoryv1alpha1.ReasonEvidenceInvalidatesManifest,
+}
+
 // availableCondition summarizes: True only when every other condition is, else the status,
-// reason and message of the first one that is not, prefixed with its type.
+// reason and message of the first one that is not, prefixed with its type. Evidence that
+// contradicts the manifest comes right after ManifestValid: it is the most specific reason
+// there is, and a rollout or a rerun it causes (pods leaving readiness, a run of the new
+// version) must not hide it for the whole invalidation.
 func availableCondition(conds []metav1.Condition) metav1.Condition {
 	const t = memoryv1alpha1.ConditionAvailable
-	for _, ct := range summaryOrder {
+	order := summaryOrder
+	if h := meta.FindStatusCondition(conds, memoryv1alpha1.ConditionHealthy); h != nil && h.Status == metav1.ConditionFalse && slices.Contains(evidenceVerdicts, h.Reason) {
+		order = []string{memoryv1alpha1.ConditionManifestValid, memoryv1alpha1.ConditionHealthy,
+			memoryv1alpha1.ConditionDeployed, memoryv1alpha1.ConditionConformant}
+	}
+	for _, ct := range order {
 		c := meta.FindStatusCondition(conds, ct)
 		if c == nil {
 			return condition(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonConformancePending, ct+" has not been decided yet")

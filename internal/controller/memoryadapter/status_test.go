@@ -172,6 +172,11 @@ func TestHealthyCondition(t *testing.T) {
 			want{metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceInvalidatesManifest, []string{"wal_mode"}}},
 		"no verified run yet": {base(func(o *healthObservation) { o.verified = nil; o.evidence.ServiceVersion = "anything" }),
 			want{metav1.ConditionTrue, memoryv1alpha1.ReasonEvidenceValid, nil}},
+		"pods on different versions": {base(func(o *healthObservation) { o.mixed = `pod a: service "3.50"; pod b: service "3.51"` }),
+			want{metav1.ConditionUnknown, memoryv1alpha1.ReasonVersionsMixed, []string{"pod a", "pod b"}}},
+		"an invalid pod speaks over the mix": {base(func(o *healthObservation) {
+			o.mixed, o.evidence.ManifestValid, o.evidence.Reason = "pod a; pod b", false, "probe write failed"
+		}), want{metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceInvalidatesManifest, []string{"probe write failed"}}},
 		"valid": {base(nil), want{metav1.ConditionTrue, memoryv1alpha1.ReasonEvidenceValid, []string{"3.50"}}},
 	} {
 		t.Run(name, func(t *testing.T) { check(t, healthyCondition(tc.obs), tc.want) })
@@ -192,6 +197,15 @@ func TestAvailableCondition(t *testing.T) {
 	some[3] = c(memoryv1alpha1.ConditionHealthy, metav1.ConditionFalse, "Bad")
 	check(t, availableCondition(some), want{metav1.ConditionUnknown, "Running", []string{"Conformant: Conformant says Running"}})
 	check(t, availableCondition(allTrue[:3]), want{metav1.ConditionUnknown, memoryv1alpha1.ReasonConformancePending, []string{"Healthy"}})
+	// Evidence that contradicts the manifest speaks over the rollout and the rerun it causes.
+	hidden := append([]metav1.Condition(nil), allTrue...)
+	hidden[1] = c(memoryv1alpha1.ConditionDeployed, metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing)
+	hidden[2] = c(memoryv1alpha1.ConditionConformant, metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceOutdated)
+	hidden[3] = c(memoryv1alpha1.ConditionHealthy, metav1.ConditionFalse, memoryv1alpha1.ReasonServiceVersionChanged)
+	check(t, availableCondition(hidden), want{metav1.ConditionFalse, memoryv1alpha1.ReasonServiceVersionChanged, []string{"Healthy: "}})
+	// Evidence that could not be read does not: the rollout is the likelier cause.
+	hidden[3] = c(memoryv1alpha1.ConditionHealthy, metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceUnreachable)
+	check(t, availableCondition(hidden), want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, nil})
 }
 
 func TestRunNamesAreStableAndDistinct(t *testing.T) {

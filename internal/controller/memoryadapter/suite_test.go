@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -144,6 +145,15 @@ func startManagerWith(cfg *rest.Config, evidence EvidenceReader) (stop func()) {
 		Recorder:     mgr.GetEventRecorder("memory-adapter-operator"),
 		Evidence:     evidence,
 		DefaultImage: "ghcr.io/agentmem/memory-adapter:dev",
+		// Nothing here runs pods, so most specs read through the Service's name, which
+		// routedEvidence routes to the local server; an adapter labelled perPodEvidence is
+		// read at its pods' own addresses, as in a cluster.
+		ServiceURL: func(ma *memoryv1alpha1.MemoryAdapter) string {
+			if ma.Labels[perPodEvidence] == "true" {
+				return ""
+			}
+			return serviceURL(ma)
+		},
 	}).SetupWithManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -206,9 +216,14 @@ func (a *localAdapter) stop() {
 	_ = a.cmd.Wait()
 }
 
-// routedEvidence reads the real local server's evidence wherever the controller asks (the
-// Service's DNS name does not resolve outside a cluster), records the token the controller
-// presented, and lets a spec change what the evidence says, as a backend upgrade would.
+// perPodEvidence is the label of adapters whose evidence the suite's controller reads at
+// their pods' addresses.
+const perPodEvidence = "test.memory.agentmem.io/per-pod-evidence"
+
+// routedEvidence reads the real local server's evidence when the controller asks a Service
+// (its DNS name does not resolve outside a cluster), records the token the controller
+// presented, and lets a spec change what the evidence says, as a backend upgrade would. Any
+// other address (a pod's) is read as it is, with the token presented, and nothing changed.
 type routedEvidence struct {
 	target *localAdapter
 	mu     sync.Mutex
@@ -218,7 +233,10 @@ type routedEvidence struct {
 	refuse func(token string) bool
 }
 
-func (r *routedEvidence) ReadEvidence(ctx context.Context, _ string, token string) (*memory.EvidenceReport, error) {
+func (r *routedEvidence) ReadEvidence(ctx context.Context, url string, token string) (*memory.EvidenceReport, error) {
+	if !strings.Contains(url, ".svc:") {
+		return (&HTTPEvidenceReader{}).ReadEvidence(ctx, url, token)
+	}
 	r.mu.Lock()
 	r.tokens = append(r.tokens, token)
 	mutate, refuse := r.mutate, r.refuse

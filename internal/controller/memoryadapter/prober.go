@@ -1,0 +1,447 @@
+package memoryadapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+)
+
+// DefaultProbeConcurrency bounds the evidence reads in flight when Prober.Concurrency is 0.
+// A read that hangs holds its slot until the reader's deadline, so the slots needed are
+// about (adapters whose reads hang) x deadline / period on top of the healthy reads, which
+// take milliseconds: 256 keeps the period for 10,000 adapters with 10% hanging at a 5 s
+// deadline and a 30 s period (see docs/operator.md#scale).
+const DefaultProbeConcurrency = 256
+
+// Prober reads each adapter pod's evidence on the adapter's health period, away from the
+// reconcile workers, and wakes the controller (through Events) only when what it read
+// changes what the controller would decide. Its state is keyed by the adapter's UID, and a
+// target it does not know yet starts from the adapter's status.evidence, so a restarted or
+// newly elected manager decides nothing until a read finds something new.
+type Prober struct {
+	// Reader reads one address's evidence; its deadline bounds a hung read.
+	Reader EvidenceReader
+	// Concurrency bounds the reads in flight; 0 means DefaultProbeConcurrency.
+	Concurrency int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	once    sync.Once
+	mu      sync.Mutex
+	targets map[types.UID]*probeTarget
+	byName  map[types.NamespacedName]types.UID
+	sem     chan struct{}
+	events  chan event.TypedGenericEvent[*memoryv1alpha1.MemoryAdapter]
+	ctx     context.Context
+}
+
+// probeSpec is what the controller tells the prober about one adapter.
+type probeSpec struct {
+	key types.NamespacedName
+	// endpoints are the addresses to read, one per serving pod (or one override address).
+	endpoints []probeEndpoint
+	token     string
+	period    time.Duration
+	immediate bool
+}
+
+// probeEndpoint is one address whose evidence is read, named by the pod behind it.
+type probeEndpoint struct {
+	name, url string
+}
+
+// healthState is what the prober knows of one adapter, handed to the controller by value.
+type healthState struct {
+	// evidence folds the last successful reads of every pod; nil before the first.
+	evidence *memory.EvidenceReport
+	// mixed names each pod's versions while the pods disagree on them; empty otherwise.
+	mixed       string
+	lastSuccess time.Time
+	lastAttempt time.Time
+	// lastCounted is when a failed read last counted toward failureThreshold.
+	lastCounted time.Time
+	failures    int
+	lastErr     string
+	// addresses names what the last round read, for messages.
+	addresses string
+	// unauthorized is set when an adapter refused the token the operator derives.
+	unauthorized bool
+	// rehydrated is set while the state comes from status.evidence and no read has answered
+	// yet: the controller then leaves Healthy as it stands.
+	rehydrated bool
+}
+
+// probeTarget is one adapter the prober reads.
+type probeTarget struct {
+	uid   types.UID
+	mu    sync.Mutex
+	spec  probeSpec
+	state healthState
+	wake  chan struct{}
+	stop  chan struct{}
+	// running is set once its loop has started.
+	running bool
+}
+
+func (p *Prober) init() {
+	p.once.Do(func() {
+		n := p.Concurrency
+		if n <= 0 {
+			n = DefaultProbeConcurrency
+		}
+		p.sem = make(chan struct{}, n)
+		p.targets = map[types.UID]*probeTarget{}
+		p.byName = map[types.NamespacedName]types.UID{}
+		p.events = make(chan event.TypedGenericEvent[*memoryv1alpha1.MemoryAdapter], 1024)
+	})
+}
+
+// Events is the channel the controller watches (source.Channel): one event per adapter
+// whose verdict may have changed.
+func (p *Prober) Events() <-chan event.TypedGenericEvent[*memoryv1alpha1.MemoryAdapter] {
+	p.init()
+	return p.events
+}
+
+// Start runs the reads until ctx ends; it implements manager.Runnable, and like the
+// controller it runs on the elected leader only.
+func (p *Prober) Start(ctx context.Context) error {
+	p.init()
+	p.mu.Lock()
+	p.ctx = ctx
+	for _, t := range p.targets {
+		p.launch(t)
+	}
+	p.mu.Unlock()
+	<-ctx.Done()
+	return nil
+}
+
+// launch starts t's loop once the prober runs; p.mu is held.
+func (p *Prober) launch(t *probeTarget) {
+	if p.ctx == nil || t.running {
+		return
+	}
+	t.running = true
+	go p.loop(p.ctx, t)
+}
+
+func (p *Prober) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+// track records what to read for ma and returns what is known so far. A target seen for the
+// first time starts from ma's status.evidence.
+func (p *Prober) track(ma *memoryv1alpha1.MemoryAdapter, spec probeSpec) healthState {
+	p.init()
+	p.mu.Lock()
+	if old, ok := p.byName[spec.key]; ok && old != ma.UID {
+		// The name now belongs to a new object: the old one's state says nothing of it.
+		p.dropLocked(old)
+	}
+	t, ok := p.targets[ma.UID]
+	if !ok {
+		t = &probeTarget{uid: ma.UID, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+		t.state = rehydrate(ma, p.now())
+		p.targets[ma.UID] = t
+		p.byName[spec.key] = ma.UID
+	}
+	p.launch(t)
+	p.mu.Unlock()
+
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	changed := t.spec.token != spec.token || t.spec.period != spec.period || !slices.Equal(t.spec.endpoints, spec.endpoints)
+	t.spec = spec
+	if changed {
+		select {
+		case t.wake <- struct{}{}:
+		default:
+		}
+	}
+	return t.state
+}
+
+// forget stops reading the adapter with that name and drops what was known of it.
+func (p *Prober) forget(key types.NamespacedName) {
+	p.init()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if uid, ok := p.byName[key]; ok {
+		p.dropLocked(uid)
+	}
+}
+
+func (p *Prober) dropLocked(uid types.UID) {
+	t, ok := p.targets[uid]
+	if !ok {
+		return
+	}
+	delete(p.targets, uid)
+	if p.byName[t.spec.key] == uid {
+		delete(p.byName, t.spec.key)
+	}
+	close(t.stop)
+}
+
+// tracked returns how many adapters the prober reads, for tests and metrics.
+func (p *Prober) tracked() int {
+	p.init()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.targets)
+}
+
+// rehydrate rebuilds the last verdict from status.evidence, so that the first reconcile after
+// a restart or a leader change finds the versions and the verdict it left.
+func rehydrate(ma *memoryv1alpha1.MemoryAdapter, now time.Time) healthState {
+	st := ma.Status.Evidence
+	if st == nil {
+		return healthState{}
+	}
+	ev := &memory.EvidenceReport{
+		ServiceVersion: st.ServiceVersion, AdapterVersion: st.AdapterVersion, ManifestHash: st.ManifestHash,
+		ManifestValid: st.Verdict == memoryv1alpha1.EvidenceValid, Reason: st.Message, IndexLag: st.IndexLag,
+		ObservedAt: st.ObservedTime.Time,
+	}
+	for _, name := range st.FailedProbes {
+		ev.Probes = append(ev.Probes, memory.ProbeResult{Name: name})
+	}
+	return healthState{evidence: ev, lastSuccess: now, rehydrated: true}
+}
+
+// loop reads t's pods whenever its interval has passed, until t is dropped or ctx ends.
+func (p *Prober) loop(ctx context.Context, t *probeTarget) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.stop:
+			return
+		case <-t.wake:
+		case <-timer.C:
+		}
+		t.mu.Lock()
+		spec, st := t.spec, t.state
+		t.mu.Unlock()
+		now := p.now()
+		wait := time.Duration(-1) // nothing to read: wait for a wake
+		if len(spec.endpoints) > 0 && spec.token != "" {
+			wait = max(readInterval(st, spec.period)-now.Sub(st.lastAttempt), 0)
+			if st.lastAttempt.IsZero() || wait == 0 {
+				p.round(ctx, t, spec)
+				t.mu.Lock()
+				wait = readInterval(t.state, spec.period)
+				t.mu.Unlock()
+			}
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		if wait >= 0 {
+			timer.Reset(wait)
+		}
+	}
+}
+
+// readInterval is the time between reads: the period, or firstReadRetry while no evidence
+// has been read yet (a freshly started pod often answers a moment later, and waiting a
+// whole period would delay the first verdict for nothing).
+func readInterval(st healthState, period time.Duration) time.Duration {
+	if st.evidence == nil || st.rehydrated {
+		return min(period, firstReadRetry)
+	}
+	return period
+}
+
+// podRead is one endpoint's answer.
+type podRead struct {
+	name string
+	ev   *memory.EvidenceReport
+	err  error
+}
+
+// round reads every endpoint of t, each in a slot of the bounded pool, and folds the answers
+// into t's state; it wakes the controller when the verdict inputs changed.
+func (p *Prober) round(ctx context.Context, t *probeTarget, spec probeSpec) {
+	start := p.now()
+	reads := make([]podRead, len(spec.endpoints))
+	var wg sync.WaitGroup
+	for i, e := range spec.endpoints {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reads[i].name = e.name
+			select {
+			case p.sem <- struct{}{}:
+			case <-ctx.Done():
+				reads[i].err = ctx.Err()
+				return
+			}
+			defer func() { <-p.sem }()
+			reads[i].ev, reads[i].err = p.Reader.ReadEvidence(ctx, e.url, spec.token)
+		}()
+	}
+	wg.Wait()
+	ev, mixed, err := foldReads(reads)
+
+	t.mu.Lock()
+	before := t.state
+	st := &t.state
+	st.lastAttempt = start
+	st.addresses = endpointNames(spec.endpoints)
+	st.unauthorized = false
+	for _, r := range reads {
+		st.unauthorized = st.unauthorized || errors.Is(r.err, ErrUnauthorized)
+	}
+	if ev != nil {
+		st.evidence, st.mixed, st.lastSuccess, st.rehydrated = ev, mixed, start, false
+	}
+	if err != nil {
+		if st.lastCounted.IsZero() || start.Sub(st.lastCounted) >= spec.period {
+			st.failures++
+			st.lastCounted = start
+		}
+		st.lastErr = err.Error()
+		evidenceReadFailures.Inc()
+	} else {
+		st.failures, st.lastErr, st.lastCounted = 0, "", time.Time{}
+	}
+	notify := verdictChanged(before, *st, spec.immediate)
+	t.mu.Unlock()
+	if !notify {
+		return
+	}
+	ma := &memoryv1alpha1.MemoryAdapter{}
+	ma.Namespace, ma.Name = spec.key.Namespace, spec.key.Name
+	select {
+	case p.events <- event.TypedGenericEvent[*memoryv1alpha1.MemoryAdapter]{Object: ma}:
+	case <-ctx.Done():
+	}
+}
+
+// verdictChanged reports whether a round changed anything the controller decides from:
+// the evidence as status records it, the version mix, the failure count, an unauthorized
+// answer. A steady adapter's rounds change none of it, so they cost no reconcile.
+func verdictChanged(before, after healthState, immediate bool) bool {
+	return before.rehydrated != after.rehydrated || before.mixed != after.mixed || before.failures != after.failures ||
+		before.unauthorized != after.unauthorized || (before.lastErr == "") != (after.lastErr == "") ||
+		before.addresses != after.addresses ||
+		!sameEvidence(before.evidence, after.evidence, immediate)
+}
+
+// sameEvidence compares two reports on what status and the conditions show of them: the
+// observation time moves with every read, and an eventual adapter's lag with every write.
+func sameEvidence(a, b *memory.EvidenceReport, immediate bool) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	lagA, lagB := int64(0), int64(0)
+	if immediate && a.IndexLag != nil {
+		lagA = *a.IndexLag
+	}
+	if immediate && b.IndexLag != nil {
+		lagB = *b.IndexLag
+	}
+	return a.ServiceVersion == b.ServiceVersion && a.InitialServiceVersion == b.InitialServiceVersion &&
+		a.AdapterVersion == b.AdapterVersion && a.ManifestHash == b.ManifestHash && a.ManifestValid == b.ManifestValid &&
+		a.Reason == b.Reason && lagA == lagB && slices.Equal(a.Probes, b.Probes)
+}
+
+// foldReads folds the pods' answers into one report: the first pod (by name) whose evidence
+// invalidates the manifest or fails a probe speaks for the adapter, since a Service sends
+// each call to any pod; else the first pod. Pods that report different versions are named
+// in mixed. Any failed read is an error naming its pod, even when others answered.
+func foldReads(reads []podRead) (ev *memory.EvidenceReport, mixed string, err error) {
+	reads = slices.Clone(reads)
+	slices.SortFunc(reads, func(a, b podRead) int { return strings.Compare(a.name, b.name) })
+	var errs []string
+	var answered []podRead
+	for _, r := range reads {
+		switch {
+		case r.err != nil:
+			errs = append(errs, fmt.Sprintf("pod %s: %v", r.name, r.err))
+		case r.ev == nil:
+			errs = append(errs, fmt.Sprintf("pod %s: no report", r.name))
+		default:
+			answered = append(answered, r)
+		}
+	}
+	if len(errs) > 0 {
+		err = errors.New(strings.Join(errs, "; "))
+	}
+	if len(answered) == 0 {
+		return nil, "", err
+	}
+	speaker := answered[0]
+	for _, r := range answered {
+		if !r.ev.ManifestValid || len(failedProbes(r.ev)) > 0 {
+			speaker = r
+			break
+		}
+	}
+	versions := map[[2]string]bool{}
+	var each []string
+	for _, r := range answered {
+		versions[[2]string{r.ev.ServiceVersion, r.ev.AdapterVersion}] = true
+		each = append(each, fmt.Sprintf("pod %s: service %q, adapter %q", r.name, r.ev.ServiceVersion, r.ev.AdapterVersion))
+	}
+	if len(versions) > 1 {
+		mixed = strings.Join(each, "; ")
+	}
+	return speaker.ev, mixed, err
+}
+
+// endpointNames lists the endpoints' names for messages.
+func endpointNames(eps []probeEndpoint) string {
+	names := make([]string, 0, len(eps))
+	for _, e := range eps {
+		names = append(names, e.name+" ("+e.url+")")
+	}
+	return strings.Join(names, ", ")
+}
+
+// podEndpoints returns one address per adapter pod that can answer: running, with an IP,
+// not being deleted. Readiness does not matter: an adapter whose evidence invalidates its
+// manifest is exactly the one whose evidence must still be read. The port is the pod's
+// container port named http, which the Service targets.
+func podEndpoints(pods []corev1.Pod) []probeEndpoint {
+	var eps []probeEndpoint
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
+			continue
+		}
+		port := int32(adapterPort)
+		for _, c := range p.Spec.Containers {
+			for _, cp := range c.Ports {
+				if cp.Name == "http" {
+					port = cp.ContainerPort
+				}
+			}
+		}
+		eps = append(eps, probeEndpoint{name: p.Name, url: "http://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port)))})
+	}
+	slices.SortFunc(eps, func(a, b probeEndpoint) int { return strings.Compare(a.name, b.name) })
+	return eps
+}

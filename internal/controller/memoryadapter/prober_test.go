@@ -1,0 +1,239 @@
+package memoryadapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+)
+
+func TestFoldReads(t *testing.T) {
+	valid := func(svc, adapter string) *memory.EvidenceReport {
+		return &memory.EvidenceReport{ServiceVersion: svc, AdapterVersion: adapter, ManifestValid: true}
+	}
+	invalid := &memory.EvidenceReport{ServiceVersion: "17.10", AdapterVersion: "v1", Reason: "service version changed"}
+	probeFailed := &memory.EvidenceReport{ServiceVersion: "17.9", AdapterVersion: "v1", ManifestValid: true,
+		Probes: []memory.ProbeResult{{Name: "write", Detail: "read-only"}}}
+	for name, tc := range map[string]struct {
+		reads      []podRead
+		speaker    *memory.EvidenceReport
+		mixed, err []string
+	}{
+		"no pod":               {reads: nil},
+		"one pod":              {reads: []podRead{{name: "a", ev: valid("17.9", "v1")}}, speaker: valid("17.9", "v1")},
+		"the first pod speaks": {reads: []podRead{{name: "b", ev: valid("17.9", "v1")}, {name: "a", ev: valid("17.9", "v1")}}, speaker: valid("17.9", "v1")},
+		"an invalid pod speaks": {reads: []podRead{{name: "a", ev: valid("17.10", "v1")}, {name: "b", ev: invalid}},
+			speaker: invalid, mixed: nil},
+		"a failed probe speaks": {reads: []podRead{{name: "a", ev: valid("17.9", "v1")}, {name: "b", ev: probeFailed}}, speaker: probeFailed},
+		"versions differ": {reads: []podRead{{name: "a", ev: valid("17.9", "v1")}, {name: "b", ev: valid("17.9", "v2")}},
+			speaker: valid("17.9", "v1"), mixed: []string{`pod a: service "17.9", adapter "v1"`, `pod b: service "17.9", adapter "v2"`}},
+		"a failed read names its pod and the others still count": {reads: []podRead{{name: "a", err: errors.New("connection refused")}, {name: "b", ev: valid("17.9", "v1")}},
+			speaker: valid("17.9", "v1"), err: []string{"pod a: connection refused"}},
+		"every read failed": {reads: []podRead{{name: "a", err: errors.New("timeout")}, {name: "b"}},
+			err: []string{"pod a: timeout", "pod b: no report"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ev, mixed, err := foldReads(tc.reads)
+			if ev != nil && tc.speaker != nil && !sameEvidence(ev, tc.speaker, true) || (ev == nil) != (tc.speaker == nil) {
+				t.Fatalf("speaker %+v, want %+v", ev, tc.speaker)
+			}
+			if (mixed != "") != (tc.mixed != nil) {
+				t.Fatalf("mixed %q, want %q", mixed, tc.mixed)
+			}
+			for _, m := range tc.mixed {
+				if !strings.Contains(mixed, m) {
+					t.Errorf("mixed %q does not name %q", mixed, m)
+				}
+			}
+			if (err != nil) != (tc.err != nil) {
+				t.Fatalf("error %v, want one naming %q", err, tc.err)
+			}
+			for _, m := range tc.err {
+				if !strings.Contains(err.Error(), m) {
+					t.Errorf("error %q does not name %q", err, m)
+				}
+			}
+		})
+	}
+}
+
+func TestPodEndpoints(t *testing.T) {
+	pod := func(name, ip string, phase corev1.PodPhase, deleting bool) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PodStatus{Phase: phase, PodIP: ip},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "adapter", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 9090}}}}}}
+		if deleting {
+			p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		}
+		return p
+	}
+	got := podEndpoints([]corev1.Pod{
+		pod("b", "10.0.0.2", corev1.PodRunning, false),
+		pod("a", "fd00::1", corev1.PodRunning, false),
+		pod("pending", "", corev1.PodPending, false),
+		pod("leaving", "10.0.0.3", corev1.PodRunning, true),
+		pod("done", "10.0.0.4", corev1.PodSucceeded, false),
+	})
+	want := []probeEndpoint{{name: "a", url: "http://[fd00::1]:9090"}, {name: "b", url: "http://10.0.0.2:9090"}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("endpoints %v, want %v (running pods with an IP, not being deleted, at the http port, by name)", got, want)
+	}
+}
+
+// scriptedReader answers per address: a hang blocks until the read's context ends, as an
+// adapter that accepts the connection and never answers does under the reader's deadline.
+type scriptedReader struct {
+	mu       sync.Mutex
+	answers  map[string]func() (*memory.EvidenceReport, error)
+	reads    map[string][]time.Time
+	deadline time.Duration
+}
+
+func (s *scriptedReader) ReadEvidence(ctx context.Context, url, _ string) (*memory.EvidenceReport, error) {
+	s.mu.Lock()
+	s.reads[url] = append(s.reads[url], time.Now())
+	answer := s.answers[url]
+	s.mu.Unlock()
+	if answer == nil {
+		ctx, cancel := context.WithTimeout(ctx, s.deadline)
+		defer cancel()
+		<-ctx.Done()
+		return nil, fmt.Errorf("evidence read: %w", ctx.Err())
+	}
+	return answer()
+}
+
+func (s *scriptedReader) count(url string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.reads[url])
+}
+
+// waitFor polls cond every 10 ms until it holds or the limit passes.
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", limit, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func startProber(t *testing.T, p *Prober) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = p.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func adapterNamed(i int) *memoryv1alpha1.MemoryAdapter {
+	return &memoryv1alpha1.MemoryAdapter{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint("a", i), UID: types.UID(fmt.Sprint("uid-", i))}}
+}
+
+func specAt(ma *memoryv1alpha1.MemoryAdapter, url string, period time.Duration) probeSpec {
+	return probeSpec{key: types.NamespacedName{Namespace: ma.Namespace, Name: ma.Name}, endpoints: []probeEndpoint{{name: "p", url: url}}, token: "t", period: period}
+}
+
+func TestProberHungReadsHoldOneSlotEach(t *testing.T) {
+	ev := &memory.EvidenceReport{ServiceVersion: "1", AdapterVersion: "v1", ManifestValid: true}
+	reader := &scriptedReader{answers: map[string]func() (*memory.EvidenceReport, error){
+		"http://healthy": func() (*memory.EvidenceReport, error) { return ev, nil },
+	}, reads: map[string][]time.Time{}, deadline: time.Minute}
+	// Three slots, two adapters that never answer: the healthy adapter keeps its own slot.
+	p := &Prober{Reader: reader, Concurrency: 3}
+	startProber(t, p)
+	for i, url := range []string{"http://hung-1", "http://hung-2", "http://healthy"} {
+		ma := adapterNamed(i)
+		p.track(ma, specAt(ma, url, 50*time.Millisecond))
+	}
+	waitFor(t, 10*time.Second, "the healthy adapter was not read 20 times while two reads hang", func() bool {
+		return reader.count("http://healthy") >= 20
+	})
+	for _, url := range []string{"http://hung-1", "http://hung-2"} {
+		if n := reader.count(url); n != 1 {
+			t.Errorf("%s was read %d times while its first read hangs; a hung adapter's reads must not pile up", url, n)
+		}
+	}
+}
+
+func TestProberWakesOnlyWhenTheVerdictChanges(t *testing.T) {
+	var mu sync.Mutex
+	ev := &memory.EvidenceReport{ServiceVersion: "1", AdapterVersion: "v1", ManifestValid: true, ObservedAt: time.Now()}
+	reader := &scriptedReader{answers: map[string]func() (*memory.EvidenceReport, error){
+		"http://a": func() (*memory.EvidenceReport, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			c := *ev
+			c.ObservedAt = time.Now() // moves with every read, as a real adapter's does
+			return &c, nil
+		},
+	}, reads: map[string][]time.Time{}, deadline: time.Second}
+	p := &Prober{Reader: reader}
+	startProber(t, p)
+	ma := adapterNamed(0)
+	p.track(ma, specAt(ma, "http://a", 20*time.Millisecond))
+	next := func() string {
+		select {
+		case e := <-p.Events():
+			return e.Object.Name
+		case <-time.After(10 * time.Second):
+			return ""
+		}
+	}
+	if got := next(); got != "a0" {
+		t.Fatalf("the first read woke %q, want a0", got)
+	}
+	waitFor(t, 10*time.Second, "no further reads", func() bool { return reader.count("http://a") >= 10 })
+	select {
+	case e := <-p.Events():
+		t.Fatalf("steady reads woke %s", e.Object.Name)
+	default:
+	}
+	mu.Lock()
+	ev.ManifestValid, ev.Reason = false, "probe write failed"
+	mu.Unlock()
+	if got := next(); got != "a0" {
+		t.Fatalf("an invalidation woke %q, want a0", got)
+	}
+	if st := p.track(ma, specAt(ma, "http://a", 20*time.Millisecond)); st.evidence == nil || st.evidence.ManifestValid {
+		t.Fatalf("the state after an invalidation is %+v", st.evidence)
+	}
+}
+
+func TestProberStartsFromStatusAndForgetsByName(t *testing.T) {
+	p := &Prober{Reader: &scriptedReader{answers: map[string]func() (*memory.EvidenceReport, error){}, reads: map[string][]time.Time{}, deadline: time.Second}}
+	ma := adapterNamed(0)
+	lag := int64(0)
+	ma.Status.Evidence = &memoryv1alpha1.EvidenceStatus{Verdict: memoryv1alpha1.EvidenceInvalid, ServiceVersion: "17.10", AdapterVersion: "v1",
+		Message: "service version changed", FailedProbes: []string{"write"}, IndexLag: &lag}
+	// Not started: a manager that is not the leader yet tracks without reading.
+	st := p.track(ma, specAt(ma, "http://a", time.Minute))
+	if !st.rehydrated || st.evidence == nil || st.evidence.ManifestValid || st.evidence.ServiceVersion != "17.10" ||
+		len(st.evidence.Probes) != 1 || st.evidence.Probes[0].OK {
+		t.Fatalf("state from status %+v (evidence %+v)", st, st.evidence)
+	}
+	if p.tracked() != 1 {
+		t.Fatalf("tracked %d, want 1", p.tracked())
+	}
+	// The name now belongs to a new object: nothing of the old one carries over.
+	again := adapterNamed(0)
+	again.UID = "uid-new"
+	if st := p.track(again, specAt(again, "http://a", time.Minute)); st.evidence != nil || p.tracked() != 1 {
+		t.Fatalf("a recreated adapter inherited %+v (tracked %d)", st.evidence, p.tracked())
+	}
+	p.forget(types.NamespacedName{Namespace: "ns", Name: "a0"})
+	if p.tracked() != 0 {
+		t.Fatalf("tracked %d after Forget, want 0", p.tracked())
+	}
+}
