@@ -1,10 +1,12 @@
 package tcpproxy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"time"
 )
@@ -23,6 +25,9 @@ type Proxy struct {
 	cut    bool
 	closed bool
 	conns  map[net.Conn]struct{}
+	// release is non-nil while stalled; closing it lets held bytes through.
+	release chan struct{}
+	held    [][]byte
 
 	wg sync.WaitGroup
 }
@@ -57,11 +62,73 @@ func (p *Proxy) Cut() {
 	p.closeConnsLocked()
 }
 
-// Restore lets new connections through again after Cut. Connections closed by Cut stay closed.
+// Restore lets new connections through again after Cut, and releases what Stall held.
+// Connections closed by Cut stay closed.
 func (p *Proxy) Restore() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = false
+	p.releaseLocked()
+}
+
+// Stall holds every byte clients send from now on, neither forwarding nor answering it, until
+// Restore: a backend that keeps its connections open and stops answering, the fault behind a
+// client's read timeout. New connections are still accepted.
+func (p *Proxy) Stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.release == nil {
+		p.release = make(chan struct{})
+	}
+}
+
+// Held counts the client writes Stall has held (one per request a client sent while the
+// proxy stalled, as long as each request arrives in one write).
+func (p *Proxy) Held() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.held)
+}
+
+// HeldWrites returns copies of the held writes.
+func (p *Proxy) HeldWrites() [][]byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.held)
+}
+
+// HeldContaining counts the held writes that contain s, to tell one call's requests from a
+// client's background traffic.
+func (p *Proxy) HeldContaining(s string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, b := range p.held {
+		if bytes.Contains(b, []byte(s)) {
+			n++
+		}
+	}
+	return n
+}
+
+func (p *Proxy) releaseLocked() {
+	if p.release != nil {
+		close(p.release)
+		p.release = nil
+	}
+}
+
+// hold blocks while the proxy stalls, recording the held write.
+func (p *Proxy) hold(b []byte) {
+	p.mu.Lock()
+	release := p.release
+	if release != nil {
+		p.held = append(p.held, bytes.Clone(b))
+	}
+	p.mu.Unlock()
+	if release != nil {
+		<-release
+	}
 }
 
 // IsCut reports whether the proxy is currently refusing connections.
@@ -88,6 +155,7 @@ func (p *Proxy) Close() error {
 	}
 	p.closed = true
 	p.closeConnsLocked()
+	p.releaseLocked()
 	p.mu.Unlock()
 	err := p.ln.Close()
 	p.wg.Wait()
@@ -156,7 +224,25 @@ func (p *Proxy) serve(client net.Conn) {
 		_ = src.Close()
 		done <- struct{}{}
 	}
-	go pipe(upstream, client)
+	go func() {
+		// Client to upstream goes chunk by chunk, so that Stall can hold a request.
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := client.Read(buf)
+			if n > 0 {
+				p.hold(buf[:n])
+				if _, werr := upstream.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		_ = upstream.Close()
+		_ = client.Close()
+		done <- struct{}{}
+	}()
 	go pipe(client, upstream)
 	<-done
 	<-done

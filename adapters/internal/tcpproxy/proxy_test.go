@@ -2,6 +2,7 @@ package tcpproxy
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net"
 	"strings"
@@ -178,5 +179,51 @@ func TestConcurrentConnections(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Errorf("concurrent round trip: %v", err)
+	}
+}
+
+func TestStallHoldsRequestsUntilRestore(t *testing.T) {
+	p, err := New(echoServer(t))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	defer p.Close()
+	c := dial(t, p.Addr())
+	if got, err := roundTrip(c, "before"); err != nil || got != "before" {
+		t.Fatalf("forward: got %q, %v", got, err)
+	}
+	p.Stall()
+	if err := c.SetDeadline(time.Now().Add(300 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(c, "held\n"); err != nil {
+		t.Fatalf("write while stalled: %v", err)
+	}
+	r := bufio.NewReader(c)
+	var ne net.Error
+	if _, err := r.ReadString('\n'); err == nil || !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("a stalled request was answered or failed otherwise: %v", err)
+	}
+	if p.Held() != 1 {
+		t.Fatalf("Held = %d, want 1", p.Held())
+	}
+	// A new connection is accepted, and its request held too.
+	c2 := dial(t, p.Addr())
+	if _, err := io.WriteString(c2, "second\n"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for p.Held() < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if p.Held() != 2 {
+		t.Fatalf("Held = %d, want 2", p.Held())
+	}
+	p.Restore()
+	if err := c.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.ReadString('\n'); err != nil || got != "held\n" {
+		t.Fatalf("after Restore the held request got %q, %v", got, err)
 	}
 }
