@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strings"
@@ -39,11 +38,14 @@ const (
 	DefaultRequestTimeout = 5 * time.Second
 	DefaultConnectTimeout = 5 * time.Second
 	DefaultMaxConns       = 8
-	// retryBackoff is the base pause before the single retry; jitter adds up to the same
-	// again so that many adapters reconnecting after a restart do not stampede.
-	retryBackoff   = 50 * time.Millisecond
-	kindMemoryItem = "memory_item"
+	kindMemoryItem        = "memory_item"
 )
+
+// DefaultRetry is each call's retry policy when Options leave it unset: one retry after a
+// pause of 50 to 100 ms (the jitter keeps many adapters reconnecting after a restart from
+// stampeding). Whatever the policy, a call is repeated only when pgx reports that nothing
+// reached the server, the one case where a retry cannot apply a statement twice.
+var DefaultRetry = memory.RetryPolicy{MaxAttempts: 2, Backoff: 100 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, Jitter: memory.JitterEqual}
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
@@ -59,9 +61,12 @@ type Options struct {
 	SupportedFilters []string
 	// AdapterID is the manifest's adapter id; empty means AdapterID.
 	AdapterID string
-	// RequestTimeout bounds each explicit call, including its one retry; 0 means
+	// RequestTimeout bounds each explicit call, including its retries; 0 means
 	// DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// StoreRetry, RetrieveRetry and SearchRetry are the calls' retry policies; a zero
+	// policy means DefaultRetry.
+	StoreRetry, RetrieveRetry, SearchRetry memory.RetryPolicy
 	// ConnectTimeout bounds establishing one connection; 0 means DefaultConnectTimeout.
 	ConnectTimeout time.Duration
 	// MaxConns bounds the pool; 0 means DefaultMaxConns.
@@ -93,6 +98,8 @@ type Store struct {
 	schema   string
 	manifest memory.Manifest
 	timeout  time.Duration
+	// retries holds the store, retrieve and search policies, in that order.
+	retries  [3]memory.RetryPolicy
 	rules    relstore.Rules
 	versions relstore.Schema
 
@@ -107,6 +114,16 @@ var (
 // Open connects, checks the server, applies the schema migrations and returns a store for
 // opts.Scope. Errors never contain the connection string.
 func Open(ctx context.Context, opts Options) (*Store, error) {
+	var retries [3]memory.RetryPolicy
+	for i, p := range []memory.RetryPolicy{opts.StoreRetry, opts.RetrieveRetry, opts.SearchRetry} {
+		if p == (memory.RetryPolicy{}) {
+			p = DefaultRetry
+		}
+		if err := p.Validate(); err != nil {
+			return nil, memory.NewAdapterError(fmt.Sprintf("postgres: %s retry policy", [3]string{"store", "retrieve", "search"}[i]), err)
+		}
+		retries[i] = p
+	}
 	m, err := relstore.Options{Backend: "postgres", Scope: opts.Scope, AdapterID: opts.AdapterID,
 		DefaultAdapterID: AdapterID, SupportedFilters: opts.SupportedFilters}.Manifest()
 	if err != nil {
@@ -144,6 +161,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		pool: pool, scope: opts.Scope, schema: schema, manifest: m, versions: schemaOf(schema),
 		table:   pgx.Identifier{schema, "memory_items"}.Sanitize(),
 		timeout: orDefault(opts.RequestTimeout, DefaultRequestTimeout),
+		retries: retries,
 		rules:   relstore.Rules{MaxItemBytes: opts.MaxItemBytes, RejectNUL: true},
 	}
 	if err := s.migrate(ctx); err != nil {
@@ -366,23 +384,33 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// retry runs fn once more after a jittered pause when the first failure happened before
-// anything reached the server (pgconn.SafeToRetry), which is the only case where a retry
-// cannot apply a statement twice.
-func (s *Store) retry(ctx context.Context, fn func(context.Context) error) error {
+// Indexes of Store.retries.
+const (
+	opStore = iota
+	opRetrieve
+	opSearch
+)
+
+// retry runs fn, and again after the policy's pause while attempts remain and the failure
+// happened before anything reached the server (pgconn.SafeToRetry), which is the only case
+// where a retry cannot apply a statement twice.
+func (s *Store) retry(ctx context.Context, op int, fn func(context.Context) error) error {
+	p := s.retries[op]
 	err := fn(ctx)
-	if err == nil || !pgconn.SafeToRetry(err) || ctx.Err() != nil {
-		return err
+	for n := 0; n+1 < p.MaxAttempts; n++ {
+		if err == nil || !pgconn.SafeToRetry(err) || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(p.Pause(n))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		err = fn(ctx)
 	}
-	pause := retryBackoff + rand.N(retryBackoff) //nolint:gosec // jitter, not a secret
-	t := time.NewTimer(pause)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return err
-	case <-t.C:
-	}
-	return fn(ctx)
+	return err
 }
 
 // Store writes item under its id. Storing an existing id replaces the item in place and keeps
@@ -396,7 +424,7 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	var n int64
-	err = s.retry(ctx, func(ctx context.Context) error {
+	err = s.retry(ctx, opStore, func(ctx context.Context) error {
 		tag, err := s.pool.Exec(ctx, `INSERT INTO `+s.table+`
 			(scope, id, kind, created_at, metadata, content, search_text, tags, metadata_text, content_text)
 			VALUES ($1, $2, 'memory_item', $3, $4::jsonb, $5::jsonb, $6, $7, $8::text, $9::text)
@@ -429,7 +457,7 @@ func (s *Store) Retrieve(ctx context.Context, id uuid.UUID) (*memory.Item, error
 		kind  string
 		r     row
 	)
-	err := s.retry(ctx, func(ctx context.Context) error {
+	err := s.retry(ctx, opRetrieve, func(ctx context.Context) error {
 		err := s.pool.QueryRow(ctx, `SELECT kind, created_at, `+exactColumns+`, tags
 			FROM `+s.table+` WHERE scope = $1 AND id = $2`, s.scope, id).
 			Scan(&kind, &r.createdAt, &r.metadata, &r.content, &r.tags)
@@ -495,7 +523,7 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	err := s.retry(ctx, func(ctx context.Context) error {
+	err := s.retry(ctx, opSearch, func(ctx context.Context) error {
 		out = out[:0]
 		// An unnamed statement is planned with this call's values every time. A cached
 		// prepared statement switches to a generic plan after five runs, and a generic plan

@@ -43,6 +43,10 @@ const (
 	maxPasswordBytes = 4096
 )
 
+// DefaultReadRetry is the read calls' retry policy: three attempts, pausing 25 ms doubling up
+// to 200 ms with equal jitter, repeated only after a transport failure.
+var DefaultReadRetry = memory.RetryPolicy{MaxAttempts: DefaultReadRetries + 1, Backoff: 25 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, Jitter: memory.JitterEqual}
+
 // Options configure Open. Exactly one of Addr and URL is required.
 type Options struct {
 	// Addr is host:port of the Redis server.
@@ -70,7 +74,15 @@ type Options struct {
 	// RequestTimeout overrides DefaultRequestTimeout when positive.
 	RequestTimeout time.Duration
 	// ReadRetries overrides DefaultReadRetries when positive; negative disables retries.
+	// RetrieveRetry and SearchRetry, when set, replace it and DefaultReadRetry.
 	ReadRetries int
+	// RetrieveRetry and SearchRetry are the read calls' retry policies; a zero policy means
+	// DefaultReadRetry with ReadRetries applied.
+	RetrieveRetry, SearchRetry memory.RetryPolicy
+	// StoreRetry may only say what the adapter does, one attempt: a reply lost after EXEC
+	// leaves the write applied and its stream entry appended, so a repeat would index the
+	// item twice. Zero or MaxAttempts 1; anything else is refused.
+	StoreRetry memory.RetryPolicy
 	// MaxItemBytes overrides memory.MaxItemBytes when positive.
 	MaxItemBytes int
 	// IndexBatch overrides DefaultIndexBatch when positive.
@@ -91,12 +103,14 @@ type config struct {
 	filters     []string
 	adapterID   string
 	readRetries int
-	maxItem     int
-	batch       int
-	claimIdle   time.Duration
-	maxLag      int64
-	consumer    string
-	requestTO   time.Duration
+	// retrieveRetry and searchRetry are the read policies after defaulting.
+	retrieveRetry, searchRetry memory.RetryPolicy
+	maxItem                    int
+	batch                      int
+	claimIdle                  time.Duration
+	maxLag                     int64
+	consumer                   string
+	requestTO                  time.Duration
 }
 
 func (o Options) resolve() (config, error) {
@@ -191,6 +205,24 @@ func (o Options) resolve() (config, error) {
 		c.readRetries = DefaultReadRetries
 	case c.readRetries < 0:
 		c.readRetries = 0
+	}
+	if o.StoreRetry != (memory.RetryPolicy{}) && o.StoreRetry.MaxAttempts != 1 {
+		return config{}, memory.NewAdapterError("redis: store retry policy", fmt.Errorf("%d attempts: the Redis adapter never repeats a write (a reply lost after EXEC leaves it applied and indexed)", o.StoreRetry.MaxAttempts))
+	}
+	def := DefaultReadRetry
+	def.MaxAttempts = c.readRetries + 1
+	for _, rp := range []struct {
+		name string
+		in   memory.RetryPolicy
+		out  *memory.RetryPolicy
+	}{{"retrieve", o.RetrieveRetry, &c.retrieveRetry}, {"search", o.SearchRetry, &c.searchRetry}} {
+		*rp.out = def
+		if rp.in != (memory.RetryPolicy{}) {
+			if err := rp.in.Validate(); err != nil {
+				return config{}, memory.NewAdapterError("redis: "+rp.name+" retry policy", err)
+			}
+			*rp.out = rp.in
+		}
 	}
 	if c.maxItem <= 0 {
 		c.maxItem = memory.MaxItemBytes

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -259,7 +258,7 @@ func (s *Store) Retrieve(ctx context.Context, id uuid.UUID) (*memory.Item, error
 		return nil, err
 	}
 	var vals []any
-	err := s.withReadRetry(ctx, func() error {
+	err := s.withReadRetry(ctx, s.cfg.retrieveRetry, func() error {
 		var err error
 		vals, err = s.client.HMGet(ctx, s.k.item(id), "kind", "json").Result()
 		return err
@@ -296,18 +295,16 @@ func decodeRecord(id uuid.UUID, vals []any) (*memory.Item, error) {
 	return &it, nil
 }
 
-// withReadRetry runs a read-only call, repeating it after transport failures up to the
-// configured count with jittered exponential backoff (25 ms doubling, capped at 200 ms).
-func (s *Store) withReadRetry(ctx context.Context, call func() error) error {
+// withReadRetry runs a read-only call, repeating it after transport failures as the policy
+// says (by default three attempts, 25 ms doubling up to 200 ms, equal jitter).
+func (s *Store) withReadRetry(ctx context.Context, p memory.RetryPolicy, call func() error) error {
 	var err error
 	for attempt := 0; ; attempt++ {
 		err = call()
-		if err == nil || !retryable(err) || attempt >= s.cfg.readRetries || ctx.Err() != nil || s.closed.Load() {
+		if err == nil || !retryable(err) || attempt+1 >= p.MaxAttempts || ctx.Err() != nil || s.closed.Load() {
 			return err
 		}
-		backoff := min(25*time.Millisecond<<attempt, 200*time.Millisecond)
-		backoff = backoff/2 + rand.N(backoff/2+1)
-		t := time.NewTimer(backoff)
+		t := time.NewTimer(p.Pause(attempt))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -365,7 +362,7 @@ func (s *Store) scanSet(ctx context.Context, key string, q memory.Query, lower s
 	from := "-inf"
 	for {
 		var zs []goredis.Z
-		err := s.withReadRetry(ctx, func() error {
+		err := s.withReadRetry(ctx, s.cfg.searchRetry, func() error {
 			var err error
 			zs, err = s.client.ZRangeArgsWithScores(ctx, goredis.ZRangeArgs{
 				Key: key, Start: from, Stop: "+inf", ByScore: true, Count: page,
@@ -421,7 +418,7 @@ func (s *Store) scanCandidates(ctx context.Context, q memory.Query, lower string
 		return s.scanSet(ctx, key, q, lower)
 	}
 	var tagSet, filterSet []goredis.Z
-	err := s.withReadRetry(ctx, func() error {
+	err := s.withReadRetry(ctx, s.cfg.searchRetry, func() error {
 		pipe := s.client.Pipeline()
 		var tagCmd, filterCmd *goredis.ZSliceCmd
 		if len(tagKeys) > 0 {
@@ -492,7 +489,7 @@ func (s *Store) scanCandidates(ctx context.Context, q memory.Query, lower string
 // equals), counted with one pipelined ZCARD each.
 func (s *Store) smallestSet(ctx context.Context, keys []string) (string, error) {
 	var cards []*goredis.IntCmd
-	err := s.withReadRetry(ctx, func() error {
+	err := s.withReadRetry(ctx, s.cfg.searchRetry, func() error {
 		pipe := s.client.Pipeline()
 		cards = make([]*goredis.IntCmd, len(keys))
 		for i, k := range keys {
@@ -528,7 +525,7 @@ func (s *Store) collect(ctx context.Context, ids []string, q memory.Query, lower
 		parsed[i] = id
 	}
 	var cmds []*goredis.SliceCmd
-	err := s.withReadRetry(ctx, func() error {
+	err := s.withReadRetry(ctx, s.cfg.searchRetry, func() error {
 		pipe := s.client.Pipeline()
 		cmds = make([]*goredis.SliceCmd, len(parsed))
 		for i, id := range parsed {

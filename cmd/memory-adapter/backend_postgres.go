@@ -18,7 +18,8 @@ func init() {
 			if scope == "" {
 				scope = "default"
 			}
-			return postgres.Open(ctx, postgres.Options{URL: c.connection, Scope: scope, SupportedFilters: c.filters(), AdapterID: c.AdapterID, RequestTimeout: c.RequestTimeout})
+			return postgres.Open(ctx, postgres.Options{URL: c.connection, Scope: scope, SupportedFilters: c.filters(), AdapterID: c.AdapterID, RequestTimeout: c.RequestTimeout,
+				StoreRetry: c.Retry[0], RetrieveRetry: c.Retry[1], SearchRetry: c.Retry[2]})
 		},
 		// The matrix runs in a disposable schema on the same server, dropped at the end.
 		harness: func(ctx context.Context, c *backendConfig) (conformance.Harness, error) {

@@ -38,7 +38,8 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			opts := redis.Options{Scope: c.Scope, SupportedFilters: c.filters(), AdapterID: c.AdapterID, RequestTimeout: c.RequestTimeout}
+			opts := redis.Options{Scope: c.Scope, SupportedFilters: c.filters(), AdapterID: c.AdapterID, RequestTimeout: c.RequestTimeout,
+				StoreRetry: c.Retry[0], RetrieveRetry: c.Retry[1], SearchRetry: c.Retry[2]}
 			if opts.Scope == "" {
 				opts.Scope = "default"
 			}

@@ -23,6 +23,9 @@ const connectionEnv = "MEMORY_ADAPTER_CONNECTION"
 // maxSecretFileBytes bounds token and connection files: they are a few hundred bytes.
 const maxSecretFileBytes = 64 << 10
 
+// retryOps names the operations of backendConfig.Retry, in its order.
+var retryOps = [3]string{"store", "retrieve", "search"}
+
 // backendConfig is the backend part of the command line, shared by serve and conformance.
 type backendConfig struct {
 	Backend          string
@@ -39,6 +42,11 @@ type backendConfig struct {
 	// Redis: one command); 0 means the backend's documented default. The operator passes its
 	// status.lifecycle.requestTimeout here, so the lifecycle it reports is the one that applies.
 	RequestTimeout time.Duration
+	// Retry holds the store, retrieve and search retry policies (--retry-store, ...); a zero
+	// policy means the backend's documented one. The operator passes status.lifecycle.retry
+	// here for the backends that retry, for the same reason.
+	Retry     [3]memory.RetryPolicy
+	retryText [3]string
 	// connection is the secret connection string (PostgreSQL DSN, Redis URL), with the
 	// conn overrides applied; never logged.
 	connection string
@@ -54,6 +62,9 @@ func (c *backendConfig) addFlags(fs *pflag.FlagSet, scopeHelp string) {
 	fs.StringVar(&c.KhiveCommand, "khive-command", "kkernel", "khive: the MCP server binary the adapter starts as its child (not in the operator's image: supply an image with kkernel)")
 	fs.StringArrayVar(&c.KhiveArgs, "khive-arg", []string{"mcp"}, "khive: one argument of the child, repeatable (the adapter appends --namespace <scope>)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", 0, "sqlite, postgres, redis: bound on one backend call (0: the backend's default; see docs/adapters)")
+	for i, op := range retryOps {
+		fs.StringVar(&c.retryText[i], "retry-"+op, "", "postgres, redis: the "+op+" retry policy, attempts=N[,backoff=D][,max-backoff=D][,jitter=none|full|equal] (default: the backend's; see docs/adapters)")
+	}
 	fs.StringVar(&c.ConnectionFile, "connection-file", "", "file holding the backend connection string (postgres DSN, redis URL); else $"+connectionEnv)
 	c.conn.addFlags(fs)
 }
@@ -67,6 +78,20 @@ func (c *backendConfig) resolve(fs *pflag.FlagSet) error {
 	}
 	if _, ok := backends[c.Backend]; !ok {
 		return usageError("unknown --backend %q (have %s)", c.Backend, backendNames())
+	}
+	for i, op := range retryOps {
+		if c.retryText[i] == "" {
+			continue
+		}
+		p, err := memory.ParseRetryPolicy(c.retryText[i])
+		if err != nil {
+			return usageError("--retry-%s: %v", op, err)
+		}
+		if p.MaxAttempts > 1 && c.Backend != "postgres" && (c.Backend != "redis" || op == "store") {
+			// Refused rather than ignored: the operator's status.lifecycle must say what applies.
+			return usageError("--retry-%s: the %s backend does not repeat %s calls (see docs/adapters/%s.md)", op, c.Backend, op, c.Backend)
+		}
+		c.Retry[i] = p
 	}
 	for _, k := range c.SupportedFilters {
 		if strings.TrimSpace(k) == "" {

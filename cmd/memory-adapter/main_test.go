@@ -57,6 +57,27 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	}
 }
 
+// TestRetryFlagsRefuseWhatTheBackendWouldNotRun: the operator passes status.lifecycle.retry
+// as these flags, so a policy the backend would not run must stop the server, never be
+// ignored.
+func TestRetryFlagsRefuseWhatTheBackendWouldNotRun(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--backend", "postgres", "--retry-store", "attempts=0"}, "--retry-store: retry policy \"attempts=0\": attempts 0"},
+		{[]string{"--backend", "redis", "--retry-retrieve", "backoff=1s"}, "attempts is required"},
+		{[]string{"--backend", "redis", "--retry-store", "attempts=2"}, "the redis backend does not repeat store calls"},
+		{[]string{"--backend", "sqlite", "--retry-search", "attempts=2"}, "the sqlite backend does not repeat search calls"},
+	} {
+		_, _, err := execute(t, append([]string{"serve", "--insecure-no-token", "--listen", "127.0.0.1:0"}, tc.args...)...)
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want a usage error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
 // TestConformanceWritesParseableReports runs the command against the inmemory backend and a
 // deployed server, then parses both report forms back.
 func TestConformanceWritesParseableReports(t *testing.T) {

@@ -1,6 +1,8 @@
 package memoryadapter
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/utils/ptr"
@@ -72,8 +74,10 @@ func backendLifecycle(t memoryv1alpha1.BackendType) memoryv1alpha1.LifecycleSpec
 	}
 	switch t {
 	case memoryv1alpha1.BackendPostgres:
-		// One retry when pgx reports the failure happened before the statement was sent.
-		retry := &memoryv1alpha1.RetryPolicy{MaxAttempts: ptr.To[int32](2)}
+		// One retry, after 50-100 ms, when pgx reports the failure happened before the
+		// statement was sent (postgres.DefaultRetry).
+		retry := &memoryv1alpha1.RetryPolicy{MaxAttempts: ptr.To[int32](2), Backoff: memoryv1alpha1.NewDuration(100 * time.Millisecond),
+			MaxBackoff: memoryv1alpha1.NewDuration(100 * time.Millisecond), Jitter: memoryv1alpha1.JitterEqual}
 		l.RequestTimeout = memoryv1alpha1.NewDuration(5 * time.Second)
 		l.ConnectTimeout = memoryv1alpha1.NewDuration(5 * time.Second)
 		l.Retry = &memoryv1alpha1.RetryPolicies{Store: retry, Retrieve: retry.DeepCopy(), Search: retry.DeepCopy()}
@@ -141,4 +145,71 @@ func effectiveLifecycle(t memoryv1alpha1.BackendType, user *memoryv1alpha1.Lifec
 		}
 	}
 	return *l.DeepCopy()
+}
+
+// lifecycleErr refuses a spec.lifecycle that a built-in backend's adapter would not run as
+// stated, so status.lifecycle never reports a behaviour the adapter does not have. The
+// timeouts and, where the adapter retries at all, the retry policies configure it (they reach
+// `serve`); connectionCreation, concurrencySafe and duplicateIdBehaviour describe it, so they
+// may only repeat what it does. External adapters are the user's to describe.
+func lifecycleErr(t memoryv1alpha1.BackendType, user *memoryv1alpha1.LifecycleSpec) error {
+	if user == nil || t == memoryv1alpha1.BackendExternal {
+		return nil
+	}
+	doc := backendLifecycle(t)
+	name := strings.ToLower(string(t))
+	describes := func(field, got, want string) error {
+		return fmt.Errorf("spec.lifecycle.%s is %s, but the %s adapter's is %s: the field describes the adapter and cannot change it (docs/adapters/%s.md); remove it or state %s",
+			field, got, name, want, name, want)
+	}
+	if user.ConnectionCreation != "" && user.ConnectionCreation != doc.ConnectionCreation {
+		return describes("connectionCreation", string(user.ConnectionCreation), string(doc.ConnectionCreation))
+	}
+	if user.ConcurrencySafe != nil && *user.ConcurrencySafe != *doc.ConcurrencySafe {
+		return describes("concurrencySafe", fmt.Sprint(*user.ConcurrencySafe), fmt.Sprint(*doc.ConcurrencySafe))
+	}
+	if user.DuplicateIDBehaviour != "" && user.DuplicateIDBehaviour != doc.DuplicateIDBehaviour {
+		return describes("duplicateIdBehaviour", string(user.DuplicateIDBehaviour), string(doc.DuplicateIDBehaviour))
+	}
+	if user.Retry == nil {
+		return nil
+	}
+	for _, op := range []struct {
+		name string
+		p    *memoryv1alpha1.RetryPolicy
+	}{{"store", user.Retry.Store}, {"retrieve", user.Retry.Retrieve}, {"search", user.Retry.Search}} {
+		if op.p == nil || op.p.MaxAttempts == nil || *op.p.MaxAttempts <= 1 {
+			continue
+		}
+		if t == memoryv1alpha1.BackendPostgres || (t == memoryv1alpha1.BackendRedis && op.name != "store") {
+			continue
+		}
+		return fmt.Errorf("spec.lifecycle.retry.%s.maxAttempts is %d, but the %s adapter never repeats a %s call (docs/adapters/%s.md); remove it or set 1",
+			op.name, *op.p.MaxAttempts, name, op.name, name)
+	}
+	return nil
+}
+
+// retryArgs passes the effective retry policies to `serve` for the backends that retry, so
+// that what status.lifecycle reports is what the adapter runs.
+func retryArgs(t memoryv1alpha1.BackendType, l memoryv1alpha1.LifecycleSpec) []string {
+	if (t != memoryv1alpha1.BackendPostgres && t != memoryv1alpha1.BackendRedis) || l.Retry == nil {
+		return nil
+	}
+	var args []string
+	for _, op := range []struct {
+		name string
+		p    *memoryv1alpha1.RetryPolicy
+	}{{"store", l.Retry.Store}, {"retrieve", l.Retry.Retrieve}, {"search", l.Retry.Search}} {
+		if op.p == nil || op.p.MaxAttempts == nil {
+			continue
+		}
+		jitter := strings.ToLower(string(op.p.Jitter))
+		if jitter == "" {
+			jitter = "none"
+		}
+		args = append(args, fmt.Sprintf("--retry-%s=attempts=%d,backoff=%s,max-backoff=%s,jitter=%s",
+			op.name, *op.p.MaxAttempts, op.p.Backoff.Or(0), op.p.MaxBackoff.Or(0), jitter))
+	}
+	return args
 }

@@ -112,6 +112,9 @@ func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 			add(r.ensureDataClaim(ctx, s, want))
 		}
 	}
+	if err := lifecycleErr(ma.Spec.Backend.Type, ma.Spec.Lifecycle); err != nil {
+		s.deploy.specErr = err
+	}
 	if s.deploy.specErr != nil || token == "" {
 		return errors.Join(errs...)
 	}

@@ -271,6 +271,7 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings, tokenHash s
 		"--operation-timeout", operationBound(s.lifecycle).String(),
 		"--open-timeout", s.lifecycle.ConnectTimeout.Or(defaultHealthPeriod).String(),
 	)
+	args = append(args, retryArgs(ma.Spec.Backend.Type, s.lifecycle)...)
 	volumes := []corev1.Volume{bindingVolume(ma), emptyDir("tmp")}
 	mounts := []corev1.VolumeMount{
 		{Name: "binding", MountPath: bindingMountDir, ReadOnly: true},

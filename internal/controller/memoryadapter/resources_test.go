@@ -2,6 +2,7 @@ package memoryadapter
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/postgres"
+	"github.com/agentmem/memory-adapter-operator/adapters/redis"
+	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 )
 
@@ -135,4 +139,59 @@ func inOrder(args, want []string) bool {
 		}
 	}
 	return i == len(want)
+}
+
+func TestLifecycleErr(t *testing.T) {
+	attempts := func(n int32) *memoryv1alpha1.RetryPolicy { return &memoryv1alpha1.RetryPolicy{MaxAttempts: ptr.To(n)} }
+	for name, tc := range map[string]struct {
+		t    memoryv1alpha1.BackendType
+		l    *memoryv1alpha1.LifecycleSpec
+		want string
+	}{
+		"nothing stated":                 {t: memoryv1alpha1.BackendSQLite},
+		"timeouts configure":             {t: memoryv1alpha1.BackendSQLite, l: &memoryv1alpha1.LifecycleSpec{RequestTimeout: memoryv1alpha1.NewDuration(time.Second)}},
+		"postgres retries every call":    {t: memoryv1alpha1.BackendPostgres, l: &memoryv1alpha1.LifecycleSpec{Retry: &memoryv1alpha1.RetryPolicies{Store: attempts(3), Retrieve: attempts(4), Search: attempts(2)}}},
+		"redis retries reads":            {t: memoryv1alpha1.BackendRedis, l: &memoryv1alpha1.LifecycleSpec{Retry: &memoryv1alpha1.RetryPolicies{Retrieve: attempts(5), Store: attempts(1)}}},
+		"redis never repeats a write":    {t: memoryv1alpha1.BackendRedis, l: &memoryv1alpha1.LifecycleSpec{Retry: &memoryv1alpha1.RetryPolicies{Store: attempts(2)}}, want: "retry.store.maxAttempts is 2, but the redis adapter never repeats a store call"},
+		"sqlite never repeats":           {t: memoryv1alpha1.BackendSQLite, l: &memoryv1alpha1.LifecycleSpec{Retry: &memoryv1alpha1.RetryPolicies{Search: attempts(2)}}, want: "the sqlite adapter never repeats a search call"},
+		"a description that is false":    {t: memoryv1alpha1.BackendPostgres, l: &memoryv1alpha1.LifecycleSpec{ConnectionCreation: memoryv1alpha1.ConnectionAtFirstCall}, want: "connectionCreation is FirstCall, but the postgres adapter's is Constructor"},
+		"a description that is true":     {t: memoryv1alpha1.BackendKhive, l: &memoryv1alpha1.LifecycleSpec{ConnectionCreation: memoryv1alpha1.ConnectionAtFirstCall, DuplicateIDBehaviour: memoryv1alpha1.DuplicateIDReject}},
+		"duplicate ids described wrong":  {t: memoryv1alpha1.BackendKhive, l: &memoryv1alpha1.LifecycleSpec{DuplicateIDBehaviour: memoryv1alpha1.DuplicateIDOverwrite}, want: "duplicateIdBehaviour is Overwrite"},
+		"external is the user's to tell": {t: memoryv1alpha1.BackendExternal, l: &memoryv1alpha1.LifecycleSpec{ConcurrencySafe: ptr.To(false), Retry: &memoryv1alpha1.RetryPolicies{Store: attempts(3)}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := lifecycleErr(tc.t, tc.l)
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestRetryArgsPassTheEffectivePolicies(t *testing.T) {
+	got := retryArgs(memoryv1alpha1.BackendRedis, effectiveLifecycle(memoryv1alpha1.BackendRedis, nil))
+	want := []string{
+		"--retry-store=attempts=1,backoff=0s,max-backoff=0s,jitter=none",
+		"--retry-retrieve=attempts=3,backoff=25ms,max-backoff=200ms,jitter=equal",
+		"--retry-search=attempts=3,backoff=25ms,max-backoff=200ms,jitter=equal",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("redis defaults: %q, want %q", got, want)
+	}
+	for _, a := range want {
+		p, err := memory.ParseRetryPolicy(strings.SplitN(a, "=", 2)[1])
+		if err != nil {
+			t.Fatalf("%s does not parse as serve reads it: %v", a, err)
+		}
+		if strings.Contains(a, "retrieve") && p != redis.DefaultReadRetry {
+			t.Errorf("the documented lifecycle %+v differs from the adapter's default %+v", p, redis.DefaultReadRetry)
+		}
+	}
+	pg := retryArgs(memoryv1alpha1.BackendPostgres, effectiveLifecycle(memoryv1alpha1.BackendPostgres, nil))
+	if len(pg) != 3 || pg[0] != "--retry-store="+postgres.DefaultRetry.String() {
+		t.Errorf("postgres defaults: %q, want postgres.DefaultRetry %s for each call", pg, postgres.DefaultRetry)
+	}
+	if got := retryArgs(memoryv1alpha1.BackendSQLite, effectiveLifecycle(memoryv1alpha1.BackendSQLite, nil)); got != nil {
+		t.Errorf("sqlite: %q, want none (it does not retry)", got)
+	}
 }

@@ -410,8 +410,8 @@ func TestOperationBoundComposesTheBackendsRetries(t *testing.T) {
 	}{
 		// Redis: reads try 3 times, 2 s each, with 25 ms then 50 ms between: 6.075 s + 1 s.
 		{memoryv1alpha1.BackendRedis, 6*time.Second + 75*time.Millisecond + time.Second},
-		// PostgreSQL: 2 attempts of 5 s, no backoff.
-		{memoryv1alpha1.BackendPostgres, 11 * time.Second},
+		// PostgreSQL: 2 attempts of 5 s, at most 100 ms between.
+		{memoryv1alpha1.BackendPostgres, 11*time.Second + 100*time.Millisecond},
 		// SQLite: one attempt.
 		{memoryv1alpha1.BackendSQLite, 6 * time.Second},
 	} {
