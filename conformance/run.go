@@ -61,6 +61,10 @@ type Options struct {
 	Accuracy func(ctx context.Context) (AccuracySummary, error)
 	// Progress, if set, receives one line per finished case (for long live runs).
 	Progress io.Writer
+	// RequireFullClaim fails a run that would pass with a partial claim (a case not
+	// applicable for want of a harness capability): an author who means to make the full
+	// ADR-0093 claim sets it, so that a missing capability cannot pass unnoticed.
+	RequireFullClaim bool
 
 	// nested marks the runs made by the accuracy table itself, which must not recurse.
 	nested bool
@@ -94,6 +98,10 @@ func Execute(ctx context.Context, h Harness, opts Options) *Report {
 	defer func() {
 		r.DurationMillis = time.Since(start).Milliseconds()
 		r.finish()
+		if opts.RequireFullClaim && r.Result == Passed && r.Claim != ClaimFull {
+			r.Error = "the full claim was required, but the run's claim is partial: " + r.Summary()
+			r.finish()
+		}
 	}()
 	if h == nil {
 		r.Error = "no harness"
@@ -326,7 +334,8 @@ func firstFrames(stack []byte) string {
 }
 
 // Run executes the matrix from go test: one subtest per case id, failing the subtests whose
-// case Failed and logging NotApplicable reasons. A run that did not complete (no store, a
+// case Failed and skipping, with the reason, those NotApplicable, so that `go test -v` shows
+// a SKIP line for every case the run did not prove (Options.RequireFullClaim fails them). A run that did not complete (no store, a
 // case that never executed) also fails the parent test. It returns the report.
 func Run(t *testing.T, h Harness, opts ...Options) *Report {
 	t.Helper()
@@ -344,7 +353,11 @@ func Run(t *testing.T, h Harness, opts ...Options) *Report {
 			case Passed:
 				t.Logf("passed: %s", c.Message)
 			case NotApplicable:
-				t.Logf("not applicable: %s", c.Message)
+				if o.RequireFullClaim {
+					t.Errorf("not applicable, and the full claim was required: %s", c.Message)
+					return
+				}
+				t.Skipf("not applicable: %s", c.Message)
 			default:
 				t.Errorf("%s: %s\nhint: %s", c.Outcome, c.Message, c.Hint)
 			}

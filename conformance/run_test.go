@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -212,6 +213,11 @@ func TestPanickingAndHangingCasesFailAndRunContinues(t *testing.T) {
 	}
 	opts := fastOptions()
 	opts.CaseTimeout = 300 * time.Millisecond
+	// The accuracy table takes longer than this case timeout when it first runs: run it
+	// before, so the spec does not depend on an earlier test having done so.
+	if _, err := cachedAccuracy(); err != nil {
+		t.Fatal(err)
+	}
 	r := Execute(t.Context(), h, opts)
 	dr, _ := r.Case(CaseDirectRetrieval)
 	if dr.Outcome != Failed || !strings.Contains(dr.Message, "panicked: adapter exploded") {
@@ -323,4 +329,39 @@ func TestReadmeDocumentsEveryCase(t *testing.T) {
 			t.Errorf("README.md has no row for case %s", c.ID)
 		}
 	}
+}
+
+// TestGoTestShowsWhatARunDidNotProve runs this test binary again on a harness that lacks
+// capabilities: `go test -v` must show a SKIP line, with its reason, for each case the run
+// did not prove, and with RequireFullClaim the same run must fail.
+func TestGoTestShowsWhatARunDidNotProve(t *testing.T) {
+	for _, mode := range []string{"partial", "full"} {
+		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestPartialClaimHelper$", "-test.v", "-test.count=1")
+		cmd.Env = append(os.Environ(), partialHelperEnv+"="+mode)
+		out, err := cmd.CombinedOutput()
+		skip := "--- SKIP: TestPartialClaimHelper/" + string(CaseWrongNativeKind)
+		fail := "--- FAIL: TestPartialClaimHelper/" + string(CaseWrongNativeKind)
+		switch {
+		case mode == "partial" && (err != nil || !strings.Contains(string(out), skip) || !strings.Contains(string(out), "WrongKindMaker")):
+			t.Errorf("a partial claim: %v, want a pass with %q naming WrongKindMaker:\n%s", err, skip, out)
+		case mode == "full" && (err == nil || !strings.Contains(string(out), fail) || !strings.Contains(string(out), "the full claim was required")):
+			t.Errorf("a partial claim under RequireFullClaim: %v, want a failure with %q:\n%s", err, fail, out)
+		}
+	}
+}
+
+// partialHelperEnv makes TestPartialClaimHelper run; TestGoTestShowsWhatARunDidNotProve sets it.
+const partialHelperEnv = "MAO_CONFORMANCE_PARTIAL_CLAIM_HELPER"
+
+// TestPartialClaimHelper is the process TestGoTestShowsWhatARunDidNotProve starts, an
+// adapter author's `conformance.Run` on a harness without optional capabilities; run in the
+// ordinary way it has nothing to do and returns.
+func TestPartialClaimHelper(t *testing.T) {
+	mode := os.Getenv(partialHelperEnv)
+	if mode == "" {
+		return
+	}
+	opts := fastOptions()
+	opts.RequireFullClaim = mode == "full"
+	Run(t, minimalHarness{fake.New(fake.Config{})}, opts)
 }

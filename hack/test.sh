@@ -91,11 +91,15 @@ go_test_status() {
   printf '%d/%d packages finished; not finished: %s' \
     $((${#test_pkgs[@]} - ${#pending[@]})) "${#test_pkgs[@]}" "${shown:-none}"
 }
+# Tests run in a shuffled order, so one that depends on another having run first fails here
+# and not only when run alone. The seed is printed; SHUFFLE=<seed> repeats an order exactly.
+shuffle_seed=${SHUFFLE:-$(( $(date +%s) % 1000000007 ))}
+printf '[test] go test -shuffle=%s (rerun this order with SHUFFLE=%s make test)\n' "$shuffle_seed" "$shuffle_seed"
 go_test_race() {
   # -timeout 30m: go test's default 10 minutes per package binary is a latency bound, and the
   # exhaustive CEL/Go parity sweep of api/v1alpha1 under -race has come close to it on a
   # loaded 2-core machine; a hang still fails, later.
-  go test -race -count=1 -timeout 30m ./... 2>&1 | tee "$test_log"
+  go test -race -count=1 -shuffle="$shuffle_seed" -timeout 30m ./... 2>&1 | tee "$test_log"
 }
 heartbeat_run -v testing -e "~3 min warm on 2 cores; cold adds minutes of race-instrumented compiling" -s go_test_status "go test -race" go_test_race
 

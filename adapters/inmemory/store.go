@@ -75,14 +75,21 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 	return c.ID, nil
 }
 
-// validateItem rejects what the wire could not carry back exactly: JSON and every string in the
+// validateItem applies the contract's limits through the same functions as every backend,
+// and rejects what the wire could not carry back exactly: JSON and every string in the
 // contract is UTF-8, so invalid bytes would be replaced on the way out and the item would come
 // back altered. The reference must refuse what the external adapters refuse.
 func validateItem(item memory.Item) error {
+	if err := memory.CheckItemLimits(item); err != nil {
+		return err
+	}
 	if item.ID == uuid.Nil {
 		return memory.NewAdapterError("store: item id must not be the nil UUID", nil)
 	}
 	if err := memory.CheckItemDepth(item); err != nil {
+		return err
+	}
+	if err := memory.CheckItemSize(item, memory.MaxItemBytes); err != nil {
 		return err
 	}
 	if content := item.ContentJSON(); !utf8.Valid(content) || !json.Valid(content) {
@@ -125,6 +132,9 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 		return nil, err
 	}
 	if err := memory.CheckQueryDepth(q); err != nil {
+		return nil, err
+	}
+	if err := memory.CheckQueryLimits(q); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -482,5 +483,49 @@ func TestConcurrentStoreSearchRetrieve(t *testing.T) {
 		for _, h := range hits {
 			g.Expect(h.Tags).To(Equal([]string{fmt.Sprintf("w%d", w)}))
 		}
+	}
+}
+
+// TestReferenceAppliesTheContractLimits: the reference refuses what every other backend
+// refuses, through the same functions, so an adapter author comparing against it is not
+// misled into accepting items the others reject.
+func TestReferenceAppliesTheContractLimits(t *testing.T) {
+	ctx := context.Background()
+	s := inmemory.New(inmemory.Options{})
+	many := func(n, size int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("%0*d", size, i)
+		}
+		return out
+	}
+	keys := map[string]json.RawMessage{}
+	for i := range memory.MaxMetadataKeys + 1 {
+		keys[fmt.Sprint("k", i)] = json.RawMessage(`1`)
+	}
+	big := json.RawMessage(`"` + strings.Repeat("x", memory.MaxItemBytes) + `"`)
+	for name, it := range map[string]memory.Item{
+		"too many tags":          {Tags: many(memory.MaxTagsPerItem+1, 1)},
+		"a tag too long":         {Tags: many(1, memory.MaxTagBytes+1)},
+		"too many metadata keys": {Metadata: keys},
+		"an item too large":      {Content: big},
+	} {
+		it.ID = uuid.New()
+		if _, err := s.Store(ctx, it); !errors.Is(err, memory.ErrAdapter) {
+			t.Errorf("%s: stored (%v), want a MemoryAdapterError", name, err)
+		}
+	}
+	text := strings.Repeat("q", memory.MaxQueryTextBytes+1)
+	for name, q := range map[string]memory.Query{
+		"too many query tags": {Tags: many(memory.MaxQueryTags+1, 1), Limit: 1},
+		"query text too long": {Text: &text, Limit: 1},
+	} {
+		if _, err := s.Search(ctx, q); !errors.Is(err, memory.ErrAdapter) {
+			t.Errorf("%s: searched (%v), want a MemoryAdapterError", name, err)
+		}
+	}
+	ok := memory.Item{ID: uuid.New(), Content: json.RawMessage(`"fits"`), Tags: many(memory.MaxTagsPerItem, 1)}
+	if _, err := s.Store(ctx, ok); err != nil {
+		t.Errorf("an item at the limits was refused: %v", err)
 	}
 }

@@ -238,7 +238,7 @@ func (s *Store) encode(item memory.Item) ([]byte, error) {
 		return nil, memory.NewAdapterError("store: item is not representable as JSON", err)
 	}
 	if len(data) > s.cfg.maxItem {
-		return nil, memory.NewAdapterError(fmt.Sprintf("store: encoded item is %d bytes, more than the %d allowed", len(data), s.cfg.maxItem), nil)
+		return nil, memory.ItemTooLarge(s.cfg.maxItem)
 	}
 	back, err := memory.UnmarshalItem(data)
 	if err != nil {

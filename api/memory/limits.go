@@ -78,6 +78,30 @@ func CheckItemLimits(item Item) error {
 	return nil
 }
 
+// ItemTooLarge is the one error every adapter returns for an item whose encoded size is over
+// its limit (MaxItemBytes unless configured lower), so that callers and documentation meet
+// one message.
+func ItemTooLarge(limit int) error {
+	return NewAdapterError(fmt.Sprintf("store: item larger than %d bytes", limit), nil)
+}
+
+// CheckItemSize rejects, with ItemTooLarge, an item whose content, metadata keys and values
+// and tags (each counted with its quotes and separator) exceed limit bytes as given; a
+// backend that stores a compacted form measures that form instead, with the same message.
+func CheckItemSize(item Item, limit int) error {
+	size := len(item.ContentJSON())
+	for k, v := range item.Metadata {
+		size += len(k) + len(v)
+	}
+	for _, t := range item.Tags {
+		size += len(t) + 3
+	}
+	if size > limit {
+		return ItemTooLarge(limit)
+	}
+	return nil
+}
+
 // CheckQueryLimits rejects a query over the text and tag limits with a *MemoryAdapterError,
 // before any I/O.
 func CheckQueryLimits(q Query) error {

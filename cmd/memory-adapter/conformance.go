@@ -36,7 +36,9 @@ type conformanceFlags struct {
 	caseTimeout      time.Duration
 	timeout          time.Duration
 	progress         bool
-	target           targetFlags
+	// requireFull fails a partial claim (--require-full-claim).
+	requireFull bool
+	target      targetFlags
 }
 
 func newConformanceCommand() *cobra.Command {
@@ -79,6 +81,7 @@ table to stdout. Exit code 0 when the run passed, 1 when it failed, 2 on a usage
 	fs.DurationVar(&f.caseTimeout, "case-timeout", conformance.DefaultCaseTimeout, "bound on one case")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "bound on the whole run")
 	fs.BoolVar(&f.progress, "progress", false, "print one line per finished case to stderr")
+	fs.BoolVar(&f.requireFull, "require-full-claim", false, "fail a run whose claim is partial (a case not applicable for want of a harness capability)")
 	f.target.addFlags(fs)
 	return cmd
 }
@@ -193,7 +196,7 @@ func writeReports(stdout, stderr io.Writer, f *conformanceFlags, r *conformance.
 // and runs the matrix. A harness that cannot be built is a failed run, not a usage error:
 // the Job must still report.
 func runMatrix(ctx context.Context, f *conformanceFlags) *conformance.Report {
-	opts := conformance.Options{CaseTimeout: f.caseTimeout, AdapterVersion: adapterVersion()}
+	opts := conformance.Options{CaseTimeout: f.caseTimeout, AdapterVersion: adapterVersion(), RequireFullClaim: f.requireFull}
 	if f.progress {
 		opts.Progress = os.Stderr
 	}

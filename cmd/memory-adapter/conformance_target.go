@@ -82,7 +82,7 @@ func (t *targetFlags) resolve(fs *pflag.FlagSet) error {
 // be reached, or whose harness disagrees with the flags, is a failed run with the reason:
 // the report is still written.
 func runTarget(ctx context.Context, f *conformanceFlags, expected *memory.Manifest) *conformance.Report {
-	opts := conformance.Options{CaseTimeout: f.caseTimeout}
+	opts := conformance.Options{CaseTimeout: f.caseTimeout, RequireFullClaim: f.requireFull}
 	if f.progress {
 		opts.Progress = os.Stderr
 	}

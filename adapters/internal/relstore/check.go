@@ -109,9 +109,7 @@ func Prepare(item memory.Item, r Rules) (Prepared, error) {
 	}, nil
 }
 
-func tooLarge(max int) error {
-	return memory.NewAdapterError(fmt.Sprintf("store: item larger than %d bytes", max), nil)
-}
+func tooLarge(max int) error { return memory.ItemTooLarge(max) }
 
 func checkString(what, s string, r Rules) error {
 	if !utf8.ValidString(s) {
