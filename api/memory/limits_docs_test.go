@@ -19,7 +19,7 @@ func TestDocumentedLimitMessagesMatchTheConstants(t *testing.T) {
 		regexp.MustCompile("`store: more than (\\d+) metadata keys`"):    MaxMetadataKeys,
 		regexp.MustCompile("`search: more than (\\d+) tags`"):            MaxQueryTags,
 		regexp.MustCompile("`search: text longer than (\\d+) bytes`"):    MaxQueryTextBytes,
-		regexp.MustCompile("nested deeper than (\\d+) levels of arrays"): MaxJSONDepth,
+		regexp.MustCompile(`nested deeper than (\d+) levels of arrays`):  MaxJSONDepth,
 	}
 	var files []string
 	for _, pattern := range []string{"../../docs/*.md", "../../docs/*/*.md", "../../*.md", "../../*/README.md", "../../*/*/README.md"} {
