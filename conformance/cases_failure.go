@@ -5,6 +5,7 @@ package conformance
 
 import (
 	"errors"
+	"net/http"
 
 	"github.com/google/uuid"
 
@@ -77,6 +78,9 @@ var caseRejectedWrite = Case{
 		id, err := c.store.Store(c.ctx, it)
 		if c.check("rejected-write/error-no-id") && (!isAdapterError(err) || id != uuid.Nil) {
 			c.failf("a write the service rejected returned (%s, %v), want (nil UUID, MemoryAdapterError)", id, err)
+		}
+		if obs, ok := c.checkAnswer("rejected-write/answered-502"); ok {
+			c.expectAnswer(obs, "a write the service rejected", http.StatusBadGateway, memory.ProblemAdapterError)
 		}
 		c.notef("a rejected write raises MemoryAdapterError and returns no id")
 	},

@@ -6,6 +6,7 @@ package conformance
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -64,9 +65,15 @@ var caseTypedSearch = Case{
 			if !isAdapterError(err) || len(hits) != 0 {
 				c.failf("search over malformed service payloads returned (%d hits, %v), want MemoryAdapterError", len(hits), err)
 			}
+			if obs, ok := c.checkAnswer("typed-search/malformed-answered-502"); ok {
+				c.expectAnswer(obs, "search over malformed service payloads", http.StatusBadGateway, memory.ProblemAdapterError)
+			}
 			got, err := c.store.Retrieve(c.ctx, items[0].ID)
 			if !isAdapterError(err) || got != nil {
 				c.failf("retrieve of a malformed service payload returned (item %v, %v), want MemoryAdapterError", got != nil, err)
+			}
+			if obs, ok := c.checkAnswer("typed-search/malformed-answered-502"); ok {
+				c.expectAnswer(obs, "retrieve of a malformed service payload", http.StatusBadGateway, memory.ProblemAdapterError)
 			}
 		}
 		c.notef("hits are stored items at %s fidelity; malformed payloads raise MemoryAdapterError", c.m.SearchFidelity)

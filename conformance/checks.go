@@ -69,6 +69,40 @@ func (c *caseRun) check(name string) bool {
 	return true
 }
 
+// checkAnswer guards an observation of the server's raw answer, which only a run over the
+// wire can make: it reports whether the store records answers (a wire run) and the named
+// check should run. Such checks belong to the over-the-wire table, whose mutation test
+// proves each is needed, so they register there whatever case runs them.
+func (c *caseRun) checkAnswer(name string) (answerObserver, bool) {
+	obs, ok := c.store.(answerObserver)
+	if !ok {
+		return nil, false
+	}
+	wireCheckRegistry.Lock()
+	wireCheckRegistry.names[name] = true
+	wireCheckRegistry.Unlock()
+	if c.opts.disabledCheck == name {
+		return nil, false
+	}
+	c.current = name
+	return obs, true
+}
+
+// answerObserver is a store that reports the status and problem type of the server's last
+// answer (the raw wire client does), so cases can hold a server to the statuses the OpenAPI
+// document fixes rather than to the errors a client derives from them.
+type answerObserver interface {
+	LastAnswer() (status int, problem memory.ProblemType)
+}
+
+// expectAnswer fails unless the last answer was status with problem type want.
+func (c *caseRun) expectAnswer(obs answerObserver, what string, status int, want memory.ProblemType) {
+	got, typ := obs.LastAnswer()
+	if got != status || typ != want {
+		c.failf("%s was answered HTTP %d %q; the OpenAPI document fixes %d %s", what, got, typ, status, want)
+	}
+}
+
 func (c *caseRun) failf(format string, args ...any) {
 	c.problems = append(c.problems, fmt.Sprintf(format, args...))
 	if c.current != "" && !slices.Contains(c.failedChecks, c.current) {

@@ -174,7 +174,51 @@ func Execute(ctx context.Context, h Harness, opts Options) *Report {
 			fmt.Fprintf(opts.Progress, "%-20s %-13s %s\n", res.ID, res.Outcome, truncateString(oneLine(res.Message), 160))
 		}
 	}
+	if ctx.Err() == nil && opts.disabledCheck != checkVersionsHeld {
+		if drift := versionDrift(ctx, h, r, opts); drift != "" {
+			r.Error = drift
+		}
+	}
 	return r
+}
+
+// checkVersionsHeld names the run-level check that the versions read at the start still hold
+// at the end; the over-the-wire table's mutation test disables it by this name.
+const checkVersionsHeld = "run/versions-held"
+
+// versionDrift reads the service and adapter versions again after the last case and says how
+// they moved, or "" when they did not: a run verifies the versions it started with only if
+// they held throughout, and a target that changed (an upgrade mid-run) while still calling
+// its manifest valid would otherwise pass under the old names.
+func versionDrift(ctx context.Context, h Harness, r *Report, opts Options) string {
+	read := func(f func(context.Context) (string, error)) (string, error) {
+		vctx, cancel := context.WithTimeout(ctx, opts.CaseTimeout)
+		defer cancel()
+		return callString(vctx, f)
+	}
+	var moved []string
+	if v, ok := h.(ServiceVersioner); ok {
+		sv, err := read(v.ServiceVersion)
+		switch {
+		case err != nil:
+			return "the service version could not be read again after the run: " + err.Error()
+		case sv != r.ServiceVersion:
+			moved = append(moved, fmt.Sprintf("service version %q at the start, %q at the end", truncateString(r.ServiceVersion, 128), truncateString(sv, 128)))
+		}
+	}
+	if v, ok := h.(AdapterVersioner); ok {
+		av, err := read(v.AdapterVersion)
+		switch {
+		case err != nil:
+			return "the adapter version could not be read again after the run: " + err.Error()
+		case av != r.AdapterVersion:
+			moved = append(moved, fmt.Sprintf("adapter version %q at the start, %q at the end", truncateString(r.AdapterVersion, 128), truncateString(av, 128)))
+		}
+	}
+	if len(moved) == 0 {
+		return ""
+	}
+	return "the target changed during the run (" + strings.Join(moved, "; ") + "): the cases verified no single version"
 }
 
 // callString runs f in a goroutine so that a harness ignoring its context cannot hang the run.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -28,7 +29,8 @@ var (
 )
 
 // wireLie is one row of the over-the-wire accuracy table: the Python example server with
-// one planted lie (examples/python-adapter/server.py, LIES) and the case meant to catch it.
+// one planted lie (examples/python-adapter/server.py, LIES) and the case meant to catch it;
+// no case (the empty id) means the run-level check that the versions held.
 type wireLie struct {
 	Lie   string
 	Meant CaseID
@@ -57,6 +59,9 @@ var wireLies = []wireLie{
 	{"no-token-check", CaseAuthentication},
 	{"string-content-truncated", CaseContentKinds},
 	{"duplicate-id-differs", CaseDuplicateID},
+	{"version-drift", ""},
+	{"malformed-answered-200", CaseTypedSearch},
+	{"rejected-write-400", CaseRejectedWrite},
 }
 
 // serverRuleChecks are the checks of the matrix that, run through the raw wire client,
@@ -109,6 +114,14 @@ func TestWireAccuracyTable(t *testing.T) {
 	}
 	for i, l := range wireLies {
 		r := lies[i]
+		if l.Meant == "" {
+			if r.Result != Failed || !strings.Contains(r.Error, "changed during the run") {
+				t.Errorf("lie %s: the run is %s (%q), want Failed because the target changed during the run\n%s", l.Lie, r.Result, r.Error, r.Table())
+				continue
+			}
+			t.Logf("lie %-30s caught by the run-level check: %s", l.Lie, r.Error)
+			continue
+		}
 		c, _ := r.Case(l.Meant)
 		if c.Outcome != Failed {
 			t.Errorf("lie %s: %s is %s, want Failed\n%s", l.Lie, l.Meant, c.Outcome, r.Table())
@@ -153,6 +166,16 @@ func TestEveryWireCheckIsNeeded(t *testing.T) {
 			continue
 		}
 		t.Logf("disabling %-36s lets lie %s pass", name, escaped)
+	}
+}
+
+// TestVersionDriftCheckIsNeeded: without the run-level check, the server that upgrades
+// mid-run passes with the full claim under its old version, which is what the check exists
+// to stop.
+func TestVersionDriftCheckIsNeeded(t *testing.T) {
+	r := runWire(t, "version-drift", nestedOptions(checkVersionsHeld))
+	if r.Result != Passed {
+		t.Fatalf("with the check disabled the drifting server fails anyway (%s), so the table cannot show the check is needed\n%s", r.Error, r.Table())
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -119,6 +120,25 @@ func truncate(s string, n int) string {
 type Store struct {
 	ep *endpoint
 	h  *Harness
+
+	mu         sync.Mutex
+	lastStatus int
+	lastType   memory.ProblemType
+}
+
+// LastAnswer is the status and problem type (empty for a body that is not a problem) of the
+// server's answer to this store's last store, retrieve or search, so the suite can judge the
+// status the OpenAPI document fixes and not only the error derived from it.
+func (s *Store) LastAnswer() (int, memory.ProblemType) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastStatus, s.lastType
+}
+
+func (s *Store) remember(status int, mt string, data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastStatus, s.lastType = status, problemType(mt, data)
 }
 
 // Manifest reads GET /v1/manifest now. The interface has no error: a failed or undecodable
@@ -145,6 +165,7 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 	if err != nil {
 		return uuid.Nil, err
 	}
+	s.remember(status, mt, data)
 	if status/100 != 2 {
 		return uuid.Nil, problemError("POST /v1/items", status, mt, data)
 	}
@@ -175,6 +196,7 @@ func (s *Store) Retrieve(ctx context.Context, id uuid.UUID) (*memory.Item, error
 	if err != nil {
 		return nil, err
 	}
+	s.remember(status, mt, data)
 	if status == http.StatusNotFound && problemType(mt, data) == memory.ProblemNotFound {
 		return nil, nil
 	}
@@ -199,6 +221,7 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 	if err != nil {
 		return nil, err
 	}
+	s.remember(status, mt, data)
 	if status != http.StatusOK {
 		return nil, problemError("POST /v1/search", status, mt, data)
 	}

@@ -60,6 +60,9 @@ LIES = {
     "no-token-check": "data routes accept any or no token",
     "string-content-truncated": "plain-string content is cut to 64 characters in search hits",
     "duplicate-id-differs": "a second store under an id keeps both records while Overwrite is declared",
+    "version-drift": "the service version moves (an upgrade) after the run's first evidence reads, the manifest still valid",
+    "malformed-answered-200": "a malformed backend answer to a read is passed on as a 200 whose body does not decode",
+    "rejected-write-400": "a write the backend rejected is answered 400 invalid_request instead of 502 adapter_error",
 }
 
 
@@ -249,6 +252,7 @@ class Adapter:
             "preserves_metadata": True,
         }
         self.manifest_reads = 0
+        self.evidence_reads = 0
         self.lock = threading.Lock()
 
     def current_manifest(self, count=True):
@@ -263,13 +267,19 @@ class Adapter:
     def evidence(self):
         m = self.current_manifest(count=False)
         h = manifest_hash(m)
+        with self.lock:
+            self.evidence_reads += 1
+            reads = self.evidence_reads
+        service_version = "python " + platform.python_version()
+        if self.lie == "version-drift" and reads > 2:
+            service_version += " (upgraded)"
         if self.lie == "wrong-manifest-hash":
             h = "sha256:" + hashlib.sha256(json.dumps(m).encode("utf-8")).hexdigest()
         return {
             "adapter": m["adapter"],
             "adapter_version": ADAPTER_VERSION,
             "manifest_hash": h,
-            "service_version": "python " + platform.python_version(),
+            "service_version": service_version,
             "initial_service_version": "python " + platform.python_version(),
             "probes": [{"name": "reachable", "ok": True}],
             "index_lag": None,
@@ -537,6 +547,11 @@ class Handler(BaseHTTPRequestHandler):
         except Unavailable as e:
             self.problem(503, "unavailable", str(e))
         except Rejected as e:
+            lie = getattr(self.adapter, "lie", None)
+            if lie == "malformed-answered-200" and path != "/v1/items":
+                return self.send(200, '{"items": [')
+            if lie == "rejected-write-400" and path == "/v1/items":
+                return self.problem(400, "invalid_request", str(e))
             self.problem(502, "adapter_error", str(e))
 
     def data_route(self, method, path):
