@@ -70,8 +70,23 @@ ci: ## THE test command (README.md): verify, lint, test, then the end-to-end sui
 ##@ Build
 
 .PHONY: build
-build: manifests generate ## Build the manager binary into bin/manager.
+build: manifests generate ## Build both binaries: the manager (bin/manager) and the adapter server and conformance tool (bin/memory-adapter).
 	go build -o $(LOCALBIN)/manager ./cmd/main.go
+	go build -o $(LOCALBIN)/memory-adapter ./cmd/memory-adapter
+
+# The Dockerfile's two targets, for real registries (no engine runs on the project's own
+# machines; there `make images` builds the same images without one).
+CONTAINER_TOOL ?= docker
+
+.PHONY: docker-build
+docker-build: ## Build the manager (IMG) and adapter (ADAPTER_IMG) images with CONTAINER_TOOL (default docker).
+	$(CONTAINER_TOOL) build --target manager -t $(IMG) .
+	$(CONTAINER_TOOL) build --target memory-adapter -t $(ADAPTER_IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push IMG and ADAPTER_IMG with CONTAINER_TOOL.
+	$(CONTAINER_TOOL) push $(IMG)
+	$(CONTAINER_TOOL) push $(ADAPTER_IMG)
 
 .PHONY: run
 # A manager outside the cluster has no webhook certificate and no POD_NAMESPACE: the webhook is
@@ -81,11 +96,13 @@ RUN_TOKEN_KEY_SECRET ?= default/memory-adapter-operator-token-key
 run: manifests generate ## Run the manager against the cluster in the current kubeconfig (no webhook; token key in RUN_TOKEN_KEY_SECRET).
 	ENABLE_WEBHOOKS=false go run ./cmd/main.go --token-key-secret=$(RUN_TOKEN_KEY_SECRET)
 
-##@ Deployment (kustomize through the kubectl that hack/k8s-binaries.sh builds; cluster = current KUBECONFIG)
+##@ Deployment (kustomize through kubectl; cluster = current KUBECONFIG)
 
-# Not a download: hack/k8s-binaries.sh builds kubectl from the Go module proxy once (cached by
-# version) and prints its directory. Evaluated only inside recipes that use it.
-KUBECTL = "$$(hack/k8s-binaries.sh kubectl)/kubectl"
+# Your kubectl on PATH when it is within one minor of the tested Kubernetes version, else one
+# hack/k8s-binaries.sh builds from the Go module proxy (cached by version; not a download).
+# hack/kubectl.sh says which on stderr. Set KUBECTL=/path/to/kubectl to choose yourself.
+# Evaluated only inside recipes that use it.
+KUBECTL ?= "$$(hack/kubectl.sh)"
 # Server-side apply: the CRD is too large for client-side apply's last-applied annotation to
 # stay comfortable, and the field manager makes re-deploys converge.
 APPLY = apply --server-side --force-conflicts --field-manager=memory-adapter-operator

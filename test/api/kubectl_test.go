@@ -3,9 +3,12 @@ package apitest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -91,5 +94,38 @@ var _ = Describe("kubectl", func() {
 		out, err = kubectl("get", "agentmem", "-n", ns, "-o", "name")
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(strings.TrimSpace(out)).To(Equal("memoryadapter.memory.agentmem.io/" + a.Name))
+	})
+})
+
+// The Makefile's deployment targets use the user's kubectl when its version is within one
+// minor of the tested Kubernetes, and the project's own otherwise (hack/kubectl.sh).
+var _ = Describe("the Makefile's kubectl choice", func() {
+	// choose puts a kubectl reporting version first on PATH and returns it and the choice.
+	choose := func(version string) (fake, chosen string) {
+		dir := GinkgoT().TempDir()
+		fake = filepath.Join(dir, "kubectl")
+		Expect(os.WriteFile(fake, []byte("#!/bin/sh\necho 'Client Version: "+version+"'\n"), 0o755)).To(Succeed())
+		cmd := exec.CommandContext(ctx, filepath.Join("..", "..", "hack", "kubectl.sh"))
+		cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"))
+		out, err := cmd.Output()
+		Expect(err).NotTo(HaveOccurred())
+		return fake, strings.TrimSpace(string(out))
+	}
+	It("uses the kubectl on PATH within one minor, and builds its own beyond", func() {
+		env, err := os.ReadFile(filepath.Join("..", "..", "hack", "versions.env"))
+		Expect(err).NotTo(HaveOccurred())
+		m := regexp.MustCompile(`(?m)^K8S_VERSION=v1\.(\d+)\.`).FindSubmatch(env)
+		Expect(m).NotTo(BeNil(), "hack/versions.env has no K8S_VERSION=v1.N.P line")
+		minor, err := strconv.Atoi(string(m[1]))
+		Expect(err).NotTo(HaveOccurred())
+		at := func(d int) string { return fmt.Sprintf("v1.%d.3", minor+d) }
+		for _, v := range []string{at(-1), at(0), at(1)} {
+			fake, chosen := choose(v)
+			Expect(chosen).To(Equal(fake), "kubectl %s is within one minor of the tested version", v)
+		}
+		for _, v := range []string{at(-7), at(2)} {
+			_, chosen := choose(v)
+			Expect(chosen).To(Equal(kubectlPath), "kubectl %s is too far from the tested version", v)
+		}
 	})
 })
