@@ -13,7 +13,7 @@ import (
 // with the manifest this adapter publishes: the conformance Job fails an adapter whose
 // published manifest differs from spec.manifest.
 func TestSampleDeclaresTheVerifiedManifest(t *testing.T) {
-	b, err := os.ReadFile("../../config/samples/memory_v1alpha1_memoryadapter_khive.yaml")
+	b, err := os.ReadFile("../../config/samples/extra/memory_v1alpha1_memoryadapter_khive.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

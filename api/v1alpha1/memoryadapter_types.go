@@ -389,8 +389,10 @@ type EvidenceStatus struct {
 // +kubebuilder:printcolumn:name="Consistency",type=string,JSONPath=`.spec.manifest.searchConsistency`
 // +kubebuilder:printcolumn:name="Conformant",type=string,JSONPath=`.status.conditions[?(@.type=="Conformant")].status`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].reason`
 // +kubebuilder:printcolumn:name="Service Version",type=string,JSONPath=`.status.serviceVersion`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Available")].message`
 type MemoryAdapter struct {
 	metav1.TypeMeta `json:",inline"`
 

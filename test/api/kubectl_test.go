@@ -63,7 +63,7 @@ var _ = Describe("kubectl", func() {
 		Expect(out).To(MatchRegexp(`ENUM:\s+immediate\s+eventual`))
 	})
 
-	It("prints the Backend, Consistency, Conformant, Available and Service Version columns", func() {
+	It("prints the Backend, Consistency, Conformant, Available, Reason and Service Version columns, and the message with -o wide", func() {
 		ns := newNamespace()
 		a := newAdapter(ns, fullManifest())
 		Expect(k8sClient.Create(ctx, a)).To(Succeed())
@@ -84,10 +84,16 @@ var _ = Describe("kubectl", func() {
 		Expect(err).NotTo(HaveOccurred(), out)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		Expect(lines).To(HaveLen(2), out)
-		Expect(strings.Fields(lines[0])).To(Equal([]string{"NAME", "BACKEND", "CONSISTENCY", "CONFORMANT", "AVAILABLE", "SERVICE", "VERSION", "AGE"}))
+		Expect(strings.Fields(lines[0])).To(Equal([]string{"NAME", "BACKEND", "CONSISTENCY", "CONFORMANT", "AVAILABLE", "REASON", "SERVICE", "VERSION", "AGE"}))
 		row := strings.Fields(lines[1])
-		Expect(row).To(HaveLen(7), out)
-		Expect(row[:6]).To(Equal([]string{a.Name, "SQLite", "immediate", "True", "False", "3.46.1"}))
+		Expect(row).To(HaveLen(8), out)
+		Expect(row[:7]).To(Equal([]string{a.Name, "SQLite", "immediate", "True", "False", v1alpha1.ReasonEvidenceStale, "3.46.1"}))
+
+		out, err = kubectl("get", "madp", "-n", ns, "-o", "wide")
+		Expect(err).NotTo(HaveOccurred(), out)
+		lines = strings.Split(strings.TrimSpace(out), "\n")
+		Expect(lines[0]).To(HaveSuffix("MESSAGE"), out)
+		Expect(lines[1]).To(HaveSuffix("No evidence for 2m"), out)
 
 		// The agentmem category reaches it too, so `kubectl get agentmem` lists every kind of
 		// the project.

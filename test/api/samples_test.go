@@ -22,7 +22,7 @@ var _ = Describe("config/samples", func() {
 	// sampleFiles reads the kustomization, so a sample missing from it (and so from
 	// `kubectl apply -k`) is noticed too.
 	sampleFiles := func() []string {
-		b, err := os.ReadFile(filepath.Join(samplesDir, "kustomization.yaml"))
+		b, err := os.ReadFile(filepath.Join(samplesDir, "Kustomization"))
 		Expect(err).NotTo(HaveOccurred())
 		var k struct {
 			APIVersion string   `json:"apiVersion"`
@@ -36,8 +36,10 @@ var _ = Describe("config/samples", func() {
 		for _, r := range k.Resources {
 			listed = append(listed, filepath.Join(samplesDir, r))
 		}
-		Expect(listed).To(ConsistOf(onDisk), "kustomization.yaml must list every sample")
-		return listed
+		Expect(listed).To(ConsistOf(onDisk), "the Kustomization must list every sample")
+		extra, err := filepath.Glob(filepath.Join(samplesDir, "extra", "memory_v1alpha1_*.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		return append(listed, extra...)
 	}
 
 	It("has one sample per backend type, each passing a server-side dry-run", func() {
@@ -64,6 +66,14 @@ var _ = Describe("config/samples", func() {
 			string(v1alpha1.BackendSQLite): true, string(v1alpha1.BackendPostgres): true, string(v1alpha1.BackendRedis): true,
 			string(v1alpha1.BackendKhive): true, string(v1alpha1.BackendExternal): true,
 		}))
+	})
+
+	It("applies as a folder with kubectl apply -f and -k (server-side dry-run)", func() {
+		for _, args := range [][]string{{"-f", samplesDir}, {"-k", samplesDir}} {
+			out, err := kubectl(append([]string{"apply", "--dry-run=server", "-n", newNamespace()}, args...)...)
+			Expect(err).NotTo(HaveOccurred(), "kubectl apply %v:\n%s", args, out)
+			Expect(out).To(ContainSubstring("memoryadapter.memory.agentmem.io/sqlite-memory created (server dry run)"), "kubectl apply %v", args)
+		}
 	})
 
 	It("has a gated agent Job whose pod names the SQLite sample and states parseable requirements it meets", func() {
