@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -341,6 +342,32 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 			g.Expect(ma.Status.Conformance.JobName).To(Equal(seenJobs[0]))
 			g.Expect(ma.Status.Conformance.ServiceVersion).To(Equal(ma.Status.ServiceVersion))
 		}, timeout, poll).Should(Succeed())
+	})
+
+	It("recorded one Event per action and per condition transition on the way to Available", func() {
+		list := &eventsv1.EventList{}
+		Expect(k8sClient.List(ctx, list, client.InNamespace(key.Namespace))).To(Succeed())
+		seen := map[string]int{}
+		var lines []string
+		for _, e := range list.Items {
+			if e.Regarding.Kind != "MemoryAdapter" || e.Regarding.Name != key.Name {
+				continue
+			}
+			n := 1
+			if e.Series != nil {
+				n = int(e.Series.Count)
+			}
+			k := e.Action + " " + e.Reason + ": " + e.Note
+			seen[k] += n
+			lines = append(lines, fmt.Sprintf("%dx %s", n, k))
+		}
+		Expect(seen).NotTo(BeEmpty())
+		for k, n := range seen {
+			// Each object is created once and each condition passes through each reason once
+			// on this path, so any repeat is noise: the same transition recorded twice.
+			Expect(n).To(Equal(1), "Event recorded %d times: %s\nall Events:\n%s", n, k, strings.Join(lines, "\n"))
+		}
+		fmt.Fprintf(GinkgoWriter, "%d Events on the way to Available:\n%s\n", len(lines), strings.Join(lines, "\n"))
 	})
 
 	It("writes nothing while the adapter is steady", func() {

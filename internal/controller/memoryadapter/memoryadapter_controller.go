@@ -62,6 +62,11 @@ type Reconciler struct {
 	Prober *Prober
 
 	bindings sync.Map // types.NamespacedName → digest (UID included) of the binding Secret last applied
+	// announced holds, per adapter and condition type, the UID, status and reason of the last
+	// transition recorded as an Event: a reconcile that starts from a cached object older
+	// than its own last status patch sees the same transition again, and must not record it
+	// twice.
+	announced sync.Map
 	// purged holds the UIDs of adapters whose purge succeeded and whose finalizer this
 	// process removed; an adapter's UID is never reused, and deletions are rare.
 	purged sync.Map
@@ -92,6 +97,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if apierrors.IsNotFound(err) {
 			r.Prober.forget(req.NamespacedName)
 			r.bindings.Delete(req.NamespacedName)
+			for _, t := range append(conditionTypes, memoryv1alpha1.ConditionScopePurged) {
+				r.announced.Delete(announcedKey(req.NamespacedName, t))
+			}
 			forgetMetrics(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
@@ -191,6 +199,12 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, ok bool) error {
 	for _, c := range st.Conditions {
 		old := meta.FindStatusCondition(s.orig.Status.Conditions, c.Type)
 		if old == nil || old.Status != c.Status || old.Reason != c.Reason {
+			key := announcedKey(client.ObjectKeyFromObject(s.ma), c.Type)
+			val := string(s.ma.UID) + "/" + string(c.Status) + "/" + c.Reason
+			if last, ok := r.announced.Load(key); ok && last == val {
+				continue
+			}
+			r.announced.Store(key, val)
 			kind := corev1.EventTypeNormal
 			if c.Status == metav1.ConditionFalse {
 				kind = corev1.EventTypeWarning
@@ -202,6 +216,10 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, ok bool) error {
 		return fmt.Errorf("patch MemoryAdapter status: %w", err)
 	}
 	return nil
+}
+
+func announcedKey(key types.NamespacedName, conditionType string) string {
+	return key.String() + "/" + conditionType
 }
 
 // setCondition sets c with the generation it describes; LastTransitionTime moves only when
