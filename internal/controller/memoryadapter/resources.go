@@ -341,6 +341,12 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings, tokenHash s
 						Resources:       adapterResources(),
 						SecurityContext: hardened(),
 						VolumeMounts:    mounts,
+						// A server that exits at start-up (a TLS or login refusal, an
+						// unreachable backend, a bad option) says why on its last log lines;
+						// the kubelet keeps them as the termination message, which Deployed's
+						// message quotes, so the cause is in status and not only in the log.
+						TerminationMessagePath:   corev1.TerminationMessagePathDefault,
+						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 					}},
 				},
 			},

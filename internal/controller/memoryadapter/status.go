@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -102,7 +103,11 @@ func podProblems(pods []corev1.Pod) string {
 	for _, p := range pods {
 		for _, cs := range p.Status.ContainerStatuses {
 			if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" {
-				return fmt.Sprintf("; pod %s: %s %s", p.Name, w.Reason, w.Message)
+				msg := fmt.Sprintf("; pod %s: %s %s", p.Name, w.Reason, w.Message)
+				if t := cs.LastTerminationState.Terminated; t != nil {
+					msg += fmt.Sprintf("; it last exited %d (%s): %s", t.ExitCode, t.Reason, lastLines(t.Message, 512))
+				}
+				return msg
 			}
 		}
 		for _, c := range p.Status.Conditions {
@@ -112,6 +117,20 @@ func podProblems(pods []corev1.Pod) string {
 		}
 	}
 	return ""
+}
+
+// lastLines keeps the end of a termination message (a server's last log lines), where the
+// reason it exited is, within n bytes.
+func lastLines(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	cut := len(s) - n
+	for cut < len(s) && !utf8.RuneStart(s[cut]) {
+		cut++
+	}
+	return "…" + s[cut:]
 }
 
 // runKey identifies what one conformance run verifies.

@@ -81,6 +81,9 @@ func TestDeployedCondition(t *testing.T) {
 			want{metav1.ConditionFalse, memoryv1alpha1.ReasonBackendSecretMissing, []string{`secret "pg" not found`, "Secret ns/pg"}}},
 		"progressing with a pull error": {deployObservation{replicas: 1, deployment: readyDeployment(1, 1, 1, 0), pods: []corev1.Pod{waitingPod("ImagePullBackOff", "no such image")}},
 			want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, []string{"0 available", "ImagePullBackOff"}}},
+		"crash loop quotes the last exit": {deployObservation{replicas: 1, deployment: readyDeployment(1, 1, 1, 0), pods: []corev1.Pod{crashLooping(
+			strings.Repeat("startup noise\n", 100) + `serve: open postgres: tls: server refused TLS (sslmode=require)`)}},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, []string{"CrashLoopBackOff", "last exited 1 (Error)", "server refused TLS (sslmode=require)"}}},
 		"old generation": {deployObservation{replicas: 1, deployment: readyDeployment(3, 2, 1, 1)},
 			want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, nil}},
 		"deadline exceeded": {deployObservation{replicas: 1, deployment: failed},
@@ -90,6 +93,14 @@ func TestDeployedCondition(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) { check(t, deployedCondition(tc.obs), tc.want) })
 	}
+}
+
+// crashLooping is a pod whose container waits in CrashLoopBackOff after exiting with msg as
+// its termination message (its last log lines, under FallbackToLogsOnError).
+func crashLooping(msg string) corev1.Pod {
+	p := waitingPod("CrashLoopBackOff", "back-off 10s restarting failed container")
+	p.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: msg}
+	return p
 }
 
 const hashA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
