@@ -510,7 +510,12 @@ var _ = Describe("the operator loop", Ordered, func() {
 	}, SpecTimeout(15*time.Minute))
 
 	It("fails over to the standby manager when the leader pod is deleted mid-run: no duplicate Job, no Available flap", func(ctx SpecContext) {
-		steady := []string{"pgmem", "redismem", "external-memory"}
+		// The earlier specs' host servers stopped with them: a PostgreSQL adapter of this
+		// spec's own and the External adapter are the steady ones.
+		_, conn := startStoppable(ctx, "postgres-server.sh", "MAO_TEST_POSTGRES_LISTEN_URL=")
+		Expect(c.Create(ctx, connectionSecret(ctx, ns, "pgsteady-db", "pgsteady", conn))).To(Succeed())
+		Expect(c.Create(ctx, networkedAdapter(ns, "pgsteady", memoryv1alpha1.BackendPostgres, "postgres", "immediate"))).To(Succeed())
+		steady := []string{"pgsteady", "external-memory"}
 		for _, n := range steady {
 			waitAvailable(ctx, ns, n)
 		}
@@ -570,6 +575,7 @@ var _ = Describe("the operator loop", Ordered, func() {
 		Expect(reads).To(BeNumerically(">", 3*len(steady)))
 
 		Expect(c.Delete(ctx, probe)).To(Succeed())
+		Expect(c.Delete(ctx, &memoryv1alpha1.MemoryAdapter{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pgsteady"}})).To(Succeed())
 		kubectl(ctx, "rollout", "status", "-n", operatorNamespace, "deployment/"+managerDeployment, "--timeout=5m")
 	}, SpecTimeout(15*time.Minute))
 
@@ -589,15 +595,17 @@ var _ = Describe("the operator loop", Ordered, func() {
 		_, pgConn := startStoppable(ctx, "postgres-server.sh", "MAO_TEST_POSTGRES_LISTEN_URL=")
 		_, redisConn := startStoppable(ctx, "redis-server.sh", "MAO_TEST_REDIS_LISTEN_URL=")
 		adapters := map[string]struct {
-			backend memoryv1alpha1.BackendType
-			conn    string
-		}{"pgns": {memoryv1alpha1.BackendPostgres, pgConn}, "redisns": {memoryv1alpha1.BackendRedis, redisConn}}
+			backend     memoryv1alpha1.BackendType
+			adapter     string
+			consistency memoryv1alpha1.SearchConsistency
+			conn        string
+		}{
+			"pgns":    {memoryv1alpha1.BackendPostgres, "postgres", "immediate", pgConn},
+			"redisns": {memoryv1alpha1.BackendRedis, "redis", "eventual", redisConn},
+		}
 		for name, a := range adapters {
 			Expect(c.Create(ctx, connectionSecret(ctx, doomed, name+"-db", name, a.conn))).To(Succeed())
-			ma := networkedAdapter(doomed, name, a.backend, map[memoryv1alpha1.BackendType]string{
-				memoryv1alpha1.BackendPostgres: "postgres", memoryv1alpha1.BackendRedis: "redis"}[a.backend],
-				map[memoryv1alpha1.BackendType]memoryv1alpha1.SearchConsistency{
-					memoryv1alpha1.BackendPostgres: "immediate", memoryv1alpha1.BackendRedis: "eventual"}[a.backend])
+			ma := networkedAdapter(doomed, name, a.backend, a.adapter, a.consistency)
 			ma.Spec.DeletionPolicy = memoryv1alpha1.DeletionDelete
 			Expect(c.Create(ctx, ma)).To(Succeed())
 		}
