@@ -130,6 +130,11 @@ const (
 	ReasonPurgeFailed = "PurgeFailed"
 	// ReasonPurgeSucceeded surfaces when the purge Job deleted the scope's items.
 	ReasonPurgeSucceeded = "PurgeSucceeded"
+	// ReasonNamespaceTerminating surfaces, with status False, when the MemoryAdapter's
+	// namespace is being deleted: the API server refuses to create the purge Job there, so the
+	// finalizer is released without a purge and the scope's items stay on the server. Without
+	// the release the namespace would never finish terminating.
+	ReasonNamespaceTerminating = "NamespaceTerminating"
 	// ReasonAdapterDeleting surfaces on Available while the MemoryAdapter waits for its
 	// scope's purge.
 	ReasonAdapterDeleting = "AdapterDeleting"

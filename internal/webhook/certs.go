@@ -47,8 +47,13 @@ func AddCertRotation(mgr ctrl.Manager, c CertRotation) (<-chan struct{}, error) 
 		ExtraDNSNames:  []string{fmt.Sprintf("%s.%s.svc.cluster.local", c.ServiceName, c.Namespace)},
 		IsReady:        ready,
 		Webhooks:       []rotator.WebhookInfo{{Name: c.WebhookConfigurationName, Type: rotator.Mutating}},
-		// Every replica serves the webhook, so every replica must have the certificate; the
-		// Secret update is idempotent across replicas.
+		// Every replica serves the webhook, so every replica must have the certificate, and
+		// every replica runs the rotator. Leader-only rotation would leave the standby never
+		// Ready: cert-controller closes IsReady only from the rotator's own Start, which a
+		// RequireLeaderElection rotator runs on the leader alone. Two rotators are safe: both
+		// serve the Secret the kubelet mounts (config/default), a rotator writes the Secret
+		// only when its certificate is missing or due, and an update from a stale copy fails
+		// on its resourceVersion and is retried against the other replica's certificate.
 		// Validity and renewal are cert-controller's defaults (docs/gating.md#certificates):
 		// a 10-year CA, a 1-year serving certificate renewed 90 days before it expires,
 		// checked every 12 hours.

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // operatorNamespace and managerDeployment are config/default's names (namespace plus the
@@ -47,28 +48,35 @@ var _ = Describe("installing the operator with make deploy", Ordered, func() {
 
 		dep, err := clientset.AppsV1().Deployments(operatorNamespace).Get(ctx, managerDeployment, metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
+		Expect(dep.Spec.Replicas).To(Equal(ptr.To[int32](2)), "two replicas under leader election")
+		anti := dep.Spec.Template.Spec.Affinity.PodAntiAffinity
+		Expect(anti.RequiredDuringSchedulingIgnoredDuringExecution).To(BeEmpty(), "a one-node cluster must still run both")
+		Expect(anti.PreferredDuringSchedulingIgnoredDuringExecution).To(HaveLen(1))
 		c := dep.Spec.Template.Spec.Containers[0]
 		Expect(c.Image).To(Equal(managerImage), "make deploy sets IMG")
 		Expect(c.Args).To(ContainElements("--leader-elect", "--health-probe-bind-address=:8081",
 			"--metrics-bind-address=:8443"))
 		Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "ADAPTER_IMAGE", Value: adapterImage}), "make deploy sets ADAPTER_IMG")
 
-		By("the ReplicaSet creating the pod: Pod Security admission accepted it under restricted")
-		var pod corev1.Pod
+		By("the ReplicaSet creating the pods: Pod Security admission accepted them under restricted")
+		var pods *corev1.PodList
 		Eventually(func(g Gomega) {
-			pods, err := clientset.CoreV1().Pods(operatorNamespace).List(ctx, metav1.ListOptions{LabelSelector: "control-plane=controller-manager"})
+			pods, err = clientset.CoreV1().Pods(operatorNamespace).List(ctx, metav1.ListOptions{LabelSelector: "control-plane=controller-manager"})
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(pods.Items).To(HaveLen(1))
-			pod = pods.Items[0]
-			// The container ran: the image is the one make images built and the runtime
-			// accepted the security context (non-root user, read-only root, no capabilities).
-			g.Expect(pod.Status.ContainerStatuses).To(HaveLen(1))
-			st := pod.Status.ContainerStatuses[0]
-			g.Expect(st.State.Running != nil || st.LastTerminationState.Terminated != nil || st.State.Terminated != nil).
-				To(BeTrue(), "container not started yet: %+v", st.State)
+			g.Expect(pods.Items).To(HaveLen(2))
+			for _, pod := range pods.Items {
+				// The container ran: the image is the one make images built and the runtime
+				// accepted the security context (non-root user, read-only root, no capabilities).
+				g.Expect(pod.Status.ContainerStatuses).To(HaveLen(1))
+				st := pod.Status.ContainerStatuses[0]
+				g.Expect(st.State.Running != nil || st.LastTerminationState.Terminated != nil || st.State.Terminated != nil).
+					To(BeTrue(), "container of %s not started yet: %+v", pod.Name, st.State)
+			}
 		}).WithTimeout(podDeadline).WithPolling(poll).Should(Succeed())
-		Expect(pod.Spec.Containers[0].Image).To(Equal(managerImage))
-		fmt.Fprintf(GinkgoWriter, "manager pod %s: phase %s, container %+v\n", pod.Name, pod.Status.Phase, pod.Status.ContainerStatuses[0].State)
+		for _, pod := range pods.Items {
+			Expect(pod.Spec.Containers[0].Image).To(Equal(managerImage))
+			fmt.Fprintf(GinkgoWriter, "manager pod %s: phase %s, container %+v\n", pod.Name, pod.Status.Phase, pod.Status.ContainerStatuses[0].State)
+		}
 
 		By("make undeploy: the namespace and the CRD go")
 		makeTarget(ctx, "undeploy")

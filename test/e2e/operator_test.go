@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/postgres"
+	"github.com/agentmem/memory-adapter-operator/adapters/redis"
 	"github.com/agentmem/memory-adapter-operator/adapters/remote"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
@@ -507,6 +508,174 @@ var _ = Describe("the operator loop", Ordered, func() {
 		Expect(got).NotTo(BeNil())
 		Expect(string(got.Content)).To(Equal(`"from the bring-your-own server"`))
 	}, SpecTimeout(15*time.Minute))
+
+	It("fails over to the standby manager when the leader pod is deleted mid-run: no duplicate Job, no Available flap", func(ctx SpecContext) {
+		// The earlier specs' host servers stopped with them: a PostgreSQL adapter of this
+		// spec's own and the External adapter are the steady ones.
+		_, conn := startStoppable(ctx, "postgres-server.sh", "MAO_TEST_POSTGRES_LISTEN_URL=")
+		Expect(c.Create(ctx, connectionSecret(ctx, ns, "pgsteady-db", "pgsteady", conn))).To(Succeed())
+		Expect(c.Create(ctx, networkedAdapter(ns, "pgsteady", memoryv1alpha1.BackendPostgres, "postgres", "immediate"))).To(Succeed())
+		steady := []string{"pgsteady", "external-memory"}
+		for _, n := range steady {
+			waitAvailable(ctx, ns, n)
+		}
+		By("two manager replicas, both Ready: the readiness check of each passes only once its webhook server serves")
+		kubectl(ctx, "rollout", "status", "-n", operatorNamespace, "deployment/"+managerDeployment, "--timeout=5m")
+		var leader string
+		Eventually(func(g Gomega) {
+			pods := managerPods(ctx, c)
+			g.Expect(pods).To(HaveLen(2))
+			for _, p := range pods {
+				g.Expect(podReady(p)).To(BeTrue(), "manager pod %s is not Ready", p.Name)
+			}
+			leader = leaseHolder(ctx, c)
+			g.Expect(pods).To(ContainElement(HaveField("Name", leader)), "the Lease is held by a live manager pod")
+		}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
+
+		By("a rerun under way on sqlite-memory when the leader " + leader + " is deleted")
+		// Counted by UID: the controller prunes finished Jobs beyond its history, so a count
+		// of all Jobs drops when the rerun finishes.
+		known := map[types.UID]bool{}
+		for _, j := range jobsOf(ctx, c, ns, "sqlite-memory") {
+			known[j.UID] = true
+		}
+		newJobs := func() []string {
+			var names []string
+			for _, j := range jobsOf(ctx, c, ns, "sqlite-memory") {
+				if !known[j.UID] {
+					names = append(names, j.Name)
+				}
+			}
+			return names
+		}
+		kubectl(ctx, "annotate", "-n", ns, "madp/sqlite-memory", "memory.agentmem.io/rerun-conformance=failover", "--overwrite")
+		Eventually(newJobs).WithTimeout(time.Minute).Should(HaveLen(1))
+		flaps := watchAvailable(ctx, c, ns, steady)
+		deleted := time.Now()
+		kubectl(ctx, "delete", "pod", "-n", operatorNamespace, leader, "--wait=false")
+		var holder string
+		Eventually(func(g Gomega) {
+			holder = leaseHolder(ctx, c)
+			g.Expect(holder).NotTo(BeEmpty())
+			g.Expect(holder).NotTo(Equal(leader))
+		}).WithTimeout(2 * time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
+		acquired := time.Now()
+		// Created once the Lease changed hands, so only the new leader can write its status:
+		// the old one stopped its controllers before it released the Lease.
+		probe := networkedAdapter(ns, "failover-probe", memoryv1alpha1.BackendPostgres, "postgres", "immediate")
+		Expect(c.Create(ctx, probe)).To(Succeed())
+		Eventually(func(g Gomega) {
+			ma := &memoryv1alpha1.MemoryAdapter{}
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(probe), ma)).To(Succeed())
+			g.Expect(ma.Status.Conditions).NotTo(BeEmpty())
+		}).WithTimeout(2 * time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
+		wrote := time.Now()
+		fmt.Fprintf(GinkgoWriter, "FAILOVER: leader pod %s deleted; Lease held by %s after %s; the new leader's first status write %s later; %s in all\n",
+			leader, holder, acquired.Sub(deleted).Round(10*time.Millisecond), wrote.Sub(acquired).Round(10*time.Millisecond), wrote.Sub(deleted).Round(10*time.Millisecond))
+
+		By("the new leader finishes the run it inherited, without a second Job")
+		Consistently(newJobs).WithTimeout(20 * time.Second).WithPolling(time.Second).Should(HaveLen(1))
+		Eventually(func(g Gomega) {
+			ma := &memoryv1alpha1.MemoryAdapter{}
+			g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "sqlite-memory"}, ma)).To(Succeed())
+			g.Expect(ma.Status.Conformance.RerunToken).To(Equal("failover"))
+			g.Expect(meta.IsStatusConditionTrue(ma.Status.Conditions, memoryv1alpha1.ConditionAvailable)).To(BeTrue())
+		}).WithTimeout(availableDeadline).WithPolling(time.Second).Should(Succeed())
+		Expect(newJobs()).To(HaveLen(1), "no duplicate Job")
+		notTrue, reads := flaps.result()
+		fmt.Fprintf(GinkgoWriter, "FAILOVER: %d readings of Available on %v across the failover\n", reads, steady)
+		Expect(notTrue).To(BeEmpty(), "a steady adapter's Available flapped across the failover")
+		Expect(reads).To(BeNumerically(">", 3*len(steady)))
+
+		Expect(c.Delete(ctx, probe)).To(Succeed())
+		Expect(c.Delete(ctx, &memoryv1alpha1.MemoryAdapter{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pgsteady"}})).To(Succeed())
+		kubectl(ctx, "rollout", "status", "-n", operatorNamespace, "deployment/"+managerDeployment, "--timeout=5m")
+	}, SpecTimeout(15*time.Minute))
+
+	It("ends the deletion of a namespace holding PostgreSQL and Redis adapters under deletionPolicy Delete, and says their items stay", func(ctx SpecContext) {
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "nsdel-", Labels: map[string]string{
+			"pod-security.kubernetes.io/enforce": "restricted",
+		}}}
+		Expect(c.Create(ctx, n)).To(Succeed())
+		doomed := n.Name
+		DeferCleanup(func(ctx SpecContext) {
+			_ = c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: doomed}})
+		})
+		Eventually(func() error {
+			return c.Get(ctx, types.NamespacedName{Namespace: doomed, Name: "default"}, &corev1.ServiceAccount{})
+		}).WithTimeout(time.Minute).Should(Succeed())
+
+		_, pgConn := startStoppable(ctx, "postgres-server.sh", "MAO_TEST_POSTGRES_LISTEN_URL=")
+		_, redisConn := startStoppable(ctx, "redis-server.sh", "MAO_TEST_REDIS_LISTEN_URL=")
+		adapters := map[string]struct {
+			backend     memoryv1alpha1.BackendType
+			adapter     string
+			consistency memoryv1alpha1.SearchConsistency
+			conn        string
+		}{
+			"pgns":    {memoryv1alpha1.BackendPostgres, "postgres", "immediate", pgConn},
+			"redisns": {memoryv1alpha1.BackendRedis, "redis", "eventual", redisConn},
+		}
+		for name, a := range adapters {
+			Expect(c.Create(ctx, connectionSecret(ctx, doomed, name+"-db", name, a.conn))).To(Succeed())
+			ma := networkedAdapter(doomed, name, a.backend, a.adapter, a.consistency)
+			ma.Spec.DeletionPolicy = memoryv1alpha1.DeletionDelete
+			Expect(c.Create(ctx, ma)).To(Succeed())
+		}
+
+		By("an item stored through each adapter's Service, read back from the host server")
+		pgHost, err := postgres.Open(ctx, postgres.Options{URL: pgConn, Scope: "agents"})
+		Expect(err).NotTo(HaveOccurred())
+		defer func() { _ = pgHost.Close() }()
+		redisHost, err := redis.Open(ctx, redis.Options{URL: redisConn, Scope: "agents"})
+		Expect(err).NotTo(HaveOccurred())
+		defer func() { _ = redisHost.Close() }()
+		hosts := map[string]memory.Store{"pgns": pgHost, "redisns": redisHost}
+		items := map[string]memory.Item{}
+		for name := range adapters {
+			waitAvailable(ctx, doomed, name)
+			items[name] = memory.NewItem([]byte(`"stored before the namespace went"`), "e2e")
+			_, err := adapterStore(ctx, c, doomed, name).Store(ctx, items[name])
+			Expect(err).NotTo(HaveOccurred())
+			got, err := hosts[name].Retrieve(ctx, items[name].ID)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(got).NotTo(BeNil(), "%s: the item is on the host server", name)
+		}
+
+		By("deleting the namespace: it must end")
+		stopWatch := watchScopePurged(ctx, doomed)
+		deleted := time.Now()
+		Expect(c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: doomed}})).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(c.Get(ctx, types.NamespacedName{Name: doomed}, &corev1.Namespace{}))
+		}).WithTimeout(5*time.Minute).WithPolling(time.Second).Should(BeTrue(), "namespace %s is still there", doomed)
+		ended := time.Now()
+		seen, gone := stopWatch()
+		for name := range adapters {
+			var reasons []string
+			for _, s := range seen[name] {
+				reasons = append(reasons, s.cond.Reason)
+				fmt.Fprintf(GinkgoWriter, "NSDEL: %s +%s ScopePurged %s %s: %s\n", name, s.at.Sub(deleted).Round(10*time.Millisecond), s.cond.Status, s.cond.Reason, s.cond.Message)
+			}
+			fmt.Fprintf(GinkgoWriter, "NSDEL: %s gone +%s\n", name, gone[name].Sub(deleted).Round(10*time.Millisecond))
+			Expect(reasons).To(ContainElement(memoryv1alpha1.ReasonNamespaceTerminating), "%s: the adapter said why it let go", name)
+			Expect(gone).To(HaveKey(name))
+		}
+		fmt.Fprintf(GinkgoWriter, "NSDEL: namespace %s deleted; gone +%s\n", doomed, ended.Sub(deleted).Round(10*time.Millisecond))
+
+		By("the Events about the namespace, kept in default, name each adapter and scope; the items are still on the servers")
+		Eventually(func(g Gomega) {
+			g.Expect(namespaceEventNotes(ctx, c, doomed, memoryv1alpha1.ReasonNamespaceTerminating)).To(ConsistOf(
+				And(HavePrefix("MemoryAdapter "+doomed+"/pgns (Postgres, deletionPolicy Delete) let go without a purge"), ContainSubstring(`scope "agents": they stay on the server`)),
+				And(HavePrefix("MemoryAdapter "+doomed+"/redisns (Redis, deletionPolicy Delete) let go without a purge"), ContainSubstring(`scope "agents": they stay on the server`)),
+			))
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		for name := range adapters {
+			got, err := hosts[name].Retrieve(ctx, items[name].ID)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(got).NotTo(BeNil(), "%s: the Event says the items stay", name)
+		}
+	}, SpecTimeout(20*time.Minute))
 
 	It("garbage-collects what a deleted adapter owned, and keeps SQLite's data under Retain", func(ctx SpecContext) {
 		kubectl(ctx, "delete", "-n", ns, "madp/sqlite-memory", "--wait=true")

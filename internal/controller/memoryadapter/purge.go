@@ -20,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 )
@@ -42,6 +43,8 @@ const (
 	// purgeRecheck is how often a deleting adapter is looked at again besides the Job, pod
 	// and Deployment events that normally bring it back.
 	purgeRecheck = 30 * time.Second
+	// eventNoteLimit is the API server's limit on an events.k8s.io Event's note.
+	eventNoteLimit = 1024
 )
 
 func purgeJobName(ma *memoryv1alpha1.MemoryAdapter) string { return ma.Name + "-purge" }
@@ -93,6 +96,11 @@ type purgeObservation struct {
 	jobDeleting bool
 	// jobPods are the purge Job's pods.
 	jobPods []corev1.Pod
+	// namespace is the adapter's namespace.
+	namespace string
+	// namespaceTerminating is true once the API server refused to create the purge Job
+	// because the namespace is being deleted: nothing can ever be created there again.
+	namespaceTerminating bool
 }
 
 // purgeAction is what the deletion path does next.
@@ -107,6 +115,9 @@ const (
 	purgeRelease
 	// purgeHold keeps the finalizer after a failed purge, until the user retries or gives up.
 	purgeHold
+	// purgeAbandon removes the finalizer without a purge: the namespace is being deleted, no
+	// purge Job can be created in it, and holding the adapter would hold the namespace forever.
+	purgeAbandon
 )
 
 // purgeResult is the JSON line `memory-adapter purge` writes as its termination message.
@@ -141,6 +152,13 @@ func lastPurgeResult(pods []corev1.Pod) (res purgeResult, pod string, ok bool) {
 func decidePurge(o purgeObservation) (purgeAction, metav1.Condition) {
 	const t = memoryv1alpha1.ConditionScopePurged
 	unknown, failed := metav1.ConditionUnknown, metav1.ConditionFalse
+	if o.namespaceTerminating {
+		return purgeAbandon, condition(t, failed, memoryv1alpha1.ReasonNamespaceTerminating, fmt.Sprintf(
+			"namespace %s is being deleted and the API server creates nothing in it, so no job can delete the items of scope %q: "+
+				"they stay on the server. The finalizer %s is released so that the namespace deletion ends. To delete the items, "+
+				"create a MemoryAdapter with the same backend, connection and scope and deletionPolicy Delete in another namespace, then delete it",
+			o.namespace, o.scope, FinalizerPurgeScope))
+	}
 	if o.job == nil {
 		if o.jobDeleting {
 			// A Job deleted to retry is waited for, then created anew under the same name.
@@ -217,7 +235,8 @@ func (r *Reconciler) setPurgeFinalizer(ctx context.Context, ma *memoryv1alpha1.M
 // reconcileDeletion runs while a MemoryAdapter is being deleted. Without the finalizer the
 // garbage collector removes what it owns and nothing else is to do. With it, the adapter is
 // stopped, a purge Job deletes the scope's items, and the finalizer goes only after the Job
-// succeeded; a failed purge keeps it and says how to retry or give up.
+// succeeded; a failed purge keeps it and says how to retry or give up. A purge that can never
+// run, in a namespace being deleted, releases it and says that the items stay.
 func (r *Reconciler) reconcileDeletion(ctx context.Context, ma *memoryv1alpha1.MemoryAdapter) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(ma, FinalizerPurgeScope) {
 		return ctrl.Result{}, nil
@@ -254,33 +273,65 @@ func (r *Reconciler) reconcileDeletion(ctx context.Context, ma *memoryv1alpha1.M
 		return ctrl.Result{}, r.deletePurgeJob(ctx, ma)
 	case purgeCreateJob:
 		job := desiredPurgeJob(ma, effectiveSettings(ma, r.DefaultImage).image)
-		if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+		err := r.Client.Create(ctx, job)
+		switch {
+		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+			// The namespace will never take the Job: waiting for it would hold the
+			// namespace's deletion forever.
+			obs.namespaceTerminating = true
+			action, purged = decidePurge(obs)
+		case err != nil && !apierrors.IsAlreadyExists(err):
 			return ctrl.Result{}, fmt.Errorf("create purge Job %s: %w", job.Name, err)
 		}
 	}
 	orig := ma.DeepCopy()
 	setCondition(&ma.Status, purged, ma.Generation)
 	setCondition(&ma.Status, deletingCondition(purged), ma.Generation)
-	if equality.Semantic.DeepEqual(orig.Status, ma.Status) {
-		return ctrl.Result{RequeueAfter: purgeRecheck}, nil
-	}
-	if old := meta.FindStatusCondition(orig.Status.Conditions, purged.Type); old == nil || old.Reason != purged.Reason {
-		var related runtime.Object // a nil *Job in the interface would not be nil
-		if obs.job != nil {
-			related = obs.job
+	if !equality.Semantic.DeepEqual(orig.Status, ma.Status) {
+		// An Event in a terminating namespace would be refused like the Job; abandonPurge
+		// records that one on the namespace instead.
+		if old := meta.FindStatusCondition(orig.Status.Conditions, purged.Type); action != purgeAbandon && (old == nil || old.Reason != purged.Reason) {
+			var related runtime.Object // a nil *Job in the interface would not be nil
+			if obs.job != nil {
+				related = obs.job
+			}
+			r.Recorder.Eventf(ma, related, eventType(purged.Status != metav1.ConditionFalse), purged.Reason, "Purge", "%s", purged.Message)
 		}
-		r.Recorder.Eventf(ma, related, eventType(purged.Status != metav1.ConditionFalse), purged.Reason, "Purge", "%s", purged.Message)
+		// Updates are still accepted in a terminating namespace: the condition is written
+		// before the finalizer goes, for anyone watching the MemoryAdapter.
+		if err := r.Client.Status().Patch(ctx, ma, client.MergeFrom(orig)); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("patch MemoryAdapter status: %w", err)
+		}
 	}
-	if err := r.Client.Status().Patch(ctx, ma, client.MergeFrom(orig)); client.IgnoreNotFound(err) != nil {
-		return ctrl.Result{}, fmt.Errorf("patch MemoryAdapter status: %w", err)
+	if action == purgeAbandon {
+		return ctrl.Result{}, r.abandonPurge(ctx, ma, purged)
 	}
 	return ctrl.Result{RequeueAfter: purgeRecheck}, nil
+}
+
+// abandonPurge lets a MemoryAdapter go without its purge because its namespace is being
+// deleted. The Event is about the Namespace, so it is kept in the default namespace and
+// outlives the one deleted: it is where a user looks for what happened to the items.
+func (r *Reconciler) abandonPurge(ctx context.Context, ma *memoryv1alpha1.MemoryAdapter, purged metav1.Condition) error {
+	note := fmt.Sprintf("MemoryAdapter %s/%s (%s, deletionPolicy Delete) let go without a purge: %s",
+		ma.Namespace, ma.Name, ma.Spec.Backend.Type, purged.Message)
+	// The adapter as the related object keeps one Event per adapter: the recorder folds Events
+	// of the same object, reason and related object into one series, whatever their notes.
+	r.Recorder.Eventf(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ma.Namespace}}, ma, corev1.EventTypeWarning,
+		memoryv1alpha1.ReasonNamespaceTerminating, "RemoveFinalizer", "%s", truncate(note, eventNoteLimit))
+	logf.FromContext(ctx).Info("Releasing the purge finalizer without a purge: the namespace is being deleted; the scope's items stay on the server",
+		"scope", ma.Spec.Backend.Scope, "backend", ma.Spec.Backend.Type)
+	if err := r.setPurgeFinalizer(ctx, ma, false); err != nil {
+		return err
+	}
+	r.purged.Store(ma.UID, struct{}{})
+	return nil
 }
 
 // observePurge stops the adapter (deletes its Deployment, whose pods could otherwise store
 // items after the purge) and reads the adapter pods that remain and the purge Job.
 func (r *Reconciler) observePurge(ctx context.Context, ma *memoryv1alpha1.MemoryAdapter) (purgeObservation, error) {
-	o := purgeObservation{scope: ma.Spec.Backend.Scope, jobName: purgeJobName(ma)}
+	o := purgeObservation{scope: ma.Spec.Backend.Scope, jobName: purgeJobName(ma), namespace: ma.Namespace}
 	dep := &appsv1.Deployment{}
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ma.Namespace, Name: deploymentName(ma)}, dep)
 	switch {

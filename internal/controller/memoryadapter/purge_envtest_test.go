@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -201,6 +202,100 @@ var _ = Describe("deleting a MemoryAdapter under deletionPolicy Delete", Ordered
 		Eventually(func(g Gomega) {
 			g.Expect(apierrors.IsNotFound(k8sClient.Get(ctx, rk, &memoryv1alpha1.MemoryAdapter{}))).To(BeTrue())
 			g.Expect(apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(&job), &batchv1.Job{}))).To(BeTrue(), "a purge under way stops")
+		}, timeout, poll).Should(Succeed())
+	})
+})
+
+var _ = Describe("deleting the namespace of a MemoryAdapter under deletionPolicy Delete", Ordered, func() {
+	var (
+		ctx     context.Context
+		stopMgr func()
+		ns      string
+	)
+	BeforeAll(func() {
+		ctx = context.Background()
+		nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "madp-nsdel-"}}
+		Expect(k8sClient.Create(ctx, nsObj)).To(Succeed())
+		ns = nsObj.Name
+		stopMgr = startManager()
+	})
+	AfterAll(func() {
+		if stopMgr != nil {
+			stopMgr()
+		}
+	})
+
+	It("lets PostgreSQL and Redis adapters go without a purge, saying on the adapter and the namespace that their items stay", func() {
+		adapters := []*memoryv1alpha1.MemoryAdapter{
+			sharedServerAdapter(ns, "pg", memoryv1alpha1.BackendPostgres, memoryv1alpha1.DeletionDelete),
+			sharedServerAdapter(ns, "rd", memoryv1alpha1.BackendRedis, memoryv1alpha1.DeletionDelete),
+		}
+		for _, ma := range adapters {
+			Expect(k8sClient.Create(ctx, ma)).To(Succeed())
+			Eventually(func(g Gomega) {
+				g.Expect(getMA(client.ObjectKeyFromObject(ma)).Finalizers).To(ContainElement(FinalizerPurgeScope))
+			}, timeout, poll).Should(Succeed())
+		}
+		// The condition lives only between the refused Job and the released finalizer; a
+		// watch sees every write of it.
+		wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+		w, err := wc.Watch(ctx, &memoryv1alpha1.MemoryAdapterList{}, client.InNamespace(ns))
+		Expect(err).NotTo(HaveOccurred())
+		defer w.Stop()
+
+		By("deleting the namespace: envtest runs no namespace controller, so it stays Terminating and refuses creates")
+		Expect(k8sClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		err = k8sClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}})
+		Expect(apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)).To(BeTrue(), "create in a terminating namespace: %v", err)
+
+		By("deleting the adapters, as the namespace controller does")
+		for _, ma := range adapters {
+			Expect(k8sClient.Delete(ctx, ma)).To(Succeed())
+		}
+		seen := map[string]metav1.Condition{}
+		gone := map[string]struct{}{}
+		Eventually(func() int {
+			for {
+				select {
+				case ev := <-w.ResultChan():
+					ma, ok := ev.Object.(*memoryv1alpha1.MemoryAdapter)
+					if !ok {
+						continue
+					}
+					if c := conditionOf(ma, memoryv1alpha1.ConditionScopePurged); c.Reason == memoryv1alpha1.ReasonNamespaceTerminating {
+						seen[ma.Name] = c
+					}
+					if ev.Type == watch.Deleted {
+						gone[ma.Name] = struct{}{}
+					}
+				default:
+					return len(gone)
+				}
+			}
+		}, timeout, poll).Should(Equal(2), "both adapters are gone, their finalizers released")
+		for _, ma := range adapters {
+			c := seen[ma.Name]
+			Expect(c.Status).To(Equal(metav1.ConditionFalse), "%s: ScopePurged NamespaceTerminating was written before it went", ma.Name)
+			Expect(c.Message).To(ContainSubstring(`scope "agents-` + ma.Name + `": they stay on the server`))
+			Expect(apierrors.IsNotFound(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: ma.Name + "-purge"}, &batchv1.Job{}))).To(BeTrue())
+		}
+
+		By("the Events about the namespace, kept in default, say what happened to each scope")
+		Eventually(func(g Gomega) {
+			events := &corev1.EventList{}
+			g.Expect(k8sClient.List(ctx, events, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
+			var notes []string
+			for _, e := range events.Items {
+				if e.InvolvedObject.Kind == "Namespace" && e.InvolvedObject.Name == ns && e.Reason == memoryv1alpha1.ReasonNamespaceTerminating {
+					g.Expect(e.Type).To(Equal(corev1.EventTypeWarning))
+					notes = append(notes, e.Message)
+				}
+			}
+			g.Expect(notes).To(ConsistOf(
+				And(HavePrefix("MemoryAdapter "+ns+"/pg (Postgres, deletionPolicy Delete) let go without a purge"), ContainSubstring(`scope "agents-pg": they stay on the server`)),
+				And(HavePrefix("MemoryAdapter "+ns+"/rd (Redis, deletionPolicy Delete) let go without a purge"), ContainSubstring(`scope "agents-rd": they stay on the server`)),
+			))
 		}, timeout, poll).Should(Succeed())
 	})
 })

@@ -99,6 +99,11 @@ func TestDecidePurge(t *testing.T) {
 			o.job = purgeJobWith(batchv1.JobFailed, "DeadlineExceeded", "Job was active longer than specified deadline")
 			o.jobPods = []corev1.Pod{terminated("p1", "not json", t0)}
 		}), purgeHold, want{failed, memoryv1alpha1.ReasonPurgeFailed, []string{"DeadlineExceeded", "Retain"}}},
+		// Whatever else was seen, a namespace that refuses the Job never takes it.
+		"namespace being deleted": {with(func(o *purgeObservation) {
+			o.namespace, o.namespaceTerminating, o.jobDeleting = "team-a", true, true
+		}), purgeAbandon, want{failed, memoryv1alpha1.ReasonNamespaceTerminating, []string{
+			"namespace team-a is being deleted", `scope "agents"`, "stay on the server", FinalizerPurgeScope, "in another namespace"}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			action, c := decidePurge(tc.obs)
