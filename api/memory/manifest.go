@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -329,4 +330,45 @@ func (m *Manifest) UnmarshalJSON(data []byte) error {
 		PreservesMetadata: *w.PreservesMetadata,
 	}
 	return nil
+}
+
+// Diff names the fields in which m differs from want, each as `field: got, expected want` in
+// the manifest's JSON form, sorted by field, so a mismatch message says what differs and not
+// only that two hashes do.
+func (m Manifest) Diff(want Manifest) []string {
+	fields := func(x Manifest) map[string]json.RawMessage {
+		b, err := json.Marshal(x.Normalize())
+		if err != nil {
+			return nil
+		}
+		out := map[string]json.RawMessage{}
+		if json.Unmarshal(b, &out) != nil {
+			return nil
+		}
+		return out
+	}
+	got, exp := fields(m), fields(want)
+	keys := map[string]bool{}
+	for k := range got {
+		keys[k] = true
+	}
+	for k := range exp {
+		keys[k] = true
+	}
+	show := func(v json.RawMessage) string {
+		if v == nil {
+			return "absent"
+		}
+		if len(v) > 120 {
+			return string(v[:120]) + "…"
+		}
+		return string(v)
+	}
+	var diffs []string
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if !bytes.Equal(got[k], exp[k]) {
+			diffs = append(diffs, fmt.Sprintf("%s: %s, expected %s", k, show(got[k]), show(exp[k])))
+		}
+	}
+	return diffs
 }

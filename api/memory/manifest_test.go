@@ -411,3 +411,19 @@ func TestManifestJSONDecodeRejectsMalformed(t *testing.T) {
 	g.Expect(json.Unmarshal([]byte(strings.Replace(valid, `"preserves_metadata":true`, `"preserves_metadata":false`, 1)), &m)).To(Succeed())
 	g.Expect(m.Validate()).To(MatchError("full retrieve fidelity must preserve every item field"))
 }
+
+func TestManifestDiffNamesTheFields(t *testing.T) {
+	a := Manifest{Adapter: "x", NativeItemFields: []ItemField{FieldID, FieldContent}, SupportedFilters: []string{"source"},
+		SearchConsistency: ConsistencyImmediate, RetrieveFidelity: FidelityFull, SearchFidelity: FidelityFull}
+	if d := a.Diff(a); len(d) != 0 {
+		t.Fatalf("a manifest differs from itself: %v", d)
+	}
+	b := a
+	b.SupportedFilters = []string{"branch_id", "source"}
+	b.SearchConsistency = ConsistencyEventual
+	d := a.Diff(b)
+	if len(d) != 2 || !strings.HasPrefix(d[0], "search_consistency: \"immediate\", expected \"eventual\"") ||
+		!strings.HasPrefix(d[1], `supported_filters: ["source"], expected ["branch_id","source"]`) {
+		t.Fatalf("diff %q", d)
+	}
+}

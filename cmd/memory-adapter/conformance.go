@@ -120,7 +120,7 @@ func runConformance(parent context.Context, stdout, stderr io.Writer, f *conform
 	} else {
 		r = runMatrix(ctx, f)
 		if expected != nil && r.Manifest != nil && !expected.Equal(*r.Manifest) {
-			addRunError(r, fmt.Sprintf("this backend configuration publishes manifest %s, not the expected %s", r.ManifestHash, expected.Hash()))
+			addRunError(r, fmt.Sprintf("this backend configuration publishes manifest %s, not the expected %s; it differs in %s", r.ManifestHash, expected.Hash(), strings.Join(r.Manifest.Diff(*expected), "; ")))
 		}
 	}
 	var checks []wireCheck
@@ -264,7 +264,7 @@ func checkDeployed(ctx context.Context, baseURL, token string, expected *memory.
 	case published.Equal(*expected):
 		add("manifest", true, "published manifest equals the expected one ("+published.Hash()+")")
 	default:
-		add("manifest", false, fmt.Sprintf("published %s differs from the expected %s", published.Hash(), expected.Hash()))
+		add("manifest", false, fmt.Sprintf("published %s differs from the expected %s in %s", published.Hash(), expected.Hash(), strings.Join(published.Diff(*expected), "; ")))
 	}
 	var sv string
 	// stale is an instance that started on another service version and, as it must, refuses

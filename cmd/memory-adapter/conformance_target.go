@@ -110,7 +110,7 @@ func runTarget(ctx context.Context, f *conformanceFlags, expected *memory.Manife
 		addRunError(r, fmt.Sprintf("--adapter-id %q, but the target publishes adapter %q", id, r.AdapterID))
 	}
 	if expected != nil && r.Manifest != nil && !expected.Equal(*r.Manifest) {
-		addRunError(r, fmt.Sprintf("the target publishes manifest %s, not the expected %s", r.ManifestHash, expected.Hash()))
+		addRunError(r, fmt.Sprintf("the target publishes manifest %s, not the expected %s; it differs in %s", r.ManifestHash, expected.Hash(), strings.Join(r.Manifest.Diff(*expected), "; ")))
 	}
 	return r
 }
