@@ -97,7 +97,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if apierrors.IsNotFound(err) {
 			r.Prober.forget(req.NamespacedName)
 			r.bindings.Delete(req.NamespacedName)
-			for _, t := range append(conditionTypes, memoryv1alpha1.ConditionScopePurged) {
+			for _, t := range announcedTypes {
 				r.announced.Delete(announcedKey(req.NamespacedName, t))
 			}
 			forgetMetrics(req.NamespacedName)

@@ -11,7 +11,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
@@ -236,4 +239,27 @@ func TestProberStartsFromStatusAndForgetsByName(t *testing.T) {
 	if p.tracked() != 0 {
 		t.Fatalf("tracked %d after Forget, want 0", p.tracked())
 	}
+}
+
+// TestConcurrentReconcilesOfGoneAdaptersShareNoState runs the not-found path of Reconcile from
+// several workers at once, as MaxConcurrentReconciles does; under -race it fails if that path
+// writes to anything package-level (it once appended to a shared slice with spare capacity).
+func TestConcurrentReconcilesOfGoneAdaptersShareNoState(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := memoryv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(scheme).Build(), Prober: &Prober{}}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("gone-%d", i)}}
+			if _, err := r.Reconcile(context.Background(), req); err != nil {
+				t.Errorf("reconcile %s: %v", req.Name, err)
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -366,3 +366,8 @@ func availableCondition(conds []metav1.Condition) metav1.Condition {
 
 // conditionTypes lists every condition the controller owns, for metrics.
 var conditionTypes = append(slices.Clone(summaryOrder), memoryv1alpha1.ConditionAvailable)
+
+// announcedTypes lists every condition whose transitions are announced as Events. It is its own
+// slice, built once, because appending to conditionTypes from concurrent reconciles would write
+// into one shared backing array.
+var announcedTypes = append(slices.Clone(conditionTypes), memoryv1alpha1.ConditionScopePurged)
