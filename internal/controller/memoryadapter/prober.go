@@ -55,6 +55,8 @@ type probeSpec struct {
 	endpoints []probeEndpoint
 	token     string
 	period    time.Duration
+	// threshold is the failureThreshold: failures are counted up to it, no further.
+	threshold int
 	immediate bool
 }
 
@@ -320,8 +322,13 @@ func (p *Prober) round(ctx context.Context, t *probeTarget, spec probeSpec) {
 	}
 	if err != nil {
 		if st.lastCounted.IsZero() || start.Sub(st.lastCounted) >= spec.period {
-			st.failures++
 			st.lastCounted = start
+			// Past the threshold the count decides nothing more; counting on would change an
+			// unreachable adapter's verdict inputs, and so wake it and write its status, every
+			// period for as long as it stays unreachable.
+			if spec.threshold <= 0 || st.failures < spec.threshold {
+				st.failures++
+			}
 		}
 		st.lastErr = err.Error()
 		evidenceReadFailures.Inc()

@@ -237,3 +237,34 @@ func TestProberStartsFromStatusAndForgetsByName(t *testing.T) {
 		t.Fatalf("tracked %d after Forget, want 0", p.tracked())
 	}
 }
+
+func TestProberCountsFailuresUpToTheThreshold(t *testing.T) {
+	reader := &scriptedReader{answers: map[string]func() (*memory.EvidenceReport, error){
+		"http://down": func() (*memory.EvidenceReport, error) { return nil, errors.New("connection refused") },
+	}, reads: map[string][]time.Time{}, deadline: time.Second}
+	p := &Prober{Reader: reader}
+	startProber(t, p)
+	ma := adapterNamed(0)
+	spec := specAt(ma, "http://down", 20*time.Millisecond)
+	spec.threshold = 3
+	p.track(ma, spec)
+	wakes := 0
+	waitFor(t, 10*time.Second, "fewer than 20 reads", func() bool {
+		for {
+			select {
+			case <-p.Events():
+				wakes++
+				continue
+			default:
+			}
+			return reader.count("http://down") >= 20
+		}
+	})
+	if st := p.track(ma, spec); st.failures != 3 {
+		t.Errorf("failures %d after 20 failed reads, want the threshold 3: past it the count decides nothing", st.failures)
+	}
+	// 1, 2 and 3 failures change the verdict inputs; 20 reads must not wake it 20 times.
+	if wakes > 3 {
+		t.Errorf("an adapter that stays unreachable woke the controller %d times", wakes)
+	}
+}
