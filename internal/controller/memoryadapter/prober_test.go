@@ -268,3 +268,22 @@ func TestProberCountsFailuresUpToTheThreshold(t *testing.T) {
 		t.Errorf("an adapter that stays unreachable woke the controller %d times", wakes)
 	}
 }
+
+func TestProberRetriesQuicklyOnlyWithinTheFirstFailedPeriod(t *testing.T) {
+	never := healthState{}
+	if got := readInterval(never, time.Minute); got != firstReadRetry {
+		t.Errorf("before any read: %s, want the quick retry %s", got, firstReadRetry)
+	}
+	never.failures = 1
+	if got := readInterval(never, time.Minute); got != firstReadRetry {
+		t.Errorf("within the first failed period: %s, want the quick retry %s", got, firstReadRetry)
+	}
+	never.failures = 2
+	if got := readInterval(never, time.Minute); got != time.Minute {
+		t.Errorf("an adapter that has not answered for a period: %s, want the period: quick retries for good fill the pool", got)
+	}
+	answered := healthState{evidence: &memory.EvidenceReport{}, failures: 2}
+	if got := readInterval(answered, time.Minute); got != time.Minute {
+		t.Errorf("after evidence: %s, want the period", got)
+	}
+}
