@@ -23,8 +23,8 @@ import (
 // A read that hangs holds its slot until the reader's deadline, so the slots needed are
 // about (adapters whose reads hang) x deadline / period on top of the healthy reads, which
 // take milliseconds: 256 leaves room for 10,000 adapters with 10% hanging at a 5 s deadline
-// and a 30 s period (about 167 slots held). The scale benchmark has confirmed the period
-// only up to 300 hanging adapters so far (docs/operator.md#scale).
+// and a 30 s period (about 143 slots held, 5 s of every 35). The scale benchmark has
+// confirmed the period only up to 500 hanging adapters so far (docs/operator.md#scale).
 const DefaultProbeConcurrency = 256
 
 // Prober reads each adapter pod's evidence on the adapter's health period, away from the
