@@ -58,6 +58,7 @@ func init() {
 // building the manager.
 type managerFlags struct {
 	metricsAddr      string
+	pprofAddr        string
 	probeAddr        string
 	enableLeaderElec bool
 	secureMetrics    bool
@@ -79,6 +80,8 @@ func main() {
 	var f managerFlags
 	flag.StringVar(&f.metricsAddr, "metrics-bind-address", "0",
 		"The address the metrics endpoint binds to. Use :8443 for HTTPS or :8080 for HTTP, or leave as 0 to disable the metrics service.")
+	flag.StringVar(&f.pprofAddr, "pprof-bind-address", "0",
+		"The address Go's pprof endpoints bind to (plain HTTP, unauthenticated: bind it to localhost), or 0 to disable them.")
 	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "The address the probe endpoint binds to.")
 	flag.BoolVar(&f.enableLeaderElec, "leader-elect", false,
 		"Enable leader election for the controller manager, ensuring only one active manager.")
@@ -293,6 +296,7 @@ func managerOptions(f managerFlags) ctrl.Options {
 		Metrics:                metricsOpts,
 		WebhookServer:          webhook.NewServer(webhookOpts),
 		HealthProbeBindAddress: f.probeAddr,
+		PprofBindAddress:       f.pprofAddr,
 		LeaderElection:         f.enableLeaderElec,
 		LeaderElectionID:       leaderElectionID,
 		// The manager exits right after it stops, so releasing the lease early is safe and

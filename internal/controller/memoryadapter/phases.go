@@ -174,7 +174,7 @@ func (r *Reconciler) ensureDataClaim(ctx context.Context, s *scope, want *corev1
 func (r *Reconciler) reconcileHealth(_ context.Context, s *scope) error {
 	deployed := deployedCondition(s.deploy).Status == metav1.ConditionTrue
 	spec := probeSpec{
-		key: client.ObjectKeyFromObject(s.ma), token: s.token, period: s.settings.healthPeriod,
+		key: client.ObjectKeyFromObject(s.ma), token: s.token, period: s.settings.healthPeriod, threshold: s.settings.failureThreshold,
 		immediate: s.ma.Spec.Manifest.SearchConsistency == memoryv1alpha1.SearchConsistency(memory.ConsistencyImmediate),
 	}
 	if r.ServiceURL != nil {

@@ -241,6 +241,56 @@ func TestProberStartsFromStatusAndForgetsByName(t *testing.T) {
 	}
 }
 
+func TestProberCountsFailuresUpToTheThreshold(t *testing.T) {
+	reader := &scriptedReader{answers: map[string]func() (*memory.EvidenceReport, error){
+		"http://down": func() (*memory.EvidenceReport, error) { return nil, errors.New("connection refused") },
+	}, reads: map[string][]time.Time{}, deadline: time.Second}
+	p := &Prober{Reader: reader}
+	startProber(t, p)
+	ma := adapterNamed(0)
+	spec := specAt(ma, "http://down", 20*time.Millisecond)
+	spec.threshold = 3
+	p.track(ma, spec)
+	wakes := 0
+	waitFor(t, 10*time.Second, "fewer than 20 reads", func() bool {
+		for {
+			select {
+			case <-p.Events():
+				wakes++
+				continue
+			default:
+			}
+			return reader.count("http://down") >= 20
+		}
+	})
+	if st := p.track(ma, spec); st.failures != 3 {
+		t.Errorf("failures %d after 20 failed reads, want the threshold 3: past it the count decides nothing", st.failures)
+	}
+	// 1, 2 and 3 failures change the verdict inputs; 20 reads must not wake it 20 times.
+	if wakes > 3 {
+		t.Errorf("an adapter that stays unreachable woke the controller %d times", wakes)
+	}
+}
+
+func TestProberRetriesQuicklyOnlyWithinTheFirstFailedPeriod(t *testing.T) {
+	never := healthState{}
+	if got := readInterval(never, time.Minute); got != firstReadRetry {
+		t.Errorf("before any read: %s, want the quick retry %s", got, firstReadRetry)
+	}
+	never.failures = 1
+	if got := readInterval(never, time.Minute); got != firstReadRetry {
+		t.Errorf("within the first failed period: %s, want the quick retry %s", got, firstReadRetry)
+	}
+	never.failures = 2
+	if got := readInterval(never, time.Minute); got != time.Minute {
+		t.Errorf("an adapter that has not answered for a period: %s, want the period: quick retries for good fill the pool", got)
+	}
+	answered := healthState{evidence: &memory.EvidenceReport{}, failures: 2}
+	if got := readInterval(answered, time.Minute); got != time.Minute {
+		t.Errorf("after evidence: %s, want the period", got)
+	}
+}
+
 // TestConcurrentReconcilesOfGoneAdaptersShareNoState runs the not-found path of Reconcile from
 // several workers at once, as MaxConcurrentReconciles does; under -race it fails if that path
 // writes to anything package-level (it once appended to a shared slice with spare capacity).
