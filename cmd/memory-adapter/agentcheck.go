@@ -51,7 +51,7 @@ retrieves it through the adapter's Service. Exit code 0 when the item came back 
 failure, 2 on a usage error.
 
 With --watch it instead stores an item every --interval until --timeout and prints one line per
-call: "agent-check watch: <time> store <status> <media type> <problem type>", or
+call: "agent-check watch: <time the call was made> store <status> <media type> <problem type>", or
 "... store error: <error>" when no answer came (a refused connection); it exits 0 at the end.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

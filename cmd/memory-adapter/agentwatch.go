@@ -21,8 +21,8 @@ const watchBodyLimit = 64 << 10
 // runAgentWatch is agent-check --watch: a workload that keeps calling its adapter through the
 // binding, as an agent does during an outage, and says what every call got, one line each:
 //
-//	agent-check watch: <RFC 3339 time> store <status> <media type> <problem type or ->
-//	agent-check watch: <RFC 3339 time> store error: <transport error>
+//	agent-check watch: <RFC 3339 time the call was made> store <status> <media type> <problem type or ->
+//	agent-check watch: <RFC 3339 time the call was made> store error: <transport error>
 //
 // It is the observer of the e2e outage specs, which need each answer's status and problem
 // type (a typed 503 unavailable, never a refused connection) rather than one verdict, so it
@@ -37,8 +37,11 @@ func runAgentWatch(ctx context.Context, out io.Writer, root string, f *agentChec
 	tick := time.NewTicker(f.interval)
 	defer tick.Stop()
 	for {
+		// The line carries when the call was made, not when it ended: a call that hangs
+		// until the client's timeout belongs to the moment it was sent.
+		at := time.Now().UTC()
 		line := watchStore(ctx, client, b)
-		if _, err := fmt.Fprintf(out, "agent-check watch: %s store %s\n", time.Now().UTC().Format(time.RFC3339Nano), line); err != nil {
+		if _, err := fmt.Fprintf(out, "agent-check watch: %s store %s\n", at.Format(time.RFC3339Nano), line); err != nil {
 			return err
 		}
 		select {
