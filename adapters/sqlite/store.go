@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/sys/unix"
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
@@ -74,6 +75,9 @@ type Store struct {
 	// retrieve is prepared once: a retrieve is one indexed row, and parsing and planning its
 	// statement on every call was about a quarter of its cost (docs/performance.md).
 	retrieve *sql.Stmt
+	// immutable is set when the volume was read-only at Open and the file was opened as
+	// immutable (readOnlyVolume): the journal mode its header records, "wal" or "delete".
+	immutable string
 
 	closeOnce sync.Once
 	closeErr  error
@@ -108,10 +112,20 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
 	}
+	source, immutable := dsn(abs, "rw", timeout), ""
 	if err := migrate(ctx, dsn(abs, "rwc", timeout), m.SupportedFilters); err != nil {
-		return nil, err
+		// A volume already read-only when the instance starts (a pod restarted onto it)
+		// refuses the migration's write lock, and after a clean shutdown it holds no -shm
+		// file, without which SQLite cannot even read a WAL database there. Such an instance
+		// still starts, reading the file as the immutable database it now is, so that its
+		// write probe fails and says why (the manifest is invalidated and data calls get the
+		// typed unavailable) instead of crash-looping behind a Deployment reason (issue 29).
+		if !readOnlyVolume(abs) {
+			return nil, err
+		}
+		source, immutable = readOnlyDSN(abs, timeout), headerJournalMode(abs)
 	}
-	db, err := sql.Open("sqlite", dsn(abs, "rw", timeout))
+	db, err := sql.Open("sqlite", source)
 	if err != nil {
 		return nil, memory.NewUnavailable("sqlite: open", err)
 	}
@@ -123,7 +137,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	db.SetMaxIdleConns(maxOpen)
 	s := &Store{
 		db: db, scope: opts.Scope, manifest: m, timeout: timeout, maxIdle: maxOpen,
-		rules: relstore.Rules{MaxItemBytes: opts.MaxItemBytes}, trace: opts.trace,
+		rules: relstore.Rules{MaxItemBytes: opts.MaxItemBytes}, trace: opts.trace, immutable: immutable,
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -151,6 +165,49 @@ func dsn(abs, mode string, requestTimeout time.Duration) string {
 	q.Set("_journal_mode", "WAL")
 	q.Set("_synchronous", "FULL")
 	q.Set("_txlock", "immediate")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// readOnlyVolume reports whether the database file exists on a read-only filesystem with no
+// write-ahead log left to replay (a -wal file with frames: reading the file as immutable would
+// miss them, so that case keeps failing loudly).
+func readOnlyVolume(abs string) bool {
+	if _, err := os.Stat(abs); err != nil {
+		return false
+	}
+	if st, err := os.Stat(abs + "-wal"); err == nil && st.Size() > 0 {
+		return false
+	}
+	return errors.Is(unix.Access(filepath.Dir(abs), unix.W_OK), unix.EROFS)
+}
+
+// headerJournalMode reads the journal mode a database file's header records: bytes 18 and 19
+// (the file format write and read versions) are 2 in WAL mode, 1 otherwise.
+func headerJournalMode(abs string) string {
+	f, err := os.Open(abs)
+	if err != nil {
+		return "unknown"
+	}
+	defer func() { _ = f.Close() }()
+	hdr := make([]byte, 20)
+	if _, err := f.ReadAt(hdr, 0); err != nil {
+		return "unknown"
+	}
+	if hdr[18] == 2 && hdr[19] == 2 {
+		return "wal"
+	}
+	return "delete"
+}
+
+// readOnlyDSN opens the file read-only as immutable (no locks, no -shm, no WAL), with no
+// journal-mode pragma, which would be a write; every write then fails with SQLITE_READONLY.
+func readOnlyDSN(abs string, requestTimeout time.Duration) string {
+	u := url.URL{Scheme: "file", Path: abs}
+	q := url.Values{}
+	q.Set("mode", "ro")
+	q.Set("immutable", "1")
+	q.Set("_busy_timeout", fmt.Sprint((requestTimeout * 4 / 5).Milliseconds()))
 	u.RawQuery = q.Encode()
 	return u.String()
 }
@@ -668,7 +725,13 @@ func (s *Store) Probe(ctx context.Context) (memory.Evidence, error) {
 	if err := s.db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
 		return ev, classify("probe", err)
 	}
-	ev.Probes = append(ev.Probes, memory.ProbeResult{Name: "wal_mode", OK: strings.EqualFold(mode, "wal"), Detail: "journal_mode=" + mode})
+	walMode := memory.ProbeResult{Name: "wal_mode", OK: strings.EqualFold(mode, "wal"), Detail: "journal_mode=" + mode}
+	if s.immutable != "" {
+		// An immutable open always reports "delete"; the file's header says what it is.
+		walMode = memory.ProbeResult{Name: "wal_mode", OK: s.immutable == "wal",
+			Detail: "journal_mode=" + s.immutable + " (file header; opened read-only as immutable: the volume is read-only)"}
+	}
+	ev.Probes = append(ev.Probes, walMode)
 	var jsonOK int
 	err := s.db.QueryRowContext(ctx, `SELECT json_valid('{"a":[1]}') AND (SELECT count(*) FROM json_each('[1,2]')) = 2`).Scan(&jsonOK)
 	ev.Probes = append(ev.Probes, probeResult("json_functions", err == nil && jsonOK == 1, err))

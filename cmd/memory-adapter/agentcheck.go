@@ -31,6 +31,10 @@ type agentCheckFlags struct {
 	adapter  string
 	requires string
 	timeout  time.Duration
+	// watch and interval: keep storing every interval until timeout and print each answer
+	// (runAgentWatch) instead of one check.
+	watch    bool
+	interval time.Duration
 }
 
 // newAgentCheckCommand is the sample agent workload (docs/gating.md): it reaches its adapter
@@ -44,7 +48,11 @@ func newAgentCheckCommand() *cobra.Command {
 url and token, as the operator's pod webhook projects them), checks the adapter's published
 manifest against --requires (the memory.agentmem.io/requires language), then stores one item and
 retrieves it through the adapter's Service. Exit code 0 when the item came back equal, 1 on any
-failure, 2 on a usage error.`,
+failure, 2 on a usage error.
+
+With --watch it instead stores an item every --interval until --timeout and prints one line per
+call: "agent-check watch: <time the call was made> store <status> <media type> <problem type>", or
+"... store error: <error>" when no answer came (a refused connection); it exits 0 at the end.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.adapter == "" {
@@ -52,12 +60,20 @@ failure, 2 on a usage error.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 			defer cancel()
+			if f.watch {
+				if f.interval <= 0 {
+					return usageError("--interval must be positive")
+				}
+				return runAgentWatch(ctx, cmd.OutOrStdout(), os.Getenv("SERVICE_BINDING_ROOT"), &f)
+			}
 			return runAgentCheck(ctx, cmd.OutOrStdout(), os.Getenv("SERVICE_BINDING_ROOT"), &f)
 		},
 	}
 	cmd.Flags().StringVar(&f.adapter, "adapter", "", "the MemoryAdapter whose binding to use (the binding directory's name)")
 	cmd.Flags().StringVar(&f.requires, "requires", "", "requirements the adapter's manifest must meet, in the memory.agentmem.io/requires language")
-	cmd.Flags().DurationVar(&f.timeout, "timeout", 2*time.Minute, "give up after this long")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 2*time.Minute, "give up after this long (with --watch: stop watching after this long, exit 0)")
+	cmd.Flags().BoolVar(&f.watch, "watch", false, "store an item every --interval until --timeout and print each answer's status, media type and problem type, one line each")
+	cmd.Flags().DurationVar(&f.interval, "interval", 2*time.Second, "with --watch, the time between calls")
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -70,6 +71,50 @@ func TestAgentCheck(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestAgentWatch checks the line each call of --watch prints: a stored item, the typed 503
+// of an adapter that refuses data calls, and a refused connection, which no answer carries.
+func TestAgentWatch(t *testing.T) {
+	srv, err := server.New(server.Config{Store: inmemory.New(inmemory.Options{}), Token: []byte("tk")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Refresh(context.Background(), true)
+	up := httptest.NewServer(srv.Handler())
+	defer up.Close()
+	// A server that answers as an adapter with an invalidated manifest does.
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"type":"unavailable","title":"Unavailable","status":503,"detail":"backend unreachable"}`))
+	}))
+	defer down.Close()
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+
+	for _, tt := range []struct{ name, url, want string }{
+		{"stored", up.URL, " store 201 application/json -"},
+		{"typed unavailable", down.URL, " store 503 application/problem+json unavailable"},
+		{"refused", gone.URL, " store error: "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("SERVICE_BINDING_ROOT", bindingDir(t, "mem", tt.url, "tk"))
+			out, _, err := execute(t, "agent-check", "--adapter", "mem", "--watch", "--interval", "100ms", "--timeout", "250ms")
+			if err != nil {
+				t.Fatalf("agent-check --watch: %v", err)
+			}
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if len(lines) < 2 {
+				t.Fatalf("want a line per call, got %q", out)
+			}
+			for _, l := range lines {
+				if !strings.HasPrefix(l, "agent-check watch: ") || !strings.Contains(l, tt.want) {
+					t.Fatalf("line %q lacks %q", l, tt.want)
+				}
 			}
 		})
 	}

@@ -113,22 +113,25 @@ func jobsOf(ctx context.Context, c client.Client, ns, name string) []batchv1.Job
 // the same port, which the Service-without-selector keeps pointing at.
 type hostServer struct{ script, dir string }
 
-func (h hostServer) do(ctx context.Context, verb string) {
+// do runs `hack/<script> <verb> <dir> [args...]` (stop, resume, upgrade <version>).
+func (h hostServer) do(ctx context.Context, verb string, args ...string) {
 	GinkgoHelper()
-	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot, "hack", h.script), verb, h.dir)
+	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot, "hack", h.script), append([]string{verb, h.dir}, args...)...)
 	cmd.Env = append(os.Environ(), "LISTEN_ADDR="+nodeIP)
 	cmd.Stdout, cmd.Stderr = GinkgoWriter, GinkgoWriter
 	Expect(cmd.Run()).To(Succeed(), "hack/%s %s", h.script, verb)
 }
 
-func startStoppable(ctx context.Context, script, prefix string) (hostServer, string) {
+// startStoppable starts `hack/<script> start` with env added to the environment (for example
+// PG_NPM_VERSION) and returns the server and the value of its output line starting with prefix.
+func startStoppable(ctx context.Context, script, prefix string, env ...string) (hostServer, string) {
 	GinkgoHelper()
 	base, err := os.MkdirTemp("", "mao-e2e-loop-")
 	Expect(err).NotTo(HaveOccurred())
 	Expect(os.Chmod(base, 0o755)).To(Succeed())
 	h := hostServer{script: script, dir: filepath.Join(base, "server")}
 	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot, "hack", script), "start", h.dir)
-	cmd.Env = append(os.Environ(), "LISTEN_ADDR="+nodeIP)
+	cmd.Env = append(append(os.Environ(), "LISTEN_ADDR="+nodeIP), env...)
 	cmd.Stderr = GinkgoWriter
 	out, err := cmd.Output()
 	Expect(err).NotTo(HaveOccurred())
@@ -387,34 +390,224 @@ var _ = Describe("the operator loop", Ordered, func() {
 		Expect(newRuns).To(Equal(1), "exactly one run verifies the new version")
 	}, SpecTimeout(15*time.Minute))
 
-	It("verifies PostgreSQL, withdraws Available when the server stops, and restores it when it is back", func(ctx SpecContext) {
+	It("verifies PostgreSQL; through a 3-minute outage keeps Available=False on the evidence and answers a bound agent with the typed 503; restores it when the server is back", func(ctx SpecContext) {
 		pg, conn := startStoppable(ctx, "postgres-server.sh", "MAO_TEST_POSTGRES_LISTEN_URL=")
 		pgSecret := connectionSecret(ctx, ns, "pg", "pgmem", conn)
 		Expect(c.Create(ctx, pgSecret)).To(Succeed())
 		Expect(c.Create(ctx, networkedAdapter(ns, "pgmem", memoryv1alpha1.BackendPostgres, "postgres", "immediate"))).To(Succeed())
 		waitAvailable(ctx, ns, "pgmem")
+		tl := newTimeline("outage")
+		tl.mark("pgmem Available")
 
-		By("stopping the PostgreSQL server")
+		By("running a bound agent that stores through the adapter's Service every 2 s, created while Available so it is released")
+		agent := startWatchingAgent(ctx, c, ns, "pgmem")
+		tl.mark("agent %s stores (201)", agent)
+
+		By("stopping the PostgreSQL server for 3 minutes")
 		pg.do(ctx, "stop")
-		Eventually(func(g Gomega) {
+		stopped := tl.mark("server stopped")
+		// The reasons the evidence gives for a backend that is gone: the adapter's own verdict
+		// (backend unreachable) or its failed reachability probe. Not EvidenceUnreachable: the
+		// readiness probe is /healthz, so the instance stays behind its Service and its
+		// evidence stays readable; unreadable evidence here would be the bug of issue 29.
+		evidenceReasons := []any{memoryv1alpha1.ReasonEvidenceInvalidatesManifest, memoryv1alpha1.ReasonCapabilityProbeFailed}
+		expectOutage := func(g Gomega) {
 			h := condition(ctx, c, ns, "pgmem", memoryv1alpha1.ConditionHealthy)
-			g.Expect(h.Status).To(Equal(metav1.ConditionFalse))
-			// Which reason depends on what the last read saw: the adapter's own verdict
-			// (backend unreachable), its failed reachability probe, or no answer at all once
-			// its readiness probe takes it out of the Service. Never a version change.
-			g.Expect(h.Reason).To(BeElementOf(memoryv1alpha1.ReasonEvidenceInvalidatesManifest,
-				memoryv1alpha1.ReasonCapabilityProbeFailed, memoryv1alpha1.ReasonEvidenceUnreachable))
+			g.Expect(h.Status).To(Equal(metav1.ConditionFalse), "Healthy %s: %s", h.Reason, h.Message)
+			g.Expect(h.Reason).To(BeElementOf(evidenceReasons...), "Healthy: %s", h.Message)
 			a := condition(ctx, c, ns, "pgmem", memoryv1alpha1.ConditionAvailable)
-			g.Expect(a.Status).NotTo(Equal(metav1.ConditionTrue))
-			fmt.Fprintf(GinkgoWriter, "while stopped: Healthy %s/%s: %s\n", h.Status, h.Reason, h.Message)
-		}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
-
+			g.Expect(a.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(a.Reason).To(Equal(h.Reason), "Available names the evidence, never a Deployment reason: %s", a.Message)
+			g.Expect(condition(ctx, c, ns, "pgmem", memoryv1alpha1.ConditionDeployed).Status).To(Equal(metav1.ConditionTrue))
+			// Every call since the stop got the typed refusal: never a refused connection,
+			// never a timeout, never a success.
+			for _, ans := range agentAnswers(ctx, ns, agent, stopped) {
+				g.Expect(ans.Answer).To(Equal(typedUnavailable), "the agent's call at %s", ans.At.Format(time.RFC3339Nano))
+			}
+		}
+		Eventually(expectOutage).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		a := condition(ctx, c, ns, "pgmem", memoryv1alpha1.ConditionAvailable)
+		unavailable := tl.mark("Available=False %s: %s", a.Reason, a.Message)
+		Consistently(expectOutage).WithTimeout(3 * time.Minute).WithPolling(3 * time.Second).Should(Succeed())
+		held := tl.mark("held 3 minutes: Available=False on the evidence throughout")
+		answers := agentAnswers(ctx, ns, agent, stopped)
+		tl.mark("the agent's answers since the stop: %s", summarizeAnswers(answers))
+		// One call every 2 s for over 3 minutes; allow for the pod's own scheduling jitter.
+		Expect(len(agentAnswers(ctx, ns, agent, unavailable))).To(BeNumerically(">=", int(held.Sub(unavailable)/(3*time.Second))))
 		Expect(jobsOf(ctx, c, ns, "pgmem")).To(HaveLen(1), "an outage is not a new version to verify")
 
 		By("resuming it on the same port")
 		pg.do(ctx, "resume")
+		resumed := tl.mark("server resumed")
 		waitAvailable(ctx, ns, "pgmem")
+		tl.mark("Available=True")
 		Expect(jobsOf(ctx, c, ns, "pgmem")).To(HaveLen(1), "the same service version needs no new run")
+		Eventually(func(g Gomega) {
+			g.Expect(agentAnswers(ctx, ns, agent, resumed)).To(ContainElement(HaveField("Answer", HavePrefix("201 "))))
+		}).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		tl.mark("the agent stores again")
+	}, SpecTimeout(20*time.Minute))
+
+	It("heals a real PostgreSQL minor upgrade in place (17.9 to 17.10) with no step by anyone: one new run, restarted pods, Available again, data kept", func(ctx SpecContext) {
+		const (
+			from, to       = "17.9.0-beta.17", "17.10.0-beta.17"
+			fromSvc, toSvc = "PostgreSQL 17.9", "PostgreSQL 17.10"
+			adapter        = "pgup"
+		)
+		pg, conn := startStoppable(ctx, "postgres-server.sh", "MAO_TEST_POSTGRES_LISTEN_URL=", "PG_NPM_VERSION="+from)
+		// The server's Service needs a name of its own: the operator names the adapter's
+		// Service after the adapter, and would take over one called pgup.
+		Expect(c.Create(ctx, connectionSecret(ctx, ns, "pgup-server", adapter, conn))).To(Succeed())
+		ma := networkedAdapter(ns, adapter, memoryv1alpha1.BackendPostgres, "postgres", "immediate")
+		Expect(c.Create(ctx, ma)).To(Succeed())
+		// Gone before its server is (cleanups run last in, first out), so no adapter is left
+		// probing a stopped server for the rest of the suite.
+		DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, ma) })
+		waitAvailable(ctx, ns, adapter)
+		Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: adapter}, ma)).To(Succeed())
+		Expect(ma.Status.ServiceVersion).To(Equal(fromSvc))
+		Expect(ma.Status.Conformance.ServiceVersion).To(Equal(fromSvc))
+		firstRun := ma.Status.Conformance.JobName
+		Expect(jobsOf(ctx, c, ns, adapter)).To(HaveLen(1))
+		tl := newTimeline("upgrade")
+		tl.mark("%s Available on %q, verified by job %s", adapter, fromSvc, firstRun)
+
+		By("storing an item through the adapter before the upgrade")
+		st := adapterStore(ctx, c, ns, adapter)
+		item := memory.Item{ID: uuid.New(), Content: []byte(`"stored on 17.9"`), Metadata: map[string]json.RawMessage{"source": json.RawMessage(`"e2e"`)}, Tags: []string{"e2e"}, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
+		_, err := st.Store(ctx, item)
+		Expect(err).NotTo(HaveOccurred())
+		oldPods := adapterPodUIDs(ctx, c, ns, adapter)
+		Expect(oldPods).To(HaveLen(1))
+
+		By("upgrading the server in place: fast shutdown, the same data directory, address and port, the 17.10 binaries")
+		pg.do(ctx, "upgrade", to)
+		tl.mark("server upgraded to %s (hack/postgres-server.sh upgrade)", to)
+
+		By("the operator alone: ServiceVersionChanged naming both versions")
+		Eventually(func(g Gomega) {
+			h := condition(ctx, c, ns, adapter, memoryv1alpha1.ConditionHealthy)
+			g.Expect(h.Reason).To(Equal(memoryv1alpha1.ReasonServiceVersionChanged), "Healthy %s: %s", h.Reason, h.Message)
+			g.Expect(h.Message).To(And(ContainSubstring(fmt.Sprintf("%q", fromSvc)), ContainSubstring(fmt.Sprintf("%q", toSvc))))
+			a := condition(ctx, c, ns, adapter, memoryv1alpha1.ConditionAvailable)
+			g.Expect(a.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(a.Message).To(And(ContainSubstring(fmt.Sprintf("%q", fromSvc)), ContainSubstring(fmt.Sprintf("%q", toSvc))))
+			tl.mark("Healthy=False %s: %s", h.Reason, h.Message)
+			tl.mark("Available=False %s: %s", a.Reason, a.Message)
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+
+		By("exactly one new conformance Job, for the new version")
+		var newRun string
+		Eventually(func(g Gomega) {
+			jobs := jobsOf(ctx, c, ns, adapter)
+			g.Expect(jobs).To(HaveLen(2))
+			for _, j := range jobs {
+				if j.Name != firstRun {
+					newRun = j.Name
+				}
+			}
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		tl.mark("new conformance Job %s", newRun)
+
+		By("its pass recorded: 17.10 verified, nothing failed")
+		Eventually(func(g Gomega) {
+			g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: adapter}, ma)).To(Succeed())
+			r := ma.Status.Conformance
+			g.Expect(r.JobName).To(Equal(newRun))
+			g.Expect(r.ServiceVersion).To(Equal(toSvc))
+			g.Expect(r.Failed).To(BeZero(), "cases: %+v; %s", r.Cases, r.Message)
+			g.Expect(r.Passed).To(BeNumerically(">", 0))
+			g.Expect(r.Message).To(BeEmpty())
+		}).WithTimeout(availableDeadline).WithPolling(time.Second).Should(Succeed())
+		tl.mark("job %s passed %d cases (%d not applicable) for %q", newRun, ma.Status.Conformance.Passed, ma.Status.Conformance.NotApplicable, toSvc)
+
+		By("the adapter pods restarted by the operator")
+		Eventually(func(g Gomega) {
+			ready, what := adapterPodsReady(ctx, c, ns, adapter, oldPods)
+			g.Expect(ready).To(BeTrue(), what)
+		}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		tl.mark("adapter pod restarted: new UID %v (was %v)", adapterPodUIDs(ctx, c, ns, adapter), oldPods)
+
+		By("Available again, with no step by the test")
+		waitAvailable(ctx, ns, adapter)
+		Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: adapter}, ma)).To(Succeed())
+		Expect(ma.Status.ServiceVersion).To(Equal(toSvc))
+		tl.mark("Available=True on %q", ma.Status.ServiceVersion)
+		Expect(jobsOf(ctx, c, ns, adapter)).To(HaveLen(2), "exactly one new run verifies the new version")
+
+		By("the item stored before the upgrade reads back")
+		Eventually(func(g Gomega) {
+			got, err := st.Retrieve(ctx, item.ID)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).NotTo(BeNil(), "the item stored on 17.9 is gone")
+			g.Expect(string(got.Content)).To(Equal(`"stored on 17.9"`))
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		tl.mark("the item stored on 17.9 read back on 17.10")
+	}, SpecTimeout(25*time.Minute))
+
+	It("invalidates an SQLite adapter whose volume stops taking writes, under the running instance and under a fresh one, and recovers", func(ctx SpecContext) {
+		const adapter = "sqlro"
+		dir := tmpfsClaim(ctx, c, ns, adapter)
+		ma := networkedAdapter(ns, adapter, memoryv1alpha1.BackendSQLite, "sqlite", "immediate")
+		ma.Spec.Backend.ConnectionSecretRef = nil
+		Expect(c.Create(ctx, ma)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, ma) })
+		waitAvailable(ctx, ns, adapter)
+		tl := newTimeline("sqlite-readonly")
+		tl.mark("%s Available on a 16 MiB tmpfs (%s)", adapter, dir)
+		agent := startWatchingAgent(ctx, c, ns, adapter)
+		tl.mark("agent %s stores (201)", agent)
+		expectTypedRefusals := func(since time.Time) {
+			GinkgoHelper()
+			// Five calls (10 s) after the verdict, every one the typed refusal.
+			Eventually(func(g Gomega) {
+				answers := agentAnswers(ctx, ns, agent, since)
+				g.Expect(len(answers)).To(BeNumerically(">=", 5))
+				for _, ans := range answers {
+					g.Expect(ans.Answer).To(Equal(typedUnavailable), "the agent's call at %s", ans.At.Format(time.RFC3339Nano))
+				}
+			}).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+			tl.mark("the agent's answers since: %s", summarizeAnswers(agentAnswers(ctx, ns, agent, since)))
+		}
+
+		By("(a) the running instance: the volume fills up")
+		filler := fillUp(dir)
+		tl.mark("volume full")
+		var msg string
+		Eventually(func(g Gomega) { msg = expectWriteProbeFailed(ctx, g, c, ns, adapter) }).
+			WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		invalid := tl.mark("Available=False: %s", msg)
+		expectTypedRefusals(invalid)
+
+		By("(a) room again: the write probe passes and Available returns")
+		Expect(os.Remove(filler)).To(Succeed())
+		tl.mark("filler removed")
+		waitAvailable(ctx, ns, adapter)
+		tl.mark("Available=True")
+
+		By("(b) a fresh instance on a read-only volume: a read-only bind mount over the volume's directory, then the pod restarted")
+		host(ctx, "mount", "--bind", dir, dir)
+		host(ctx, "mount", "-o", "remount,ro,bind", dir)
+		tl.mark("volume directory read-only on the host")
+		oldPods := adapterPodUIDs(ctx, c, ns, adapter)
+		kubectl(ctx, "delete", "pod", "-n", ns, "-l", "memory.agentmem.io/adapter="+adapter+",app.kubernetes.io/component=adapter", "--wait=true")
+		tl.mark("pod deleted")
+		Eventually(func(g Gomega) {
+			ready, what := adapterPodsReady(ctx, c, ns, adapter, oldPods)
+			g.Expect(ready).To(BeTrue(), what)
+			msg = expectWriteProbeFailed(ctx, g, c, ns, adapter)
+		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		invalid = tl.mark("fresh pod ready; Available=False: %s", msg)
+		expectTypedRefusals(invalid)
+
+		By("(b) writable again: the bind mount removed and the pod restarted onto it")
+		host(ctx, "umount", dir)
+		oldPods = adapterPodUIDs(ctx, c, ns, adapter)
+		kubectl(ctx, "delete", "pod", "-n", ns, "-l", "memory.agentmem.io/adapter="+adapter+",app.kubernetes.io/component=adapter", "--wait=true")
+		tl.mark("volume writable, pod deleted")
+		waitAvailable(ctx, ns, adapter)
+		tl.mark("Available=True")
+		Expect(jobsOf(ctx, c, ns, adapter)).To(HaveLen(1), "a volume that stopped taking writes is not a new version to verify")
 	}, SpecTimeout(20*time.Minute))
 
 	It("deletes a PostgreSQL adapter's scope, and only that scope, under deletionPolicy Delete", func(ctx SpecContext) {

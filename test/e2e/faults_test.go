@@ -1,0 +1,265 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+)
+
+// Faults the operator must see through on its own (issue 29): a backend upgraded in place, a
+// long outage, a volume that stops taking writes. These helpers observe them the way a
+// platform engineer would: a timeline of what the conditions said when, and a bound agent
+// pod that keeps calling its adapter and logs every answer.
+
+// timeline records when each step of a spec was seen, printed to GinkgoWriter as it happens
+// with the time since the first mark, so a run's log holds the measured healing times that
+// docs/operator.md quotes.
+type timeline struct {
+	name  string
+	start time.Time
+}
+
+func newTimeline(name string) *timeline {
+	t := &timeline{name: name, start: time.Now()}
+	fmt.Fprintf(GinkgoWriter, "timeline %s: start at %s\n", name, t.start.UTC().Format(time.RFC3339Nano))
+	return t
+}
+
+// mark prints one step and returns its time.
+func (t *timeline) mark(format string, args ...any) time.Time {
+	now := time.Now()
+	fmt.Fprintf(GinkgoWriter, "timeline %s: +%7.1fs %s %s\n", t.name, now.Sub(t.start).Seconds(), now.UTC().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+	return now
+}
+
+// adapterPodUIDs returns the UIDs of the adapter's pods that are not being deleted.
+func adapterPodUIDs(ctx context.Context, c client.Client, ns, name string) []types.UID {
+	GinkgoHelper()
+	pods := &corev1.PodList{}
+	Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"memory.agentmem.io/adapter": name, "app.kubernetes.io/component": "adapter"})).To(Succeed())
+	var uids []types.UID
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			uids = append(uids, p.UID)
+		}
+	}
+	return uids
+}
+
+// adapterPodsReady reports whether the adapter runs exactly one pod, ready, none of whose UIDs
+// is in old.
+func adapterPodsReady(ctx context.Context, c client.Client, ns, name string, old []types.UID) (bool, string) {
+	GinkgoHelper()
+	pods := &corev1.PodList{}
+	Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"memory.agentmem.io/adapter": name, "app.kubernetes.io/component": "adapter"})).To(Succeed())
+	if len(pods.Items) != 1 {
+		return false, fmt.Sprintf("%d adapter pods", len(pods.Items))
+	}
+	p := pods.Items[0]
+	for _, u := range old {
+		if p.UID == u {
+			return false, "still the old pod " + p.Name
+		}
+	}
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+			return true, p.Name
+		}
+	}
+	return false, fmt.Sprintf("pod %s not ready: %+v", p.Name, p.Status.ContainerStatuses)
+}
+
+// watchingAgentPod is a workload bound to adapter (the label and the requirements send it
+// through the operator's webhook, which projects the binding and gates it until the adapter
+// is Available) that runs
+// `agent-check --watch`: it stores an item every two seconds through the adapter's Service
+// and logs each answer's status and problem type, until the spec ends.
+func watchingAgentPod(ns, adapter string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: adapter + "-watcher",
+			Labels: map[string]string{"memory.agentmem.io/adapter": adapter},
+			// The webhook binds only pods that state requirements; every adapter of these
+			// specs claims immediate search.
+			Annotations: map[string]string{"memory.agentmem.io/requires": "searchConsistency=immediate"}},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+			SecurityContext:               &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{
+				Name: "agent", Image: adapterImage,
+				Args:            []string{"agent-check", "--adapter=" + adapter, "--watch", "--interval=2s", "--timeout=30m"},
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+			}},
+		},
+	}
+}
+
+// startWatchingAgent creates the watching agent while the adapter is Available (a pod created
+// later would stay gated: the point is a workload already running when the fault comes) and
+// waits for its first stored item.
+func startWatchingAgent(ctx context.Context, c client.Client, ns, adapter string) string {
+	GinkgoHelper()
+	pod := watchingAgentPod(ns, adapter)
+	Expect(c.Create(ctx, pod)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, pod) })
+	Eventually(func(g Gomega) {
+		answers := agentAnswers(ctx, ns, pod.Name, time.Time{})
+		g.Expect(answers).To(ContainElement(HaveField("Answer", HavePrefix("201 "))), "the agent stored nothing yet")
+	}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+	return pod.Name
+}
+
+// agentAnswer is one line of `agent-check --watch`: when the call was made and what it got
+// ("503 application/problem+json unavailable", "201 application/json -", "error: ...").
+type agentAnswer struct {
+	At     time.Time
+	Answer string
+}
+
+// agentAnswers reads the watching agent's log and returns its answers made at or after since.
+func agentAnswers(ctx context.Context, ns, pod string, since time.Time) []agentAnswer {
+	GinkgoHelper()
+	raw, err := clientset.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		return nil // not started yet; the callers wait with Eventually
+	}
+	var out []agentAnswer
+	for _, line := range strings.Split(string(raw), "\n") {
+		rest, ok := strings.CutPrefix(line, "agent-check watch: ")
+		if !ok {
+			continue
+		}
+		ts, answer, ok := strings.Cut(rest, " store ")
+		if !ok {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, ts)
+		Expect(err).NotTo(HaveOccurred(), "agent line %q", line)
+		if !at.Before(since) {
+			out = append(out, agentAnswer{At: at, Answer: answer})
+		}
+	}
+	return out
+}
+
+// typedUnavailable is the answer the contract promises a workload while its adapter's
+// manifest is invalidated: 503 with an application/problem+json body of type unavailable.
+const typedUnavailable = "503 application/problem+json unavailable"
+
+// summarizeAnswers counts answers by their text, for the timeline.
+func summarizeAnswers(answers []agentAnswer) string {
+	counts := map[string]int{}
+	var order []string
+	for _, a := range answers {
+		if counts[a.Answer] == 0 {
+			order = append(order, a.Answer)
+		}
+		counts[a.Answer]++
+	}
+	parts := make([]string, 0, len(order))
+	for _, k := range order {
+		parts = append(parts, fmt.Sprintf("%d x %q", counts[k], k))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// host runs a command on the host (the tests run as root) and fails the spec if it fails.
+func host(ctx context.Context, name string, args ...string) {
+	GinkgoHelper()
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "%s %s:\n%s", name, strings.Join(args, " "), out)
+}
+
+// tmpfsClaim prepares the volume of SQLite adapter name: a 16 MiB tmpfs on the host, a
+// PersistentVolume on it and the claim the operator would create (<name>-data) bound to it,
+// created before the adapter so the operator adopts the claim as it is. A small filesystem of
+// our own is what lets a spec fill the volume under a running instance (a volume cannot be
+// remounted read-only while a writer holds files open: EBUSY). It returns the host directory.
+func tmpfsClaim(ctx context.Context, c client.Client, ns, name string) string {
+	GinkgoHelper()
+	dir, err := os.MkdirTemp("/var/tmp", "mao-e2e-"+name+"-")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(os.Chmod(dir, 0o755)).To(Succeed())
+	// mode=0777: the adapter runs as a non-root user, and a hostPath volume gets no fsGroup.
+	host(ctx, "mount", "-t", "tmpfs", "-o", "size=16m,mode=0777", "tmpfs", dir)
+	DeferCleanup(func(ctx SpecContext) {
+		// Lazily, twice: a read-only bind mount may still be stacked on the tmpfs.
+		for range 2 {
+			_ = exec.CommandContext(ctx, "umount", "-l", dir).Run()
+		}
+		_ = os.Remove(dir)
+	})
+	size := resource.MustParse("16Mi")
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-" + name + "-"},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			StorageClassName:              "",
+			ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: name + "-data"},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{
+				Path: dir, Type: ptr.To(corev1.HostPathDirectory)}},
+		},
+	}
+	Expect(c.Create(ctx, pv)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, pv) })
+	Expect(c.Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-data"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: ptr.To(""),
+			VolumeName:       pv.Name,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+		},
+	})).To(Succeed())
+	return dir
+}
+
+// fillUp writes zeros to a file in dir until the filesystem is full (ENOSPC), as a volume
+// fills up under a running writer, and returns the file.
+func fillUp(dir string) string {
+	GinkgoHelper()
+	path := filepath.Join(dir, "e2e-filler")
+	f, err := os.Create(path)
+	Expect(err).NotTo(HaveOccurred())
+	chunk := make([]byte, 1<<20)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			break // ENOSPC: the volume is full
+		}
+	}
+	_ = f.Close()
+	return path
+}
+
+// expectWriteProbeFailed checks that Healthy and Available are False on the failed write
+// probe (Healthy's reason is the failed capability probe, or the adapter's own invalidation
+// naming it), and returns Healthy's message.
+func expectWriteProbeFailed(ctx context.Context, g Gomega, c client.Client, ns, name string) string {
+	h := condition(ctx, c, ns, name, memoryv1alpha1.ConditionHealthy)
+	g.Expect(h.Status).To(Equal(metav1.ConditionFalse), "Healthy %s: %s", h.Reason, h.Message)
+	g.Expect(h.Reason).To(BeElementOf(memoryv1alpha1.ReasonCapabilityProbeFailed, memoryv1alpha1.ReasonEvidenceInvalidatesManifest))
+	g.Expect(h.Message).To(ContainSubstring("write"))
+	a := condition(ctx, c, ns, name, memoryv1alpha1.ConditionAvailable)
+	g.Expect(a.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(a.Reason).To(Equal(h.Reason), "Available names the evidence, not a Deployment reason: %s", a.Message)
+	return h.Message
+}
