@@ -60,7 +60,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		ma = got
 	}
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(req.Namespace), client.MatchingLabels{memoryadapter.LabelBoundTo: req.Name}); err != nil {
+	if err := r.Client.List(ctx, pods, client.InNamespace(req.Namespace), client.MatchingFields{memoryadapter.IndexBoundTo: req.Name}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list bound pods: %w", err)
 	}
 	var counts memoryv1alpha1.WorkloadCounts
@@ -186,6 +186,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 	})
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, memoryadapter.IndexBoundTo, memoryadapter.LabelIndexer(memoryadapter.LabelBoundTo)); err != nil {
+		return fmt.Errorf("index pods by bound adapter: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&memoryv1alpha1.MemoryAdapter{}).
 		Watches(&corev1.Pod{}, podToAdapter).

@@ -1,17 +1,27 @@
 package memoryadapter
 
 import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 )
 
+// adapterConditionDesc describes the per-adapter condition series. They are not stored in the
+// process: conditionCollector makes them from the cached MemoryAdapters at each scrape, so the
+// manager holds no series per adapter (at 5,000 adapters stored gauges held some 50 MB) and
+// a deleted adapter's series cannot outlive it.
+var adapterConditionDesc = prometheus.NewDesc("memory_adapter_operator_adapter_condition",
+	"1 for each MemoryAdapter condition, labelled with its current status (True, False or Unknown); sum by condition and status to count adapters.",
+	[]string{"namespace", "name", "condition", "status"}, nil)
+
 var (
-	adapterCondition = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "memory_adapter_operator_adapter_condition",
-		Help: "1 for the status each MemoryAdapter condition has (True, False or Unknown), 0 for the others; sum by condition and status to count adapters.",
-	}, []string{"namespace", "name", "condition", "status"})
 	conformanceRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "memory_adapter_operator_conformance_runs_total",
 		Help: "Finished conformance runs by outcome: passed, failed, or broken (ended without a readable report).",
@@ -28,29 +38,49 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(adapterCondition, conformanceRuns, conformanceDuration, evidenceReadFailures)
+	metrics.Registry.MustRegister(conformanceRuns, conformanceDuration, evidenceReadFailures)
 }
 
-var statuses = []metav1.ConditionStatus{metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown}
+// conditionCollector makes memory_adapter_operator_adapter_condition from the MemoryAdapters
+// in the manager's cache at scrape time: one series per adapter and condition it has.
+type conditionCollector struct {
+	reader client.Reader
+}
 
-func recordConditionMetrics(key types.NamespacedName, conds []metav1.Condition) {
-	for _, ct := range conditionTypes {
-		var cur metav1.ConditionStatus
-		for _, c := range conds {
-			if c.Type == ct {
-				cur = c.Status
+// Describe sends the one descriptor the collector uses.
+func (c conditionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- adapterConditionDesc }
+
+// Collect lists the cached MemoryAdapters without copying them (nothing here writes to them) and
+// sends one series per condition the controller owns and the adapter has.
+func (c conditionCollector) Collect(ch chan<- prometheus.Metric) {
+	list := &memoryv1alpha1.MemoryAdapterList{}
+	// A scrape has its own deadline; the cache answers from memory once synced, so a short
+	// bound only matters before the informer has synced (then the scrape lacks these series).
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		ch <- prometheus.NewInvalidMetric(adapterConditionDesc, fmt.Errorf("list MemoryAdapters: %w", err))
+		return
+	}
+	for i := range list.Items {
+		ma := &list.Items[i]
+		for _, cond := range ma.Status.Conditions {
+			if !slices.Contains(conditionTypes, cond.Type) {
+				continue
 			}
-		}
-		for _, st := range statuses {
-			v := 0.0
-			if st == cur {
-				v = 1
-			}
-			adapterCondition.WithLabelValues(key.Namespace, key.Name, ct, string(st)).Set(v)
+			ch <- prometheus.MustNewConstMetric(adapterConditionDesc, prometheus.GaugeValue, 1,
+				ma.Namespace, ma.Name, cond.Type, string(cond.Status))
 		}
 	}
 }
 
-func forgetMetrics(key types.NamespacedName) {
-	adapterCondition.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "name": key.Name})
+// registerConditionCollector registers the collector over the manager's cache, replacing one a
+// previous manager of this process registered (the envtest suites start more than one).
+func registerConditionCollector(reader client.Reader) error {
+	c := conditionCollector{reader: reader}
+	metrics.Registry.Unregister(c)
+	if err := metrics.Registry.Register(c); err != nil {
+		return fmt.Errorf("register the condition collector: %w", err)
+	}
+	return nil
 }

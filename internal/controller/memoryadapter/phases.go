@@ -144,7 +144,7 @@ func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 	}
 	s.deploy.deployment = dep
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(ma.Namespace), client.MatchingLabels(selectorLabels(ma))); err != nil {
+	if err := r.Client.List(ctx, pods, ofAdapter(ma.Namespace, ma.Name, selectorLabels(ma))...); err != nil {
 		errs = append(errs, fmt.Errorf("list adapter pods: %w", err))
 	}
 	s.deploy.pods = pods.Items
@@ -325,7 +325,7 @@ func (r *Reconciler) reconcileConformance(ctx context.Context, s *scope) error {
 			// failure may have been the moment's (an instance being replaced, a backend
 			// restarting), and one run should not leave Conformant False for a day.
 			jobs := &batchv1.JobList{}
-			if err := r.Client.List(ctx, jobs, client.InNamespace(ma.Namespace), client.MatchingLabels{LabelAdapter: ma.Name, LabelComponent: componentConformance}); err != nil {
+			if err := r.Client.List(ctx, jobs, ofAdapter(ma.Namespace, ma.Name, client.MatchingLabels{LabelAdapter: ma.Name, LabelComponent: componentConformance})...); err != nil {
 				return fmt.Errorf("list conformance Jobs: %w", err)
 			}
 			wait = min(wait, failedRunBackoff(jobs.Items))
@@ -362,7 +362,7 @@ func (r *Reconciler) reconcileConformance(ctx context.Context, s *scope) error {
 	}
 
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(ma.Namespace), client.MatchingLabels{LabelAdapter: ma.Name, LabelComponent: componentConformance, batchv1.JobNameLabel: name}); err != nil {
+	if err := r.Client.List(ctx, pods, ofAdapter(ma.Namespace, ma.Name, client.MatchingLabels{LabelAdapter: ma.Name, LabelComponent: componentConformance, batchv1.JobNameLabel: name})...); err != nil {
 		return fmt.Errorf("list pods of Job %s: %w", name, err)
 	}
 	finished, failMsg := jobFinished(job)
@@ -605,7 +605,7 @@ func (r *Reconciler) trimHistory(ctx context.Context, s *scope, current string) 
 		keep = 3
 	}
 	jobs := &batchv1.JobList{}
-	if err := r.Client.List(ctx, jobs, client.InNamespace(s.ma.Namespace), client.MatchingLabels{LabelAdapter: s.ma.Name, LabelComponent: componentConformance}); err != nil {
+	if err := r.Client.List(ctx, jobs, ofAdapter(s.ma.Namespace, s.ma.Name, client.MatchingLabels{LabelAdapter: s.ma.Name, LabelComponent: componentConformance})...); err != nil {
 		return fmt.Errorf("list conformance Jobs: %w", err)
 	}
 	var finished []batchv1.Job

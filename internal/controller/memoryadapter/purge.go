@@ -345,7 +345,7 @@ func (r *Reconciler) observePurge(ctx context.Context, ma *memoryv1alpha1.Memory
 		return o, fmt.Errorf("get the adapter Deployment: %w", err)
 	}
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(ma.Namespace), client.MatchingLabels(selectorLabels(ma))); err != nil {
+	if err := r.Client.List(ctx, pods, ofAdapter(ma.Namespace, ma.Name, selectorLabels(ma))...); err != nil {
 		return o, fmt.Errorf("list adapter pods: %w", err)
 	}
 	for _, p := range pods.Items {
@@ -366,7 +366,7 @@ func (r *Reconciler) observePurge(ctx context.Context, ma *memoryv1alpha1.Memory
 	}
 	o.job = job
 	jobPods := &corev1.PodList{}
-	if err := r.Client.List(ctx, jobPods, client.InNamespace(ma.Namespace), client.MatchingLabels{LabelAdapter: ma.Name, LabelComponent: componentPurge, batchv1.JobNameLabel: o.jobName}); err != nil {
+	if err := r.Client.List(ctx, jobPods, ofAdapter(ma.Namespace, ma.Name, client.MatchingLabels{LabelAdapter: ma.Name, LabelComponent: componentPurge, batchv1.JobNameLabel: o.jobName})...); err != nil {
 		return o, fmt.Errorf("list pods of Job %s: %w", o.jobName, err)
 	}
 	o.jobPods = jobPods.Items

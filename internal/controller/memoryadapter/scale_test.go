@@ -3,6 +3,7 @@
 package memoryadapter
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -204,7 +205,11 @@ func startManagerProcess(dir string) *managerProcess {
 	Expect(err).NotTo(HaveOccurred())
 	m.cmd = exec.Command(bin, "--leader-elect=false", "--metrics-bind-address="+metricsAddr, "--metrics-secure=false",
 		"--pprof-bind-address="+pprofAddr, "--health-probe-bind-address=0", "--token-key-secret="+tokenKeyRef.String())
-	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "POD_NAMESPACE="+operatorNamespace, "ENABLE_WEBHOOKS=false")
+	// The soft limit the deployed manager runs with: automemlimit sets 90% of the container's
+	// memory limit (config/manager/manager.yaml: 256Mi), and outside a container there is none.
+	softLimit := cmp.Or(os.Getenv("MAO_SCALE_GOMEMLIMIT"), "230MiB")
+	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "POD_NAMESPACE="+operatorNamespace, "ENABLE_WEBHOOKS=false", "GOMEMLIMIT="+softLimit)
+	GinkgoWriter.Printf("manager GOMEMLIMIT=%s\n", softLimit)
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
 	Expect(m.cmd.Start()).To(Succeed())
 	go func() {

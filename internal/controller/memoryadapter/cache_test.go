@@ -1,0 +1,80 @@
+package memoryadapter
+
+import (
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func TestSlimPodKeepsWhatTheControllersRead(t *testing.T) {
+	full := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{LabelAdapter: "a"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "adapter", Image: "img", Args: []string{"serve"},
+				Env:   []corev1.EnvVar{{Name: "X", Value: "y"}},
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}}},
+			Volumes:         []corev1.Volume{{Name: "data"}},
+			Tolerations:     []corev1.Toleration{{Key: "k"}},
+			SchedulingGates: []corev1.PodSchedulingGate{{Name: "memory.agentmem.io/adapter-ready"}},
+			NodeName:        "n1",
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.7",
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "adapter", RestartCount: 3}}},
+	}
+	got, err := slimPod(full.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := got.(*corev1.Pod)
+	want := corev1.PodSpec{
+		Containers:      []corev1.Container{{Name: "adapter", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}}},
+		SchedulingGates: full.Spec.SchedulingGates, NodeName: "n1",
+	}
+	if !equality.Semantic.DeepEqual(p.Spec, want) {
+		t.Errorf("spec %+v, want %+v", p.Spec, want)
+	}
+	if !equality.Semantic.DeepEqual(p.Status, full.Status) || p.ManagedFields != nil || p.Labels[LabelAdapter] != "a" {
+		t.Errorf("status, labels or managedFields changed: %+v", p)
+	}
+	if eps := podEndpoints([]corev1.Pod{*p}); len(eps) != 1 || eps[0].url != "http://10.0.0.7:8080" {
+		t.Errorf("endpoints of the slim pod: %+v", eps)
+	}
+	// The gate controller lifts its gate with a merge patch between two cached (slim) copies:
+	// the patch must name the gates and nothing the cache left out.
+	lifted := p.DeepCopy()
+	lifted.Spec.SchedulingGates = nil
+	patch, err := client.MergeFrom(p).Data(lifted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(patch) != `{"spec":{"schedulingGates":null}}` {
+		t.Errorf("merge patch %s", patch)
+	}
+	// Tombstones and other kinds pass through untouched.
+	if o, _ := slimPod("tombstone"); o != "tombstone" {
+		t.Errorf("non-pod changed: %v", o)
+	}
+}
+
+func TestSlimJobDropsThePodTemplate(t *testing.T) {
+	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "run", Labels: map[string]string{LabelAdapter: "a"}},
+		Spec: batchv1.JobSpec{BackoffLimit: ptr.To[int32](0), Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"l": "v"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "conformance", Image: "img"}}}}},
+		Status: batchv1.JobStatus{Succeeded: 1}}
+	got, err := slimJob(j.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := got.(*batchv1.Job)
+	if len(s.Spec.Template.Spec.Containers) != 0 || s.Spec.Template.Labels["l"] != "v" || *s.Spec.BackoffLimit != 0 ||
+		s.Status.Succeeded != 1 || s.Labels[LabelAdapter] != "a" {
+		t.Errorf("slim job %+v", s)
+	}
+}
