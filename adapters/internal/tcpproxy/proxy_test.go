@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/onsi/gomega"
 )
 
 // echoServer answers every line with the same line, until closed.
@@ -212,13 +214,7 @@ func TestStallHoldsRequestsUntilRestore(t *testing.T) {
 	if _, err := io.WriteString(c2, "second\n"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for p.Held() < 2 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if p.Held() != 2 {
-		t.Fatalf("Held = %d, want 2", p.Held())
-	}
+	gomega.NewWithT(t).Eventually(p.Held).WithTimeout(5*time.Second).WithPolling(5*time.Millisecond).Should(gomega.Equal(2), "Held")
 	p.Restore()
 	if err := c.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
 		t.Fatal(err)

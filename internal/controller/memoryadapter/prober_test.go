@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -121,16 +122,10 @@ func (s *scriptedReader) count(url string) int {
 	return len(s.reads[url])
 }
 
-// waitFor polls cond every 10 ms until it holds or the limit passes.
+// waitFor polls cond every 10 ms until it holds, and fails the test when the limit passes.
 func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", limit, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	gomega.NewWithT(t).Eventually(cond).WithTimeout(limit).WithPolling(10*time.Millisecond).Should(gomega.BeTrue(), what)
 }
 
 func startProber(t *testing.T, p *Prober) {
