@@ -21,7 +21,9 @@ all: build
 
 .PHONY: help
 help: ## Display this help.
-	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-15s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+	@# Colour only on a terminal: a log or a pipe gets plain text.
+	@if [ -t 1 ]; then c=$$'\033[36m' b=$$'\033[1m' r=$$'\033[0m'; else c= b= r=; fi; \
+	awk -v c="$$c" -v b="$$b" -v r="$$r" 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make %s<target>%s\n", c, r} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  %s%-15s%s %s\n", c, $$1, r, $$2 } /^##@/ { printf "\n%s%s%s\n", b, substr($$0, 5), r } ' $(MAKEFILE_LIST)
 
 ##@ Development
 
@@ -190,7 +192,7 @@ images: ## Build the adapter (ADAPTER_IMG) and manager (IMG) images without Dock
 	  "$(ADAPTER_IMG)=./cmd/memory-adapter:/memory-adapter" "$(IMG)=./cmd:/manager"
 
 .PHONY: demo
-demo: ## The tour (README "Using it"): cluster, images, operator, the SQLite sample to Available, an item through its Service, a real PostgreSQL outage and recovery; leaves the cluster running.
+demo: ## The tour (README "Try it"): cluster, images, operator, the SQLite sample to Available, an item through its Service, a real PostgreSQL outage and recovery; leaves the cluster running.
 	hack/demo.sh up
 
 .PHONY: demo-down
@@ -200,5 +202,7 @@ demo-down: ## Remove what make demo made: its namespace, its PostgreSQL server, 
 .PHONY: test-e2e
 test-e2e: ## End-to-end suite on the local cluster: brings it up (or reuses it), tears down what it started unless KEEP_CLUSTER=1.
 	# A step that runs past 45s reports what it is waiting on every 30s, so no wait is silent.
+	# Ginkgo colours its report unless told not to; a log or a pipe gets plain text.
+	[ -t 1 ] || export GINKGO_NO_COLOR=TRUE; \
 	go test -tags e2e ./test/e2e/ -count=1 -timeout 90m -v -ginkgo.v \
 	  -ginkgo.poll-progress-after=45s -ginkgo.poll-progress-interval=30s

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The newcomer's tour (`make demo`, README "Using it"): the operator loop end to end on the
+# The newcomer's tour (`make demo`, README "Try it"): the operator loop end to end on the
 # local cluster, with nothing faked and no status edited by hand.
 #
 #   hack/demo.sh up     start (or reuse) the cluster, build and load the images, make deploy,
@@ -250,7 +250,7 @@ agent_gated() {
 # agent_released waits for the gate controller to release the agent and shows its result.
 agent_released() {
   say "   the agent: released once $SQLITE is Available and its verified manifest qualifies"
-  heartbeat_run -v "waiting for" -e "~20 s: schedule, start, store, retrieve" "Job $AGENT" \
+  heartbeat_run -v "waiting for it to complete" -e "~20 s: schedule, start, store, retrieve" "Job $AGENT" \
     "$KUBECTL" wait --for=condition=complete "job/$AGENT" -n "$NS" --timeout=5m >/dev/null ||
     die "the agent did not complete; see: kubectl describe pod -n $NS -l job-name=$AGENT"
   kc get events -n "$NS" --field-selector "involvedObject.kind=Pod" -o json |

@@ -19,6 +19,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . hack/lib/heartbeat.sh
 
 FUZZTIME="${FUZZTIME:-10000x}"
+# The envtest suites are Ginkgo suites, and Ginkgo colours its report unless told not to: a log
+# or a pipe gets plain text.
+[ -t 1 ] || export GINKGO_NO_COLOR=TRUE
 
 section() { printf '\n==== %s ====\n' "$*"; }
 
