@@ -50,7 +50,7 @@ test: manifests generate ## Run vet, unit tests, envtest tests (race detector on
 
 .PHONY: lint
 lint: golangci-lint ## Run golangci-lint, then check that no import runs back up the floors (hack/layers).
-	. hack/lib/heartbeat.sh; heartbeat_run -v linting -e "~3-10 min on 2 cores cold (longer when the machine is busy), under 1 min warm" golangci-lint \
+	. hack/lib/heartbeat.sh; . hack/estimates.sh; heartbeat_run -v linting -e "$$EST_LINT" golangci-lint \
 	  $(GOLANGCI_LINT) run --allow-parallel-runners ./...
 	go run ./hack/layers
 
@@ -141,28 +141,28 @@ $(LOCALBIN):
 .PHONY: controller-gen
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into ./bin.
 $(CONTROLLER_GEN): | $(LOCALBIN)
-	$(call go-install-tool,$(CONTROLLER_GEN),sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION),~1 min on 2 cores cold)
+	$(call go-install-tool,$(CONTROLLER_GEN),sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION),EST_TOOL_INSTALL)
 
 .PHONY: crd-ref-docs
 crd-ref-docs: $(CRD_REF_DOCS) ## Install crd-ref-docs (the API reference generator) into ./bin.
 $(CRD_REF_DOCS): | $(LOCALBIN)
-	$(call go-install-tool,$(CRD_REF_DOCS),github.com/elastic/crd-ref-docs,$(CRD_REF_DOCS_VERSION),~1 min on 2 cores cold)
+	$(call go-install-tool,$(CRD_REF_DOCS),github.com/elastic/crd-ref-docs,$(CRD_REF_DOCS_VERSION),EST_TOOL_INSTALL)
 
 .PHONY: golangci-lint
 golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into ./bin.
 $(GOLANGCI_LINT): | $(LOCALBIN)
-	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION),~1-4 min on 2 cores cold)
+	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION),EST_TOOL_GOLANGCI)
 
 # go-install-tool installs package $2 at version $3 into ./bin as $1 (the versioned name) and
 # links the plain name to it, so scripts and editors find the tool either way. The install
 # compiles the tool from source, minutes on a cold 2-core machine, so it runs with a heartbeat
-# that says so up front ($4: the expected time).
+# that says so up front ($4: the name of its expected time in hack/estimates.sh).
 define go-install-tool
 @set -e; \
 package=$(2)@$(3); \
 rm -f "$(1)"; \
-. hack/lib/heartbeat.sh; \
-heartbeat_run -v installing -e "$(4); compiled from source" "$${package}" \
+. hack/lib/heartbeat.sh; . hack/estimates.sh; \
+heartbeat_run -v installing -e "$$$(4); compiled from source" "$${package}" \
   env GOBIN="$(LOCALBIN)" go install "$${package}"; \
 mv "$(LOCALBIN)/$$(basename "$(2)")" "$(1)"; \
 ln -sf "$$(basename "$(1)")" "$(LOCALBIN)/$$(basename "$(2)")"

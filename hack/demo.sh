@@ -37,6 +37,8 @@ export KUBECONFIG="$MAO_CLUSTER_DIR/admin.kubeconfig"
 
 # shellcheck source=hack/lib/heartbeat.sh
 . hack/lib/heartbeat.sh
+# shellcheck source=hack/estimates.sh
+. hack/estimates.sh
 
 printf -v DEMO_START '%(%s)T' -1
 say() { printf '\n==> %s\n' "$*"; }
@@ -147,17 +149,17 @@ up() {
 
   say "1/7 the local cluster (hack/cluster-up.sh: builds only what is missing, reuses a running cluster)"
   local export_line
-  export_line=$(heartbeat_run -v "starting or reusing" -e "~1 min warm; ~25 min the first time on 2 cores (Kubernetes and CoreDNS from source)" \
+  export_line=$(heartbeat_run -v "starting or reusing" -e "$EST_CLUSTER_WARM warm; $EST_CLUSTER_COLD the first time on 2 cores (Kubernetes, CoreDNS and local-path-provisioner built from source)" \
     cluster-up hack/cluster-up.sh)
   KUBECTL="$(cat "$MAO_CLUSTER_DIR/bin-dir")/kubectl"
   info "$export_line"
 
   say "2/7 the images (make images: built without Docker, loaded into the cluster's containerd)"
-  heartbeat_run -v building -e "~1 min warm" images "$MAKE" --no-print-directory images
+  heartbeat_run -v building -e "$EST_IMAGES" images "$MAKE" --no-print-directory images
 
   say "3/7 the operator (make deploy: CRD, RBAC, the manager Deployment)"
-  heartbeat_run -v deploying -e "under 1 min warm" deploy "$MAKE" --no-print-directory deploy
-  heartbeat_run -v "waiting for the manager" -e "~10 s on a running cluster, up to ~1.5 min on a new one while the kubelet projects the webhook certificate" rollout \
+  heartbeat_run -v deploying -e "$EST_DEPLOY" deploy "$MAKE" --no-print-directory deploy
+  heartbeat_run -v "waiting for the manager" -e "$EST_ROLLOUT" rollout \
     "$KUBECTL" rollout status -n "$OPERATOR_NS" "deployment/$MANAGER" --timeout=5m
 
   # A fresh namespace each run, so the conditions start from nothing and the transitions are
@@ -165,7 +167,7 @@ up() {
   if kc get namespace "$NS" >/dev/null 2>&1; then
     info "removing the previous run's namespace $NS and PostgreSQL server"
     remove_pg
-    heartbeat_run -v deleting -e "~30 s" "namespace $NS" "$KUBECTL" delete namespace "$NS" --wait=true --timeout=5m >/dev/null
+    heartbeat_run -v deleting -e "$EST_NAMESPACE_DELETE" "namespace $NS" "$KUBECTL" delete namespace "$NS" --wait=true --timeout=5m >/dev/null
   fi
   remove_pg
   # Restricted Pod Security: the adapter and conformance pods are built to pass it, and the
@@ -180,7 +182,7 @@ up() {
   say "5/7 the SQLite sample: Deployed -> Conformant -> Available, as the operator writes them"
   kc apply -n "$NS" -f config/samples/memory_v1alpha1_memoryadapter_sqlite.yaml
   info "  elapsed  condition     status  reason                       message"
-  heartbeat_run -v "watching conditions" -e "~1-2 min: a rollout, then a conformance Job" "$SQLITE" \
+  heartbeat_run -v "watching conditions" -e "$EST_DEMO_ADAPTER" "$SQLITE" \
     watch_until "$SQLITE" Available True 600 || die "$SQLITE did not become Available; see: kubectl describe madp -n $NS $SQLITE"
   echo
   kc get madp -n "$NS"
@@ -250,7 +252,7 @@ agent_gated() {
 # agent_released waits for the gate controller to release the agent and shows its result.
 agent_released() {
   say "   the agent: released once $SQLITE is Available and its verified manifest qualifies"
-  heartbeat_run -v "waiting for it to complete" -e "~20 s: schedule, start, store, retrieve" "Job $AGENT" \
+  heartbeat_run -v "waiting for it to complete" -e "$EST_DEMO_AGENT" "Job $AGENT" \
     "$KUBECTL" wait --for=condition=complete "job/$AGENT" -n "$NS" --timeout=5m >/dev/null ||
     die "the agent did not complete; see: kubectl describe pod -n $NS -l job-name=$AGENT"
   kc get events -n "$NS" --field-selector "involvedObject.kind=Pod" -o json |
@@ -377,13 +379,13 @@ spec:
     period: 3s
     failureThreshold: 2
 EOF
-  heartbeat_run -v "watching conditions" -e "~1-2 min: a rollout, then a conformance Job" "$PG" \
+  heartbeat_run -v "watching conditions" -e "$EST_DEMO_ADAPTER" "$PG" \
     watch_until "$PG" Available True 600 || die "$PG did not become Available; see: kubectl describe madp -n $NS $PG"
 
   echo
   info "stopping the PostgreSQL server (hack/postgres-server.sh stop $PG_DIR)"
   hack/postgres-server.sh stop "$PG_DIR"
-  heartbeat_run -v "watching conditions" -e "~10 s: two failed health reads 3 s apart" "$PG" \
+  heartbeat_run -v "watching conditions" -e "$EST_DEMO_OUTAGE" "$PG" \
     watch_until "$PG" Available False 180 || die "$PG stayed Available with its server stopped"
   # Healthy names the cause as the last evidence read saw it: usually the failed "reachable"
   # probe (CapabilityProbeFailed), sometimes the adapter's own verdict that its manifest is
@@ -395,7 +397,7 @@ EOF
   echo
   info "resuming it on the same port (hack/postgres-server.sh resume $PG_DIR)"
   hack/postgres-server.sh resume "$PG_DIR"
-  heartbeat_run -v "watching conditions" -e "~10 s: the next good health read" "$PG" \
+  heartbeat_run -v "watching conditions" -e "$EST_DEMO_RECOVERY" "$PG" \
     watch_until "$PG" Available True 300 || die "$PG did not regain Available after the server returned"
   info "Available: $(condition_of "$PG" Available)"
   info "conformance Jobs for $PG: $(kc get jobs -n "$NS" -l "memory.agentmem.io/adapter=$PG,app.kubernetes.io/component=conformance" --no-headers | wc -l)"
@@ -405,15 +407,15 @@ down() {
   say "removing the demo: namespace $NS, its PostgreSQL server, the operator, the cluster"
   if cluster_running; then
     KUBECTL="$(cat "$MAO_CLUSTER_DIR/bin-dir")/kubectl"
-    heartbeat_run -v deleting -e "~30 s" "namespace $NS" \
+    heartbeat_run -v deleting -e "$EST_NAMESPACE_DELETE" "namespace $NS" \
       "$KUBECTL" delete namespace "$NS" --ignore-not-found --wait=true --timeout=5m
-    heartbeat_run -v undeploying -e "under 1 min" undeploy "$MAKE" --no-print-directory undeploy
+    heartbeat_run -v undeploying -e "$EST_DEPLOY" undeploy "$MAKE" --no-print-directory undeploy
   else
     info "no cluster running: nothing to delete in it"
   fi
   remove_pg
   rmdir "$DEMO_DIR" 2>/dev/null || true
-  heartbeat_run -v stopping -e "~30 s" cluster-down "$MAKE" --no-print-directory cluster-down
+  heartbeat_run -v stopping -e "$EST_CLUSTER_DOWN" cluster-down "$MAKE" --no-print-directory cluster-down
 }
 
 case "${1:-up}" in
