@@ -196,7 +196,7 @@ demo: ## The tour (README "Try it"): cluster, images, operator, the SQLite sampl
 	hack/demo.sh up
 
 .PHONY: demo-down
-demo-down: ## Remove what make demo made: its namespace, its PostgreSQL server, the operator, and the cluster.
+demo-down: ## Remove what make demo made: its namespace, its PostgreSQL server, the operator, and the cluster; then print the caches it keeps (about 1-2 GB) and how to remove them.
 	hack/demo.sh down
 
 .PHONY: test-e2e

@@ -10,7 +10,9 @@
 #                       server stops and regaining it when the server returns. Leaves the
 #                       cluster running and prints how to explore it.
 #   hack/demo.sh down   remove what `up` made: the namespace, the PostgreSQL server, the
-#                       operator (make undeploy), and the cluster (hack/cluster-down.sh).
+#                       operator (make undeploy), and the cluster (hack/cluster-down.sh);
+#                       then lists what stays for the next run (cluster state, built
+#                       binaries, tools: about 1-2 GB) with its size and how to remove it.
 #
 # Idempotent: a second `up` deletes the previous run's namespace and PostgreSQL server and
 # starts them afresh, so every run shows the whole story from the first condition on.
@@ -416,6 +418,23 @@ down() {
   remove_pg
   rmdir "$DEMO_DIR" 2>/dev/null || true
   heartbeat_run -v stopping -e "$EST_CLUSTER_DOWN" cluster-down "$MAKE" --no-print-directory cluster-down
+  kept_caches
+}
+
+# kept_caches says what stays on the machine after `down` so the next run is fast, how large
+# it is, and the commands that remove it (docs/local-cluster.md, "Caches and removing them").
+kept_caches() {
+  local cache="${MAO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/memory-adapter-operator}"
+  du_of() { if [ -e "$1" ]; then du -sh "$1" 2>/dev/null | cut -f1; else echo "absent"; fi; }
+  say "kept for the next run (without them the next make demo is a cold one, $EST_DEMO_COLD on 2 cores); to free the space:"
+  info "$(printf '%-6s %s' "$(du_of "$MAO_CLUSTER_DIR")" "$MAO_CLUSTER_DIR: the stopped cluster's certificates, imported images and logs")"
+  info "         rm -rf $MAO_CLUSTER_DIR"
+  info "$(printf '%-6s %s' "$(du_of "$cache")" "$cache: Kubernetes, CoreDNS and other binaries built from source (MAO_CACHE_DIR)")"
+  info "         rm -rf $cache"
+  info "$(printf '%-6s %s' "$(du_of bin)" "$PWD/bin: controller-gen, golangci-lint, crd-ref-docs, the project's binaries")"
+  info "         rm -rf $PWD/bin"
+  info "Go's own build and module caches are shared with all Go work on this machine: go clean -cache -modcache"
+  info "Debian packages the scripts installed when missing stay too: containerd, runc, containernetworking-plugins, iptables, iproute2, postgresql (make ci also redis-server and npm)"
 }
 
 case "${1:-up}" in
