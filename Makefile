@@ -59,8 +59,9 @@ lint-fix: golangci-lint ## Run golangci-lint and apply its fixes.
 	$(GOLANGCI_LINT) run --fix ./...
 
 .PHONY: verify
-verify: controller-gen crd-ref-docs ## Check that generated files are current and Go sources are gofmt-clean.
+verify: controller-gen crd-ref-docs ## Check that generated files are current, Go sources are gofmt-clean, and every time estimate comes from hack/estimates.sh.
 	CONTROLLER_GEN="$(CONTROLLER_GEN)" hack/verify-generated.sh
+	hack/check-estimates.sh
 
 .PHONY: ci
 ci: ## THE test command (README.md): verify, lint, test, then the end-to-end suite on the local cluster.

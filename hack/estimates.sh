@@ -20,8 +20,8 @@ EST_DEMO_COLD="20-50 min"
 EST_DEMO_WARM="1-3 min"
 # make ci: whole runs measured 2026-12-03 with 16 end-to-end specs: cold 35m22s-37m28s idle
 # (d1ed574, three runs), 43m43s beside a cold make demo (35e7e21); warm 8m54s-13m05s. Since
-# then the end-to-end suite grew to 21 specs: make test-e2e alone took 9m01s and 10m26s warm
-# (2026-12-04, cluster start 24 s, images 20-54 s) where deploy plus the 16 specs took 3m25s,
+# then the end-to-end suite grew: make test-e2e alone took 9m01s with 19 specs and 10m26s with
+# 21 warm (2026-12-04, cluster start 24 s, images 20-54 s) where deploy plus 16 specs took 3m25s,
 # so 5-7 minutes are added to both ranges until a whole run is measured again.
 EST_CI_COLD="40-50 min"
 EST_CI_WARM="15-20 min"
