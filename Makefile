@@ -21,7 +21,9 @@ all: build
 
 .PHONY: help
 help: ## Display this help.
-	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-15s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+	@# Colour only on a terminal: a log or a pipe gets plain text.
+	@if [ -t 1 ]; then c=$$'\033[36m' b=$$'\033[1m' r=$$'\033[0m'; else c= b= r=; fi; \
+	awk -v c="$$c" -v b="$$b" -v r="$$r" 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make %s<target>%s\n", c, r} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  %s%-15s%s %s\n", c, $$1, r, $$2 } /^##@/ { printf "\n%s%s%s\n", b, substr($$0, 5), r } ' $(MAKEFILE_LIST)
 
 ##@ Development
 
@@ -48,7 +50,7 @@ test: manifests generate ## Run vet, unit tests, envtest tests (race detector on
 
 .PHONY: lint
 lint: golangci-lint ## Run golangci-lint, then check that no import runs back up the floors (hack/layers).
-	. hack/lib/heartbeat.sh; heartbeat_run -v linting -e "~3-10 min on 2 cores cold (longer when the machine is busy), under 1 min warm" golangci-lint \
+	. hack/lib/heartbeat.sh; . hack/estimates.sh; heartbeat_run -v linting -e "$$EST_LINT" golangci-lint \
 	  $(GOLANGCI_LINT) run --allow-parallel-runners ./...
 	go run ./hack/layers
 
@@ -57,8 +59,9 @@ lint-fix: golangci-lint ## Run golangci-lint and apply its fixes.
 	$(GOLANGCI_LINT) run --fix ./...
 
 .PHONY: verify
-verify: controller-gen crd-ref-docs ## Check that generated files are current and Go sources are gofmt-clean.
+verify: controller-gen crd-ref-docs ## Check that generated files are current, Go sources are gofmt-clean, and every time estimate comes from hack/estimates.sh.
 	CONTROLLER_GEN="$(CONTROLLER_GEN)" hack/verify-generated.sh
+	hack/check-estimates.sh
 
 .PHONY: ci
 ci: ## THE test command (README.md): verify, lint, test, then the end-to-end suite on the local cluster.
@@ -139,28 +142,28 @@ $(LOCALBIN):
 .PHONY: controller-gen
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into ./bin.
 $(CONTROLLER_GEN): | $(LOCALBIN)
-	$(call go-install-tool,$(CONTROLLER_GEN),sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION),~1 min on 2 cores cold)
+	$(call go-install-tool,$(CONTROLLER_GEN),sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION),EST_TOOL_INSTALL)
 
 .PHONY: crd-ref-docs
 crd-ref-docs: $(CRD_REF_DOCS) ## Install crd-ref-docs (the API reference generator) into ./bin.
 $(CRD_REF_DOCS): | $(LOCALBIN)
-	$(call go-install-tool,$(CRD_REF_DOCS),github.com/elastic/crd-ref-docs,$(CRD_REF_DOCS_VERSION),~1 min on 2 cores cold)
+	$(call go-install-tool,$(CRD_REF_DOCS),github.com/elastic/crd-ref-docs,$(CRD_REF_DOCS_VERSION),EST_TOOL_INSTALL)
 
 .PHONY: golangci-lint
 golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into ./bin.
 $(GOLANGCI_LINT): | $(LOCALBIN)
-	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION),~1-4 min on 2 cores cold)
+	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION),EST_TOOL_GOLANGCI)
 
 # go-install-tool installs package $2 at version $3 into ./bin as $1 (the versioned name) and
 # links the plain name to it, so scripts and editors find the tool either way. The install
 # compiles the tool from source, minutes on a cold 2-core machine, so it runs with a heartbeat
-# that says so up front ($4: the expected time).
+# that says so up front ($4: the name of its expected time in hack/estimates.sh).
 define go-install-tool
 @set -e; \
 package=$(2)@$(3); \
 rm -f "$(1)"; \
-. hack/lib/heartbeat.sh; \
-heartbeat_run -v installing -e "$(4); compiled from source" "$${package}" \
+. hack/lib/heartbeat.sh; . hack/estimates.sh; \
+heartbeat_run -v installing -e "$$$(4); compiled from source" "$${package}" \
   env GOBIN="$(LOCALBIN)" go install "$${package}"; \
 mv "$(LOCALBIN)/$$(basename "$(2)")" "$(1)"; \
 ln -sf "$$(basename "$(1)")" "$(LOCALBIN)/$$(basename "$(2)")"
@@ -190,15 +193,17 @@ images: ## Build the adapter (ADAPTER_IMG) and manager (IMG) images without Dock
 	  "$(ADAPTER_IMG)=./cmd/memory-adapter:/memory-adapter" "$(IMG)=./cmd:/manager"
 
 .PHONY: demo
-demo: ## The tour (README "Using it"): cluster, images, operator, the SQLite sample to Available, an item through its Service, a real PostgreSQL outage and recovery; leaves the cluster running.
+demo: ## The tour (README "Try it"): cluster, images, operator, the SQLite sample to Available, an item through its Service, a real PostgreSQL outage and recovery; leaves the cluster running.
 	hack/demo.sh up
 
 .PHONY: demo-down
-demo-down: ## Remove what make demo made: its namespace, its PostgreSQL server, the operator, and the cluster.
+demo-down: ## Remove what make demo made: its namespace, its PostgreSQL server, the operator, and the cluster; then print the caches it keeps (about 1-2 GB) and how to remove them.
 	hack/demo.sh down
 
 .PHONY: test-e2e
 test-e2e: ## End-to-end suite on the local cluster: brings it up (or reuses it), tears down what it started unless KEEP_CLUSTER=1.
 	# A step that runs past 45s reports what it is waiting on every 30s, so no wait is silent.
+	# Ginkgo colours its report unless told not to; a log or a pipe gets plain text.
+	[ -t 1 ] || export GINKGO_NO_COLOR=TRUE; \
 	go test -tags e2e ./test/e2e/ -count=1 -timeout 90m -v -ginkgo.v \
 	  -ginkgo.poll-progress-after=45s -ginkgo.poll-progress-interval=30s

@@ -13,6 +13,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . hack/versions.sh
+# shellcheck source=hack/estimates.sh
+. hack/estimates.sh
 
 export MAO_CLUSTER_DIR="${MAO_CLUSTER_DIR:-/var/tmp/mao-cluster}"
 log() { printf '[cluster-up] %s\n' "$*" >&2; }
@@ -38,7 +40,7 @@ fi
 
 # 2. Kubernetes binaries (hack/k8s-binaries.sh builds only what is missing, under a lock).
 # kubectl is not needed by the cluster itself; it is there for people using the cluster.
-log "ensuring Kubernetes binaries (first build takes ~15 minutes on 2 cores; cached afterwards)"
+log "ensuring Kubernetes binaries (built once, cached afterwards; each build says what it expects)"
 BIN_DIR=$(hack/k8s-binaries.sh etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
 echo "$BIN_DIR" >"$MAO_CLUSTER_DIR/bin-dir"
 
@@ -76,7 +78,7 @@ go_program() {
           (cd "$wrap" && GOFLAGS=-mod=mod go mod tidy -e >&2)
         fi
         [ -z "$variant" ] || target=.
-        heartbeat_run -v building -e "$expected on 2 cores, once; from the Go module proxy" "$name $version${variant:+ ($variant)}" \
+        heartbeat_run -v building -e "$expected, once; from the Go module proxy" "$name $version${variant:+ ($variant)}" \
           env -C "$wrap" CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w $ldflags" -o "$bin.tmp" "$target" >&2
         mv "$bin.tmp" "$bin"
       fi
@@ -101,10 +103,10 @@ cluster() {
     printf '%s}\n}\n\nfunc main() { coremain.Run() }\n' "${directives%, }"
   } >"$wrap/main.go"
 }
-COREDNS_BIN=$(MAIN=cluster go_program coredns github.com/coredns/coredns "$COREDNS_VERSION" "~2 min" \
+COREDNS_BIN=$(MAIN=cluster go_program coredns github.com/coredns/coredns "$COREDNS_VERSION" "$EST_COREDNS" \
   "-X github.com/coredns/coredns/coremain.GitCommit=cluster")
 # Its release build stamps the tag into main.VERSION (--version); otherwise it says 0.0.1.
-LOCAL_PATH_BIN=$(go_program local-path-provisioner github.com/rancher/local-path-provisioner "$LOCAL_PATH_PROVISIONER_VERSION" "~3 min" \
+LOCAL_PATH_BIN=$(go_program local-path-provisioner github.com/rancher/local-path-provisioner "$LOCAL_PATH_PROVISIONER_VERSION" "$EST_LOCAL_PATH" \
   "-X main.VERSION=$LOCAL_PATH_PROVISIONER_VERSION")
 
 # 4. The provisioner's helper pods run /bin/sh scripts (mkdir, rm) on the node's disk, so their

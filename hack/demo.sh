@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The newcomer's tour (`make demo`, README "Using it"): the operator loop end to end on the
+# The newcomer's tour (`make demo`, README "Try it"): the operator loop end to end on the
 # local cluster, with nothing faked and no status edited by hand.
 #
 #   hack/demo.sh up     start (or reuse) the cluster, build and load the images, make deploy,
@@ -10,7 +10,9 @@
 #                       server stops and regaining it when the server returns. Leaves the
 #                       cluster running and prints how to explore it.
 #   hack/demo.sh down   remove what `up` made: the namespace, the PostgreSQL server, the
-#                       operator (make undeploy), and the cluster (hack/cluster-down.sh).
+#                       operator (make undeploy), and the cluster (hack/cluster-down.sh);
+#                       then lists what stays for the next run (cluster state, built
+#                       binaries, tools: about 1-2 GB) with its size and how to remove it.
 #
 # Idempotent: a second `up` deletes the previous run's namespace and PostgreSQL server and
 # starts them afresh, so every run shows the whole story from the first condition on.
@@ -37,6 +39,8 @@ export KUBECONFIG="$MAO_CLUSTER_DIR/admin.kubeconfig"
 
 # shellcheck source=hack/lib/heartbeat.sh
 . hack/lib/heartbeat.sh
+# shellcheck source=hack/estimates.sh
+. hack/estimates.sh
 
 printf -v DEMO_START '%(%s)T' -1
 say() { printf '\n==> %s\n' "$*"; }
@@ -147,17 +151,17 @@ up() {
 
   say "1/7 the local cluster (hack/cluster-up.sh: builds only what is missing, reuses a running cluster)"
   local export_line
-  export_line=$(heartbeat_run -v "starting or reusing" -e "~1 min warm; ~25 min the first time on 2 cores (Kubernetes and CoreDNS from source)" \
+  export_line=$(heartbeat_run -v "starting or reusing" -e "$EST_CLUSTER_WARM warm; $EST_CLUSTER_COLD the first time on 2 cores (Kubernetes, CoreDNS and local-path-provisioner built from source)" \
     cluster-up hack/cluster-up.sh)
   KUBECTL="$(cat "$MAO_CLUSTER_DIR/bin-dir")/kubectl"
   info "$export_line"
 
   say "2/7 the images (make images: built without Docker, loaded into the cluster's containerd)"
-  heartbeat_run -v building -e "~1 min warm" images "$MAKE" --no-print-directory images
+  heartbeat_run -v building -e "$EST_IMAGES" images "$MAKE" --no-print-directory images
 
   say "3/7 the operator (make deploy: CRD, RBAC, the manager Deployment)"
-  heartbeat_run -v deploying -e "under 1 min warm" deploy "$MAKE" --no-print-directory deploy
-  heartbeat_run -v "waiting for the manager" -e "~10 s on a running cluster, up to ~1.5 min on a new one while the kubelet projects the webhook certificate" rollout \
+  heartbeat_run -v deploying -e "$EST_DEPLOY" deploy "$MAKE" --no-print-directory deploy
+  heartbeat_run -v "waiting for the manager" -e "$EST_ROLLOUT" rollout \
     "$KUBECTL" rollout status -n "$OPERATOR_NS" "deployment/$MANAGER" --timeout=5m
 
   # A fresh namespace each run, so the conditions start from nothing and the transitions are
@@ -165,7 +169,7 @@ up() {
   if kc get namespace "$NS" >/dev/null 2>&1; then
     info "removing the previous run's namespace $NS and PostgreSQL server"
     remove_pg
-    heartbeat_run -v deleting -e "~30 s" "namespace $NS" "$KUBECTL" delete namespace "$NS" --wait=true --timeout=5m >/dev/null
+    heartbeat_run -v deleting -e "$EST_NAMESPACE_DELETE" "namespace $NS" "$KUBECTL" delete namespace "$NS" --wait=true --timeout=5m >/dev/null
   fi
   remove_pg
   # Restricted Pod Security: the adapter and conformance pods are built to pass it, and the
@@ -180,7 +184,7 @@ up() {
   say "5/7 the SQLite sample: Deployed -> Conformant -> Available, as the operator writes them"
   kc apply -n "$NS" -f config/samples/memory_v1alpha1_memoryadapter_sqlite.yaml
   info "  elapsed  condition     status  reason                       message"
-  heartbeat_run -v "watching conditions" -e "~1-2 min: a rollout, then a conformance Job" "$SQLITE" \
+  heartbeat_run -v "watching conditions" -e "$EST_DEMO_ADAPTER" "$SQLITE" \
     watch_until "$SQLITE" Available True 600 || die "$SQLITE did not become Available; see: kubectl describe madp -n $NS $SQLITE"
   echo
   kc get madp -n "$NS"
@@ -250,7 +254,7 @@ agent_gated() {
 # agent_released waits for the gate controller to release the agent and shows its result.
 agent_released() {
   say "   the agent: released once $SQLITE is Available and its verified manifest qualifies"
-  heartbeat_run -v "waiting for" -e "~20 s: schedule, start, store, retrieve" "Job $AGENT" \
+  heartbeat_run -v "waiting for it to complete" -e "$EST_DEMO_AGENT" "Job $AGENT" \
     "$KUBECTL" wait --for=condition=complete "job/$AGENT" -n "$NS" --timeout=5m >/dev/null ||
     die "the agent did not complete; see: kubectl describe pod -n $NS -l job-name=$AGENT"
   kc get events -n "$NS" --field-selector "involvedObject.kind=Pod" -o json |
@@ -377,13 +381,13 @@ spec:
     period: 3s
     failureThreshold: 2
 EOF
-  heartbeat_run -v "watching conditions" -e "~1-2 min: a rollout, then a conformance Job" "$PG" \
+  heartbeat_run -v "watching conditions" -e "$EST_DEMO_ADAPTER" "$PG" \
     watch_until "$PG" Available True 600 || die "$PG did not become Available; see: kubectl describe madp -n $NS $PG"
 
   echo
   info "stopping the PostgreSQL server (hack/postgres-server.sh stop $PG_DIR)"
   hack/postgres-server.sh stop "$PG_DIR"
-  heartbeat_run -v "watching conditions" -e "~10 s: two failed health reads 3 s apart" "$PG" \
+  heartbeat_run -v "watching conditions" -e "$EST_DEMO_OUTAGE" "$PG" \
     watch_until "$PG" Available False 180 || die "$PG stayed Available with its server stopped"
   # Healthy names the cause as the last evidence read saw it: usually the failed "reachable"
   # probe (CapabilityProbeFailed), sometimes the adapter's own verdict that its manifest is
@@ -395,7 +399,7 @@ EOF
   echo
   info "resuming it on the same port (hack/postgres-server.sh resume $PG_DIR)"
   hack/postgres-server.sh resume "$PG_DIR"
-  heartbeat_run -v "watching conditions" -e "~10 s: the next good health read" "$PG" \
+  heartbeat_run -v "watching conditions" -e "$EST_DEMO_RECOVERY" "$PG" \
     watch_until "$PG" Available True 300 || die "$PG did not regain Available after the server returned"
   info "Available: $(condition_of "$PG" Available)"
   info "conformance Jobs for $PG: $(kc get jobs -n "$NS" -l "memory.agentmem.io/adapter=$PG,app.kubernetes.io/component=conformance" --no-headers | wc -l)"
@@ -405,15 +409,32 @@ down() {
   say "removing the demo: namespace $NS, its PostgreSQL server, the operator, the cluster"
   if cluster_running; then
     KUBECTL="$(cat "$MAO_CLUSTER_DIR/bin-dir")/kubectl"
-    heartbeat_run -v deleting -e "~30 s" "namespace $NS" \
+    heartbeat_run -v deleting -e "$EST_NAMESPACE_DELETE" "namespace $NS" \
       "$KUBECTL" delete namespace "$NS" --ignore-not-found --wait=true --timeout=5m
-    heartbeat_run -v undeploying -e "under 1 min" undeploy "$MAKE" --no-print-directory undeploy
+    heartbeat_run -v undeploying -e "$EST_DEPLOY" undeploy "$MAKE" --no-print-directory undeploy
   else
     info "no cluster running: nothing to delete in it"
   fi
   remove_pg
   rmdir "$DEMO_DIR" 2>/dev/null || true
-  heartbeat_run -v stopping -e "~30 s" cluster-down "$MAKE" --no-print-directory cluster-down
+  heartbeat_run -v stopping -e "$EST_CLUSTER_DOWN" cluster-down "$MAKE" --no-print-directory cluster-down
+  kept_caches
+}
+
+# kept_caches says what stays on the machine after `down` so the next run is fast, how large
+# it is, and the commands that remove it (docs/local-cluster.md, "Caches and removing them").
+kept_caches() {
+  local cache="${MAO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/memory-adapter-operator}"
+  du_of() { if [ -e "$1" ]; then du -sh "$1" 2>/dev/null | cut -f1; else echo "absent"; fi; }
+  say "kept for the next run (without them the next make demo is a cold one, $EST_DEMO_COLD on 2 cores); to free the space:"
+  info "$(printf '%-6s %s' "$(du_of "$MAO_CLUSTER_DIR")" "$MAO_CLUSTER_DIR: the stopped cluster's certificates, imported images and logs")"
+  info "         rm -rf $MAO_CLUSTER_DIR"
+  info "$(printf '%-6s %s' "$(du_of "$cache")" "$cache: Kubernetes, CoreDNS and other binaries built from source (MAO_CACHE_DIR)")"
+  info "         rm -rf $cache"
+  info "$(printf '%-6s %s' "$(du_of bin)" "$PWD/bin: controller-gen, golangci-lint, crd-ref-docs, the project's binaries")"
+  info "         rm -rf $PWD/bin"
+  info "Go's own build and module caches are shared with all Go work on this machine: go clean -cache -modcache"
+  info "Debian packages the scripts installed when missing stay too: containerd, runc, containernetworking-plugins, iptables, iproute2, postgresql (make ci also redis-server and npm)"
 }
 
 case "${1:-up}" in

@@ -23,6 +23,8 @@ set -euo pipefail
 
 # K8S_VERSION and ETCD_VERSION come from hack/versions.env unless set in the environment.
 . "$(dirname "${BASH_SOURCE[0]}")/versions.sh"
+# shellcheck source=hack/estimates.sh
+. "$(dirname "${BASH_SOURCE[0]}")/estimates.sh"
 CACHE_ROOT="${MAO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/memory-adapter-operator}"
 BIN_DIR="$CACHE_ROOT/k8s/${K8S_VERSION}-etcd-${ETCD_VERSION}"
 STAGING_VERSION="v0.${K8S_VERSION#v1.}"
@@ -45,24 +47,25 @@ if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 
-# expected_cold COMPONENT: the cold build time on 2 cores, for the heartbeat's first line.
-# kube-apiserver is the first and largest; the others are the extra time each adds once the
-# packages they share with it are compiled (the Go build cache keeps those). Sources, all in
-# docs/local-cluster.md ("Build order and parallelism"): kube-apiserver 10m37s on a fresh,
-# otherwise idle 2-core machine (issue 15); kubectl and etcd from a busy machine, scaled by
-# the ratio of its kube-apiserver time to that one; the node components from their measured
-# CPU time (320 s for all four) spread over 2 cores, split as their sequential build split.
+# expected_cold COMPONENT...: the cold build time on 2 cores of the Kubernetes components being
+# built together, for the heartbeat's first line; the figures and their measurements are in
+# hack/estimates.sh (one place for every estimate).
 EXPECTED_COLD_NOTE="seconds once built: the Go build cache keeps every compiled package"
 expected_cold() {
-  case "$1" in
-    kube-apiserver) echo "~11 min" ;;
-    kubectl) echo "+2 min" ;;
-    kube-controller-manager) echo "+2.5 min" ;;
-    kube-scheduler) echo "+0.5 min" ;;
-    kubelet) echo "+0.5 min" ;;
-    kube-proxy) echo "+0.5 min" ;;
-    etcd) echo "~1.5 min, alongside the Kubernetes build" ;;
-  esac
+  local c api=false node=false
+  for c in "$@"; do
+    case "$c" in
+      kube-apiserver | kubectl) api=true ;;
+      *) node=true ;;
+    esac
+  done
+  if $api && $node; then
+    echo "$EST_K8S_ALL"
+  elif $api; then
+    echo "$EST_K8S_ENVTEST"
+  else
+    echo "$EST_K8S_NODE"
+  fi
 }
 
 mkdir -p "$BIN_DIR" "$CACHE_ROOT/build"
@@ -82,7 +85,7 @@ build_k8s() {
     local gomod
     # The module is large and its output is captured, so the download gets a heartbeat too
     # (on stderr; only the JSON goes to sed).
-    gomod=$(heartbeat_run -v downloading -e "under 1 min on a fresh machine" "k8s.io/kubernetes@$K8S_VERSION" \
+    gomod=$(heartbeat_run -v downloading -e "$EST_K8S_DOWNLOAD" "k8s.io/kubernetes@$K8S_VERSION" \
       env GOFLAGS=-mod=mod go -C "$wrap" mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
     {
       echo "module mao.local/k8sbuild"
@@ -109,7 +112,7 @@ import (
 	_ "k8s.io/kubernetes/cmd/kubelet"
 )
 GO
-    heartbeat_run -v "resolving modules" -e "~1-3 min with a cold module cache" "kubernetes $K8S_VERSION module" \
+    heartbeat_run -v "resolving modules" -e "$EST_K8S_MODULES" "kubernetes $K8S_VERSION module" \
       env GOFLAGS=-mod=mod go -C "$wrap" mod tidy -e >&2
   fi
   local minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
@@ -126,16 +129,15 @@ GO
   local out="$BIN_DIR/.build"
   rm -rf "$out"
   mkdir -p "$out"
-  local pkgs=() c expect=""
+  local pkgs=() c
   for c in "$@"; do
     pkgs+=("k8s.io/kubernetes/cmd/$c")
-    expect+="${expect:+, }$c $(expected_cold "$c")"
   done
   # With one component the heartbeat's name already says everything k8s_status would.
   local status=()
   [ $# -gt 1 ] && status=(-s k8s_status)
   K8S_OUT="$out" K8S_START=$(date +%s) heartbeat_run -v building "${status[@]}" \
-    -e "on 2 cores, cold: $expect; $EXPECTED_COLD_NOTE" "$*" \
+    -e "$(expected_cold "$@"); $EXPECTED_COLD_NOTE" "$*" \
     env CGO_ENABLED=0 GOFLAGS=-mod=mod go -C "$wrap" build -trimpath -ldflags "-s -w $ldflags" -o "$out/" "${pkgs[@]}"
   for c in "$@"; do
     mv "$out/$c" "$BIN_DIR/$c"
@@ -177,10 +179,10 @@ package etcdbuild
 
 import _ "go.etcd.io/etcd/server/v3"
 GO
-    heartbeat_run -v "resolving modules" -e "~1 min with a cold module cache" "etcd $ETCD_VERSION module" \
+    heartbeat_run -v "resolving modules" -e "$EST_K8S_MODULES" "etcd $ETCD_VERSION module" \
       env GOFLAGS=-mod=mod go -C "$wrap" mod tidy -e >&2
   fi
-  heartbeat_run -v building -e "on 2 cores, cold: etcd $(expected_cold etcd)" etcd \
+  heartbeat_run -v building -e "$EST_K8S_ETCD" etcd \
     env CGO_ENABLED=0 GOFLAGS=-mod=mod go -C "$wrap" build -trimpath -ldflags "-s -w" -o "$BIN_DIR/.etcd.tmp" go.etcd.io/etcd/server/v3
   mv "$BIN_DIR/.etcd.tmp" "$BIN_DIR/etcd"
   log "built $BIN_DIR/etcd"

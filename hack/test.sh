@@ -17,8 +17,13 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=hack/lib/heartbeat.sh
 . hack/lib/heartbeat.sh
+# shellcheck source=hack/estimates.sh
+. hack/estimates.sh
 
 FUZZTIME="${FUZZTIME:-10000x}"
+# The envtest suites are Ginkgo suites, and Ginkgo colours its report unless told not to: a log
+# or a pipe gets plain text.
+[ -t 1 ] || export GINKGO_NO_COLOR=TRUE
 
 section() { printf '\n==== %s ====\n' "$*"; }
 
@@ -26,7 +31,7 @@ section "envtest assets"
 if [ -n "${KUBEBUILDER_ASSETS:-}" ]; then
   echo "using KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS (already set)"
 else
-  # Built from the Go module proxy on first use (~10-15 minutes), then cached by version.
+  # Built from the Go module proxy on first use (EST_K8S_ENVTEST), then cached by version.
   KUBEBUILDER_ASSETS="$(hack/k8s-binaries.sh kube-apiserver etcd kubectl)"
   export KUBEBUILDER_ASSETS
   echo "using KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS"
@@ -56,11 +61,11 @@ install_backends() {
     hack/redis-server.sh start "$probe_dir/redis" >/dev/null &&
     hack/redis-server.sh stop "$probe_dir/redis"
 }
-heartbeat_run -v "installing or checking" -e "~1 min with apt on a fresh machine, seconds after" \
+heartbeat_run -v "installing or checking" -e "$EST_BACKENDS" \
   "postgresql and redis-server" install_backends
 
 section "go vet ./..."
-heartbeat_run -v vetting -e "under 1 min on 2 cores" "go vet" go vet ./...
+heartbeat_run -v vetting -e "$EST_VET" "go vet" go vet ./...
 
 section "go test -race ./..."
 # One `go test` over the whole module, not one run per package group: go test builds and runs
@@ -101,7 +106,7 @@ go_test_race() {
   # loaded 2-core machine; a hang still fails, later.
   go test -race -count=1 -shuffle="$shuffle_seed" -timeout 30m ./... 2>&1 | tee "$test_log"
 }
-heartbeat_run -v testing -e "~3 min warm on 2 cores; cold adds minutes of race-instrumented compiling" -s go_test_status "go test -race" go_test_race
+heartbeat_run -v testing -e "$EST_TEST_RACE" -s go_test_status "go test -race" go_test_race
 
 section "fuzz targets (-fuzztime=${FUZZTIME} each)"
 # Why an iteration count and not a duration: with a duration, Go's fuzzing coordinator
@@ -142,7 +147,7 @@ for t in "${targets[@]}"; do
   # The first target in a package also compiles it and everything it imports with fuzzing
   # instrumentation: on the busy machine above that took 5.6 min for api/v1alpha1 (it imports
   # the Kubernetes API packages), 2 min for adapters/redis, under a minute for the others.
-  heartbeat_run -v fuzzing -e "seconds; minutes if the package is compiled for fuzzing cold" "$name in ./$dir" \
+  heartbeat_run -v fuzzing -e "$EST_FUZZ" "$name in ./$dir" \
     go test -run='^$' -fuzz="^${name}\$" -fuzztime="$FUZZTIME" "./$dir"
 done
 
