@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The test stage of `make ci`: envtest assets, go vet, every package's tests under the race
-# detector, then every fuzz target for a short run. It does all its own set-up, so it works on a
+# The test stage of `make ci`: envtest assets, the alert rules under promtool, go vet, every
+# package's tests under the race detector, then every fuzz target for a short run. It does all its own set-up, so it works on a
 # fresh machine with only Go installed.
 #
 # Every step that can take longer than a few seconds runs under heartbeat_run
@@ -63,6 +63,14 @@ install_backends() {
 }
 heartbeat_run -v "installing or checking" -e "$EST_BACKENDS" \
   "postgresql and redis-server" install_backends
+
+section "alert rules (promtool test rules)"
+# The shipped rules (config/prometheus/alerts.rules.yaml) against recorded series, firing and
+# not firing (test/prometheus/alerts_test.yaml). promtool is Debian's, fetched on first use by
+# hack/prometheus-bin.sh; if it cannot be had, that script fails and so does this stage.
+prom_bin=$(hack/prometheus-bin.sh)
+"$prom_bin/promtool" check rules config/prometheus/alerts.rules.yaml
+"$prom_bin/promtool" test rules test/prometheus/alerts_test.yaml
 
 section "go vet ./..."
 heartbeat_run -v vetting -e "$EST_VET" "go vet" go vet ./...

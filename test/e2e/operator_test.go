@@ -244,32 +244,43 @@ func expectRedisAgentGated(ctx context.Context, c client.Client, ns string) {
 	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 }
 
+// deployOperator installs the operator with make deploy, waits for the manager's rollout, and
+// makes a namespace (generated from prefix) whose pods must pass the restricted Pod Security
+// Standard, as the adapters' and conformance Jobs' pods are built to. It returns a client and
+// the namespace; undeployOperator undoes both.
+func deployOperator(ctx context.Context, prefix string) (client.Client, string) {
+	GinkgoHelper()
+	By("installing the operator with make deploy")
+	makeTarget(ctx, "deploy")
+	kubectl(ctx, "rollout", "status", "-n", operatorNamespace, "deployment/"+managerDeployment, "--timeout=5m")
+	c := loopClient()
+	n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted",
+	}}}
+	Expect(c.Create(ctx, n)).To(Succeed())
+	Eventually(func() error {
+		return c.Get(ctx, types.NamespacedName{Namespace: n.Name, Name: "default"}, &corev1.ServiceAccount{})
+	}).WithTimeout(time.Minute).Should(Succeed())
+	return c, n.Name
+}
+
+// undeployOperator deletes the namespace deployOperator made (if it got that far) and runs
+// make undeploy.
+func undeployOperator(ctx context.Context, c client.Client, ns string) {
+	GinkgoHelper()
+	if ns != "" {
+		_ = c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	makeTarget(ctx, "undeploy")
+}
+
 var _ = Describe("the operator loop", Ordered, func() {
 	var (
 		c  client.Client
 		ns string
 	)
-	BeforeAll(func(ctx SpecContext) {
-		By("installing the operator with make deploy")
-		makeTarget(ctx, "deploy")
-		kubectl(ctx, "rollout", "status", "-n", operatorNamespace, "deployment/"+managerDeployment, "--timeout=5m")
-		c = loopClient()
-		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "loop-", Labels: map[string]string{
-			// The adapters' and conformance Jobs' pods must pass the restricted standard.
-			"pod-security.kubernetes.io/enforce": "restricted",
-		}}}
-		Expect(c.Create(ctx, n)).To(Succeed())
-		ns = n.Name
-		Eventually(func() error {
-			return c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "default"}, &corev1.ServiceAccount{})
-		}).WithTimeout(time.Minute).Should(Succeed())
-	}, NodeTimeout(15*time.Minute))
-	AfterAll(func(ctx SpecContext) {
-		if ns != "" {
-			_ = c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-		}
-		makeTarget(ctx, "undeploy")
-	}, NodeTimeout(10*time.Minute))
+	BeforeAll(func(ctx SpecContext) { c, ns = deployOperator(ctx, "loop-") }, NodeTimeout(15*time.Minute))
+	AfterAll(func(ctx SpecContext) { undeployOperator(ctx, c, ns) }, NodeTimeout(10*time.Minute))
 	AfterEach(func() { printDiagnostics(ns, operatorNamespace) })
 
 	It("holds an agent Job's pod SchedulingGated until the SQLite adapter is Available; then it runs on the projected binding alone and exits 0", func(ctx SpecContext) {

@@ -17,9 +17,15 @@ import (
 // process: conditionCollector makes them from the cached MemoryAdapters at each scrape, so the
 // manager holds no series per adapter (at 5,000 adapters stored gauges held some 50 MB) and
 // a deleted adapter's series cannot outlive it.
+//
+// The reason label is the condition's reason: the alert rules (config/prometheus) need it to
+// tell a failed conformance run from a pending one, stale evidence from other Unknown health,
+// and a failed purge from one still running. It adds no series (a condition has one reason at
+// a time); a series is replaced when its status or reason changes, which is why the rules
+// aggregate the labels away before `for:` counts.
 var adapterConditionDesc = prometheus.NewDesc("memory_adapter_operator_adapter_condition",
-	"1 for each MemoryAdapter condition, labelled with its current status (True, False or Unknown); sum by condition and status to count adapters.",
-	[]string{"namespace", "name", "condition", "status"}, nil)
+	"1 for each MemoryAdapter condition, labelled with its current status (True, False or Unknown) and reason; sum by condition and status to count adapters.",
+	[]string{"namespace", "name", "condition", "status", "reason"}, nil)
 
 var (
 	conformanceRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -51,7 +57,7 @@ type conditionCollector struct {
 func (c conditionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- adapterConditionDesc }
 
 // Collect lists the cached MemoryAdapters without copying them (nothing here writes to them) and
-// sends one series per condition the controller owns and the adapter has.
+// sends one series per condition the controller writes and the adapter has.
 func (c conditionCollector) Collect(ch chan<- prometheus.Metric) {
 	list := &memoryv1alpha1.MemoryAdapterList{}
 	// A scrape has its own deadline; the cache answers from memory once synced, so a short
@@ -65,11 +71,11 @@ func (c conditionCollector) Collect(ch chan<- prometheus.Metric) {
 	for i := range list.Items {
 		ma := &list.Items[i]
 		for _, cond := range ma.Status.Conditions {
-			if !slices.Contains(conditionTypes, cond.Type) {
+			if !slices.Contains(announcedTypes, cond.Type) {
 				continue
 			}
 			ch <- prometheus.MustNewConstMetric(adapterConditionDesc, prometheus.GaugeValue, 1,
-				ma.Namespace, ma.Name, cond.Type, string(cond.Status))
+				ma.Namespace, ma.Name, cond.Type, string(cond.Status), cond.Reason)
 		}
 	}
 }

@@ -22,21 +22,28 @@ func TestConditionCollectorMakesOneSeriesPerAdapterAndCondition(t *testing.T) {
 		ma.Status.Conditions = conds
 		return ma
 	}
-	cond := func(t string, st metav1.ConditionStatus) metav1.Condition {
-		return metav1.Condition{Type: t, Status: st, Reason: "R"}
+	cond := func(t string, st metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: t, Status: st, Reason: reason}
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&memoryv1alpha1.MemoryAdapter{}).WithObjects(
-		adapter("a", cond(memoryv1alpha1.ConditionAvailable, metav1.ConditionTrue), cond(memoryv1alpha1.ConditionHealthy, metav1.ConditionTrue)),
-		// ScopePurged is written during a purge, not one of the controller's standing conditions.
-		adapter("b", cond(memoryv1alpha1.ConditionAvailable, metav1.ConditionFalse), cond(memoryv1alpha1.ConditionScopePurged, metav1.ConditionFalse)),
+		adapter("a",
+			cond(memoryv1alpha1.ConditionAvailable, metav1.ConditionTrue, memoryv1alpha1.ReasonAdapterAvailable),
+			cond(memoryv1alpha1.ConditionHealthy, metav1.ConditionTrue, memoryv1alpha1.ReasonEvidenceValid)),
+		// ScopePurged is written only during a purge; a failed purge is a series too, so
+		// the PurgeFailed alert can see it. A condition the controller does not write is not.
+		adapter("b",
+			cond(memoryv1alpha1.ConditionAvailable, metav1.ConditionFalse, memoryv1alpha1.ReasonAdapterDeleting),
+			cond(memoryv1alpha1.ConditionScopePurged, metav1.ConditionFalse, memoryv1alpha1.ReasonPurgeFailed),
+			cond("SomeoneElses", metav1.ConditionTrue, "Theirs")),
 		adapter("new"),
 	).Build()
 	want := `
-# HELP memory_adapter_operator_adapter_condition 1 for each MemoryAdapter condition, labelled with its current status (True, False or Unknown); sum by condition and status to count adapters.
+# HELP memory_adapter_operator_adapter_condition 1 for each MemoryAdapter condition, labelled with its current status (True, False or Unknown) and reason; sum by condition and status to count adapters.
 # TYPE memory_adapter_operator_adapter_condition gauge
-memory_adapter_operator_adapter_condition{condition="Available",name="a",namespace="ns",status="True"} 1
-memory_adapter_operator_adapter_condition{condition="Healthy",name="a",namespace="ns",status="True"} 1
-memory_adapter_operator_adapter_condition{condition="Available",name="b",namespace="ns",status="False"} 1
+memory_adapter_operator_adapter_condition{condition="Available",name="a",namespace="ns",reason="AdapterAvailable",status="True"} 1
+memory_adapter_operator_adapter_condition{condition="Healthy",name="a",namespace="ns",reason="EvidenceValid",status="True"} 1
+memory_adapter_operator_adapter_condition{condition="Available",name="b",namespace="ns",reason="AdapterDeleting",status="False"} 1
+memory_adapter_operator_adapter_condition{condition="ScopePurged",name="b",namespace="ns",reason="PurgeFailed",status="False"} 1
 `
 	if err := testutil.CollectAndCompare(conditionCollector{reader: c}, strings.NewReader(want)); err != nil {
 		t.Fatal(err)
@@ -45,7 +52,7 @@ memory_adapter_operator_adapter_condition{condition="Available",name="b",namespa
 	if err := c.Delete(t.Context(), adapter("a")); err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(conditionCollector{reader: c}); n != 1 {
-		t.Fatalf("%d series after deleting a, want 1 (b's Available)", n)
+	if n := testutil.CollectAndCount(conditionCollector{reader: c}); n != 2 {
+		t.Fatalf("%d series after deleting a, want 2 (b's Available and ScopePurged)", n)
 	}
 }

@@ -364,10 +364,13 @@ func availableCondition(conds []metav1.Condition) metav1.Condition {
 		"the manifest is valid, deployed, verified by conformance and upheld by health evidence")
 }
 
-// conditionTypes lists every condition the controller owns, for metrics.
+// conditionTypes lists the conditions the controller keeps on every adapter: the summary's
+// inputs and Available.
 var conditionTypes = append(slices.Clone(summaryOrder), memoryv1alpha1.ConditionAvailable)
 
-// announcedTypes lists every condition whose transitions are announced as Events. It is its own
+// announcedTypes lists every condition the controller writes, ScopePurged (set only during a
+// purge) included: their transitions are announced as Events, and each is a series of
+// memory_adapter_operator_adapter_condition. It is its own
 // slice, built once, because appending to conditionTypes from concurrent reconciles would write
 // into one shared backing array.
 var announcedTypes = append(slices.Clone(conditionTypes), memoryv1alpha1.ConditionScopePurged)
