@@ -4,8 +4,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 )
 
@@ -324,6 +329,38 @@ func fillUp(dir string) string {
 	}
 	_ = f.Close()
 	return path
+}
+
+// ownWriteProbe reads the evidence of the adapter's one pod from the pod itself (not the
+// operator's copy in the conditions, which may still be an earlier pod's) and returns the
+// pod's name and its write probe.
+func ownWriteProbe(ctx context.Context, g Gomega, c client.Client, ns, name string) (string, memory.ProbeResult) {
+	pods := &corev1.PodList{}
+	g.Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"memory.agentmem.io/adapter": name, "app.kubernetes.io/component": "adapter"})).To(Succeed())
+	g.Expect(pods.Items).To(HaveLen(1))
+	p := pods.Items[0]
+	g.Expect(p.Status.PodIP).NotTo(BeEmpty(), "pod %s has no address yet", p.Name)
+	// The adapter's token, from its binding Secret, as the operator and a bound workload use it.
+	sec := &corev1.Secret{}
+	g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-binding"}, sec)).To(Succeed())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/v1/evidence", net.JoinHostPort(p.Status.PodIP, "8080")), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	req.Header.Set("Authorization", "Bearer "+string(sec.Data["token"]))
+	resp, err := (&http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}).Do(req)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "GET %s: %s", req.URL, body)
+	var ev memory.EvidenceReport
+	g.Expect(json.Unmarshal(body, &ev)).To(Succeed())
+	for _, probe := range ev.Probes {
+		if probe.Name == "write" {
+			return p.Name, probe
+		}
+	}
+	g.Expect(ev.Probes).To(ContainElement(HaveField("Name", "write")), "pod %s's evidence", p.Name)
+	return p.Name, memory.ProbeResult{}
 }
 
 // expectWriteProbeFailed checks that Healthy and Available are False on the failed write

@@ -569,18 +569,26 @@ var _ = Describe("the operator loop", Ordered, func() {
 			}).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 			tl.mark("the agent's answers since: %s", summarizeAnswers(agentAnswers(ctx, ns, agent, since)))
 		}
+		// restartPod deletes the adapter's pod and waits for the fresh one: ready, its own
+		// evidence a failed write probe (a fresh instance opened on a read-only filesystem
+		// finds the file read-only), and the conditions saying so.
 		restartPod := func() {
 			GinkgoHelper()
 			oldPods := adapterPodUIDs(ctx, c, ns, adapter)
 			kubectl(ctx, "delete", "pod", "-n", ns, "-l", "memory.agentmem.io/adapter="+adapter+",app.kubernetes.io/component=adapter", "--wait=true")
 			tl.mark("pod deleted")
-			var msg string
+			var msg, pod string
+			var write memory.ProbeResult
 			Eventually(func(g Gomega) {
 				ready, what := adapterPodsReady(ctx, c, ns, adapter, oldPods)
 				g.Expect(ready).To(BeTrue(), what)
+				pod, write = ownWriteProbe(ctx, g, c, ns, adapter)
+				g.Expect(write.OK).To(BeFalse(), "pod %s's write probe: %s", pod, write.Detail)
+				g.Expect(write.Detail).To(ContainSubstring("store a probe row: attempt to write a readonly database"))
 				msg = expectWriteProbeFailed(ctx, g, c, ns, adapter)
+				g.Expect(msg).To(ContainSubstring(write.Detail))
 			}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
-			expectTypedRefusals(tl.mark("fresh pod ready; Available=False: %s", msg))
+			expectTypedRefusals(tl.mark("fresh pod %s ready, its write probe %q; Available=False: %s", pod, write.Detail, msg))
 		}
 
 		By("(a) the running instance: the volume fills up")
