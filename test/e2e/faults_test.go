@@ -4,11 +4,17 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -20,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 )
 
@@ -187,24 +194,47 @@ func host(ctx context.Context, name string, args ...string) {
 	Expect(err).NotTo(HaveOccurred(), "%s %s:\n%s", name, strings.Join(args, " "), out)
 }
 
-// tmpfsClaim prepares the volume of SQLite adapter name: a 16 MiB tmpfs on the host, a
-// PersistentVolume on it and the claim the operator would create (<name>-data) bound to it,
-// created before the adapter so the operator adopts the claim as it is. A small filesystem of
-// our own is what lets a spec fill the volume under a running instance (a volume cannot be
-// remounted read-only while a writer holds files open: EBUSY). It returns the host directory.
-func tmpfsClaim(ctx context.Context, c client.Client, ns, name string) string {
+// ext4Claim prepares the volume of SQLite adapter name the way a node-local volume is in
+// production: a 16 MiB ext4 filesystem (an image file on a loop device) mounted on the host
+// with errors=remount-ro, a PersistentVolume on it and the claim the operator would create
+// (<name>-data) bound to it, created before the adapter so the operator adopts the claim as it
+// is. A filesystem of our own is what lets a spec fill the volume, and make it go read-only
+// under a running writer through the kernel's own error path (goReadOnly): a volume cannot be
+// remounted read-only while a writer holds files open (EBUSY), and a read-only bind mount does
+// not reach already-open files. The cleanup always unmounts and detaches the loop device, also
+// after a failed spec, once the adapter's pods are gone (the MemoryAdapter is deleted by a
+// cleanup that runs before these). It returns the host directory and the loop device.
+func ext4Claim(ctx context.Context, c client.Client, ns, name string) (dir, loop string) {
 	GinkgoHelper()
 	dir, err := os.MkdirTemp("/var/tmp", "mao-e2e-"+name+"-")
 	Expect(err).NotTo(HaveOccurred())
 	Expect(os.Chmod(dir, 0o755)).To(Succeed())
-	// mode=0777: the adapter runs as a non-root user, and a hostPath volume gets no fsGroup.
-	host(ctx, "mount", "-t", "tmpfs", "-o", "size=16m,mode=0777", "tmpfs", dir)
+	img := dir + ".img"
+	Expect(os.WriteFile(img, nil, 0o600)).To(Succeed())
+	Expect(os.Truncate(img, 16<<20)).To(Succeed())
+	out, err := exec.CommandContext(ctx, "losetup", "--find", "--show", img).CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "losetup --find --show %s: %s", img, out)
+	loop = strings.TrimSpace(string(out))
 	DeferCleanup(func(ctx SpecContext) {
-		// Lazily, twice: a read-only bind mount may still be stacked on the tmpfs.
+		// Lazily, twice: a read-only bind mount may still be stacked on the filesystem. A loop
+		// device still in use is freed once its last user goes (the kernel's autoclear).
 		for range 2 {
 			_ = exec.CommandContext(ctx, "umount", "-l", dir).Run()
 		}
+		if out, err := exec.CommandContext(ctx, "losetup", "-d", loop).CombinedOutput(); err != nil {
+			Fail(fmt.Sprintf("losetup -d %s: %v: %s", loop, err, out))
+		}
+		_ = os.Remove(img)
 		_ = os.Remove(dir)
+	})
+	host(ctx, "mkfs.ext4", "-q", "-F", loop)
+	mountExt4(ctx, loop, dir)
+	DeferCleanup(func(ctx SpecContext) {
+		Eventually(func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"memory.agentmem.io/adapter": name, "app.kubernetes.io/component": "adapter"})).To(Succeed())
+			g.Expect(pods.Items).To(BeEmpty(), "the adapter's pods still hold the volume")
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	})
 	size := resource.MustParse("16Mi")
 	pv := &corev1.PersistentVolume{
@@ -230,7 +260,58 @@ func tmpfsClaim(ctx context.Context, c client.Client, ns, name string) string {
 			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
 		},
 	})).To(Succeed())
-	return dir
+	return dir, loop
+}
+
+// mountExt4 mounts the ext4 filesystem on loop at dir with errors=remount-ro, the way a node
+// mounts a data disk, and opens its root to everyone: the adapter runs as a non-root user, and
+// a hostPath volume gets no fsGroup.
+func mountExt4(ctx context.Context, loop, dir string) {
+	GinkgoHelper()
+	host(ctx, "mount", "-t", "ext4", "-o", "errors=remount-ro", loop, dir)
+	Expect(os.Chmod(dir, 0o777)).To(Succeed())
+}
+
+// goReadOnly makes the ext4 filesystem on loop go read-only under whoever writes to it,
+// through the kernel's own error path: trigger_fs_error records a filesystem error as a
+// failed metadata check would, and errors=remount-ro turns the filesystem read-only at once
+// (the kernel marks it emergency_ro; open files stay open and every write fails with EROFS).
+// It returns the mount line the host shows afterwards.
+func goReadOnly(loop, dir string) string {
+	GinkgoHelper()
+	Expect(os.WriteFile(filepath.Join("/sys/fs/ext4", filepath.Base(loop), "trigger_fs_error"), []byte("1"), 0)).To(Succeed())
+	f := filepath.Join(dir, "e2e-probe")
+	err := os.WriteFile(f, []byte("x"), 0o600)
+	Expect(err).To(MatchError(syscall.EROFS), "the filesystem still takes writes after the error")
+	mounts, err := os.ReadFile("/proc/self/mounts")
+	Expect(err).NotTo(HaveOccurred())
+	for _, line := range strings.Split(string(mounts), "\n") {
+		if strings.HasPrefix(line, loop+" ") {
+			return line
+		}
+	}
+	Fail(loop + " is not mounted any more")
+	return ""
+}
+
+// repairExt4 is what an administrator does to a filesystem an error made read-only, once no
+// pod uses it: the kernel refuses to remount it read-write, so it is unmounted, checked and
+// repaired (e2fsck exits 0 when it found nothing, 1 when it corrected something) and mounted
+// again. It returns e2fsck's exit code.
+func repairExt4(ctx context.Context, loop, dir string) int {
+	GinkgoHelper()
+	host(ctx, "umount", dir)
+	out, err := exec.CommandContext(ctx, "e2fsck", "-f", "-y", loop).CombinedOutput()
+	code := 0
+	if err != nil {
+		var exit *exec.ExitError
+		Expect(errors.As(err, &exit)).To(BeTrue(), "e2fsck: %v", err)
+		code = exit.ExitCode()
+	}
+	Expect(code).To(BeNumerically("<=", 1), "e2fsck -f -y %s left errors:\n%s", loop, out)
+	fmt.Fprintf(GinkgoWriter, "e2fsck -f -y %s (exit %d):\n%s", loop, code, out)
+	mountExt4(ctx, loop, dir)
+	return code
 }
 
 // fillUp writes zeros to a file in dir until the filesystem is full (ENOSPC), as a volume
@@ -248,6 +329,38 @@ func fillUp(dir string) string {
 	}
 	_ = f.Close()
 	return path
+}
+
+// ownWriteProbe reads the evidence of the adapter's one pod from the pod itself (not the
+// operator's copy in the conditions, which may still be an earlier pod's) and returns the
+// pod's name and its write probe.
+func ownWriteProbe(ctx context.Context, g Gomega, c client.Client, ns, name string) (string, memory.ProbeResult) {
+	pods := &corev1.PodList{}
+	g.Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"memory.agentmem.io/adapter": name, "app.kubernetes.io/component": "adapter"})).To(Succeed())
+	g.Expect(pods.Items).To(HaveLen(1))
+	p := pods.Items[0]
+	g.Expect(p.Status.PodIP).NotTo(BeEmpty(), "pod %s has no address yet", p.Name)
+	// The adapter's token, from its binding Secret, as the operator and a bound workload use it.
+	sec := &corev1.Secret{}
+	g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-binding"}, sec)).To(Succeed())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/v1/evidence", net.JoinHostPort(p.Status.PodIP, "8080")), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	req.Header.Set("Authorization", "Bearer "+string(sec.Data["token"]))
+	resp, err := (&http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}).Do(req)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "GET %s: %s", req.URL, body)
+	var ev memory.EvidenceReport
+	g.Expect(json.Unmarshal(body, &ev)).To(Succeed())
+	for _, probe := range ev.Probes {
+		if probe.Name == "write" {
+			return p.Name, probe
+		}
+	}
+	g.Expect(ev.Probes).To(ContainElement(HaveField("Name", "write")), "pod %s's evidence", p.Name)
+	return p.Name, memory.ProbeResult{}
 }
 
 // expectWriteProbeFailed checks that Healthy and Available are False on the failed write

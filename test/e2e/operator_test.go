@@ -558,14 +558,14 @@ var _ = Describe("the operator loop", Ordered, func() {
 
 	It("invalidates an SQLite adapter whose volume stops taking writes, under the running instance and under a fresh one, and recovers", func(ctx SpecContext) {
 		const adapter = "sqlro"
-		dir := tmpfsClaim(ctx, c, ns, adapter)
+		dir, loop := ext4Claim(ctx, c, ns, adapter)
 		ma := networkedAdapter(ns, adapter, memoryv1alpha1.BackendSQLite, "sqlite", "immediate")
 		ma.Spec.Backend.ConnectionSecretRef = nil
 		Expect(c.Create(ctx, ma)).To(Succeed())
 		DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, ma) })
 		waitAvailable(ctx, ns, adapter)
 		tl := newTimeline("sqlite-readonly")
-		tl.mark("%s Available on a 16 MiB tmpfs (%s)", adapter, dir)
+		tl.mark("%s Available on a 16 MiB ext4 (%s on %s, errors=remount-ro)", adapter, loop, dir)
 		agent := startWatchingAgent(ctx, c, ns, adapter)
 		tl.mark("agent %s stores (201)", agent)
 		expectTypedRefusals := func(since time.Time) {
@@ -580,6 +580,27 @@ var _ = Describe("the operator loop", Ordered, func() {
 			}).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 			tl.mark("the agent's answers since: %s", summarizeAnswers(agentAnswers(ctx, ns, agent, since)))
 		}
+		// restartPod deletes the adapter's pod and waits for the fresh one: ready, its own
+		// evidence a failed write probe (a fresh instance opened on a read-only filesystem
+		// finds the file read-only), and the conditions saying so.
+		restartPod := func() {
+			GinkgoHelper()
+			oldPods := adapterPodUIDs(ctx, c, ns, adapter)
+			kubectl(ctx, "delete", "pod", "-n", ns, "-l", "memory.agentmem.io/adapter="+adapter+",app.kubernetes.io/component=adapter", "--wait=true")
+			tl.mark("pod deleted")
+			var msg, pod string
+			var write memory.ProbeResult
+			Eventually(func(g Gomega) {
+				ready, what := adapterPodsReady(ctx, c, ns, adapter, oldPods)
+				g.Expect(ready).To(BeTrue(), what)
+				pod, write = ownWriteProbe(ctx, g, c, ns, adapter)
+				g.Expect(write.OK).To(BeFalse(), "pod %s's write probe: %s", pod, write.Detail)
+				g.Expect(write.Detail).To(ContainSubstring("store a probe row: attempt to write a readonly database"))
+				msg = expectWriteProbeFailed(ctx, g, c, ns, adapter)
+				g.Expect(msg).To(ContainSubstring(write.Detail))
+			}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+			expectTypedRefusals(tl.mark("fresh pod %s ready, its write probe %q; Available=False: %s", pod, write.Detail, msg))
+		}
 
 		By("(a) the running instance: the volume fills up")
 		filler := fillUp(dir)
@@ -587,8 +608,7 @@ var _ = Describe("the operator loop", Ordered, func() {
 		var msg string
 		Eventually(func(g Gomega) { msg = expectWriteProbeFailed(ctx, g, c, ns, adapter) }).
 			WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
-		invalid := tl.mark("Available=False: %s", msg)
-		expectTypedRefusals(invalid)
+		expectTypedRefusals(tl.mark("Available=False: %s", msg))
 
 		By("(a) room again: the write probe passes and Available returns")
 		Expect(os.Remove(filler)).To(Succeed())
@@ -599,25 +619,62 @@ var _ = Describe("the operator loop", Ordered, func() {
 		By("(b) a fresh instance on a read-only volume: a read-only bind mount over the volume's directory, then the pod restarted")
 		host(ctx, "mount", "--bind", dir, dir)
 		host(ctx, "mount", "-o", "remount,ro,bind", dir)
-		tl.mark("volume directory read-only on the host")
-		oldPods := adapterPodUIDs(ctx, c, ns, adapter)
-		kubectl(ctx, "delete", "pod", "-n", ns, "-l", "memory.agentmem.io/adapter="+adapter+",app.kubernetes.io/component=adapter", "--wait=true")
-		tl.mark("pod deleted")
-		Eventually(func(g Gomega) {
-			ready, what := adapterPodsReady(ctx, c, ns, adapter, oldPods)
-			g.Expect(ready).To(BeTrue(), what)
-			msg = expectWriteProbeFailed(ctx, g, c, ns, adapter)
-		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
-		invalid = tl.mark("fresh pod ready; Available=False: %s", msg)
-		expectTypedRefusals(invalid)
+		tl.mark("volume directory read-only on the host (bind mount)")
+		restartPod()
 
 		By("(b) writable again: the bind mount removed and the pod restarted onto it")
 		host(ctx, "umount", dir)
-		oldPods = adapterPodUIDs(ctx, c, ns, adapter)
 		kubectl(ctx, "delete", "pod", "-n", ns, "-l", "memory.agentmem.io/adapter="+adapter+",app.kubernetes.io/component=adapter", "--wait=true")
-		tl.mark("volume writable, pod deleted")
+		tl.mark("bind mount removed, pod deleted")
 		waitAvailable(ctx, ns, adapter)
 		tl.mark("Available=True")
+
+		By("(c) the running instance: an error makes the filesystem read-only under it (errors=remount-ro)")
+		st := adapterStore(ctx, c, ns, adapter)
+		kept := memory.NewItem([]byte(`"stored before the filesystem error"`), "e2e")
+		_, err := st.Store(ctx, kept)
+		Expect(err).NotTo(HaveOccurred())
+		tl.mark("filesystem read-only: %s", goReadOnly(loop, dir))
+		Eventually(func(g Gomega) {
+			msg = expectWriteProbeFailed(ctx, g, c, ns, adapter)
+			// The running connection's write fails in the kernel (SQLite: disk I/O error); a
+			// connection opened since finds the file read-only.
+			g.Expect(msg).To(Or(ContainSubstring("store a probe row: disk I/O error"), ContainSubstring("store a probe row: attempt to write a readonly database")))
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		expectTypedRefusals(tl.mark("Available=False: %s", msg))
+
+		By("(d) a fresh instance on the filesystem the error left read-only: the pod restarted onto it")
+		restartPod()
+
+		By("(d) repaired as an administrator would: the adapter scaled to zero, the filesystem unmounted, checked and mounted again, the adapter scaled back")
+		Expect(c.Get(ctx, client.ObjectKeyFromObject(ma), ma)).To(Succeed())
+		base := ma.DeepCopy()
+		ma.Spec.Replicas = ptr.To[int32](0)
+		Expect(c.Patch(ctx, ma, client.MergeFrom(base))).To(Succeed())
+		Eventually(func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"memory.agentmem.io/adapter": adapter, "app.kubernetes.io/component": "adapter"})).To(Succeed())
+			g.Expect(pods.Items).To(BeEmpty())
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		a := condition(ctx, c, ns, adapter, memoryv1alpha1.ConditionAvailable)
+		tl.mark("scaled to zero, no adapter pod left (Available=%s %s: %s)", a.Status, a.Reason, a.Message)
+		code := repairExt4(ctx, loop, dir)
+		tl.mark("filesystem checked (e2fsck exit %d) and mounted read-write again", code)
+		Expect(c.Get(ctx, client.ObjectKeyFromObject(ma), ma)).To(Succeed())
+		base = ma.DeepCopy()
+		ma.Spec.Replicas = nil
+		Expect(c.Patch(ctx, ma, client.MergeFrom(base))).To(Succeed())
+		repaired := tl.mark("scaled back to the default one replica")
+		waitAvailable(ctx, ns, adapter)
+		tl.mark("Available=True")
+		got, err := st.Retrieve(ctx, kept.ID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got).NotTo(BeNil(), "the item stored before the filesystem error is gone")
+		Expect(string(got.Content)).To(Equal(`"stored before the filesystem error"`))
+		Eventually(func(g Gomega) {
+			g.Expect(agentAnswers(ctx, ns, agent, repaired)).To(ContainElement(HaveField("Answer", HavePrefix("201 "))))
+		}).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		tl.mark("the item stored before the error read back; the agent stores again")
 		Expect(jobsOf(ctx, c, ns, adapter)).To(HaveLen(1), "a volume that stopped taking writes is not a new version to verify")
 	}, SpecTimeout(20*time.Minute))
 
