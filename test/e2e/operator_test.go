@@ -656,7 +656,13 @@ var _ = Describe("the operator loop", Ordered, func() {
 			g.Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"memory.agentmem.io/adapter": adapter, "app.kubernetes.io/component": "adapter"})).To(Succeed())
 			g.Expect(pods.Items).To(BeEmpty())
 		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
-		a := condition(ctx, c, ns, adapter, memoryv1alpha1.ConditionAvailable)
+		// With no pod left the last evidence describes an instance that is gone: Available
+		// says what the user did.
+		var a metav1.Condition
+		Eventually(func(g Gomega) {
+			a = condition(ctx, c, ns, adapter, memoryv1alpha1.ConditionAvailable)
+			g.Expect(a.Reason).To(Equal(memoryv1alpha1.ReasonScaledToZero), "Available %s: %s", a.Reason, a.Message)
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 		tl.mark("scaled to zero, no adapter pod left (Available=%s %s: %s)", a.Status, a.Reason, a.Message)
 		code := repairExt4(ctx, loop, dir)
 		tl.mark("filesystem checked (e2fsck exit %d) and mounted read-write again", code)

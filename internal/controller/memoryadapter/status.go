@@ -343,7 +343,13 @@ var evidenceVerdicts = []string{
 func availableCondition(conds []metav1.Condition) metav1.Condition {
 	const t = memoryv1alpha1.ConditionAvailable
 	order := summaryOrder
-	if h := meta.FindStatusCondition(conds, memoryv1alpha1.ConditionHealthy); h != nil && h.Status == metav1.ConditionFalse && slices.Contains(evidenceVerdicts, h.Reason) {
+	// A user's own scale-down is the truth of the moment: with no pod, the last evidence
+	// describes an instance that is gone.
+	scaledDown := false
+	if d := meta.FindStatusCondition(conds, memoryv1alpha1.ConditionDeployed); d != nil && d.Reason == memoryv1alpha1.ReasonScaledToZero {
+		scaledDown = true
+	}
+	if h := meta.FindStatusCondition(conds, memoryv1alpha1.ConditionHealthy); !scaledDown && h != nil && h.Status == metav1.ConditionFalse && slices.Contains(evidenceVerdicts, h.Reason) {
 		order = []string{memoryv1alpha1.ConditionManifestValid, memoryv1alpha1.ConditionHealthy,
 			memoryv1alpha1.ConditionDeployed, memoryv1alpha1.ConditionConformant}
 	}

@@ -217,6 +217,10 @@ func TestAvailableCondition(t *testing.T) {
 	// Evidence that could not be read does not: the rollout is the likelier cause.
 	hidden[3] = c(memoryv1alpha1.ConditionHealthy, metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceUnreachable)
 	check(t, availableCondition(hidden), want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, nil})
+	// A scale to zero speaks over the last evidence of the pods it removed.
+	hidden[1] = c(memoryv1alpha1.ConditionDeployed, metav1.ConditionFalse, memoryv1alpha1.ReasonScaledToZero)
+	hidden[3] = c(memoryv1alpha1.ConditionHealthy, metav1.ConditionFalse, memoryv1alpha1.ReasonCapabilityProbeFailed)
+	check(t, availableCondition(hidden), want{metav1.ConditionFalse, memoryv1alpha1.ReasonScaledToZero, nil})
 }
 
 func TestRunNamesAreStableAndDistinct(t *testing.T) {
