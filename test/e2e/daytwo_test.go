@@ -169,17 +169,25 @@ var _ = Describe("day two: status explains failures and stays true", Ordered, fu
 			g.Expect(conf.Message).To(ContainSubstring(differs))
 		}).WithTimeout(availableDeadline).WithPolling(time.Second).Should(Succeed())
 		tl.mark("Conformant=False %s: %s", conf.Reason, conf.Message)
-		got := &memoryv1alpha1.MemoryAdapter{}
-		Expect(c.Get(ctx, client.ObjectKeyFromObject(ma), got)).To(Succeed())
-		Expect(got.Status.Conformance).NotTo(BeNil())
-		Expect(got.Status.Conformance.Message).To(ContainSubstring(differs), "the recorded run says which field differs")
-		h := meta.FindStatusCondition(got.Status.Conditions, memoryv1alpha1.ConditionHealthy)
-		Expect(h).NotTo(BeNil())
-		tl.mark("Healthy=%s %s: %s", h.Status, h.Reason, h.Message)
-		a := meta.FindStatusCondition(got.Status.Conditions, memoryv1alpha1.ConditionAvailable)
-		Expect(a).NotTo(BeNil())
-		Expect(a.Status).To(Equal(metav1.ConditionFalse))
-		tl.mark("Available=%s %s: %s", a.Status, a.Reason, a.Message)
+		// Healthy reads the served manifest's hash from the evidence, and names the fields the
+		// run found; Available, which puts evidence first, says the same, as kubectl get -o wide
+		// shows it.
+		Eventually(func(g Gomega) {
+			got := &memoryv1alpha1.MemoryAdapter{}
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(ma), got)).To(Succeed())
+			g.Expect(got.Status.Conformance).NotTo(BeNil())
+			g.Expect(got.Status.Conformance.Message).To(ContainSubstring(differs), "the recorded run says which field differs")
+			h := meta.FindStatusCondition(got.Status.Conditions, memoryv1alpha1.ConditionHealthy)
+			g.Expect(h).NotTo(BeNil())
+			g.Expect(h.Reason).To(Equal(memoryv1alpha1.ReasonManifestMismatch), "Healthy: %s", h.Message)
+			g.Expect(h.Message).To(ContainSubstring(differs))
+			a := meta.FindStatusCondition(got.Status.Conditions, memoryv1alpha1.ConditionAvailable)
+			g.Expect(a).NotTo(BeNil())
+			g.Expect(a.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(a.Message).To(ContainSubstring(differs))
+			tl.mark("Healthy=%s %s: %s", h.Status, h.Reason, h.Message)
+			tl.mark("Available=%s %s: %s", a.Status, a.Reason, a.Message)
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 	}, SpecTimeout(15*time.Minute))
 
 	It("a manager restart during an outage leaves true conditions", func(ctx SpecContext) {
