@@ -98,6 +98,8 @@ var _ = Describe("day two: status explains failures and stays true", Ordered, fu
 	It("the TLS-mismatch PostgreSQL adapter's Deployed message names the TLS error", func(ctx SpecContext) {
 		_, conn := startStoppable(ctx, "postgres-server.sh", "MAO_TEST_POSTGRES_LISTEN_URL=")
 		secret := connectionSecret(ctx, ns, "pgtls-db", "pgtls", conn)
+		// Read before Create, which replaces the object with the stored one (data, not stringData).
+		dsn := secret.StringData["dsn"]
 		Expect(c.Create(ctx, secret)).To(Succeed())
 		ma := networkedAdapter(ns, "pgtls", memoryv1alpha1.BackendPostgres, "postgres", "immediate")
 		ma.Spec.Backend.Postgres = &memoryv1alpha1.PostgresOptions{SSLMode: "require"}
@@ -106,7 +108,7 @@ var _ = Describe("day two: status explains failures and stays true", Ordered, fu
 		tl := newTimeline("tls-mismatch")
 		tl.mark("pgtls created with sslMode require against a server without TLS")
 
-		u, err := url.Parse(secret.StringData["dsn"])
+		u, err := url.Parse(dsn)
 		Expect(err).NotTo(HaveOccurred())
 		password, ok := u.User.Password()
 		Expect(ok).To(BeTrue(), "the throwaway server's DSN has a password")
@@ -123,7 +125,7 @@ var _ = Describe("day two: status explains failures and stays true", Ordered, fu
 		}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		tl.mark("Deployed=False %s: %s", d.Reason, d.Message)
 		Expect(d.Message).NotTo(ContainSubstring(password), "the message carries the password")
-		Expect(d.Message).NotTo(ContainSubstring(secret.StringData["dsn"]), "the message carries the DSN")
+		Expect(d.Message).NotTo(ContainSubstring(dsn), "the message carries the DSN")
 		a := condition(ctx, c, ns, "pgtls", memoryv1alpha1.ConditionAvailable)
 		Expect(a.Status).To(Equal(metav1.ConditionFalse))
 		Expect(a.Message).To(ContainSubstring("server refused TLS connection"), "Available quotes Deployed")
