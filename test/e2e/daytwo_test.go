@@ -182,7 +182,7 @@ var _ = Describe("day two: status explains failures and stays true", Ordered, fu
 			h := meta.FindStatusCondition(got.Status.Conditions, memoryv1alpha1.ConditionHealthy)
 			g.Expect(h).NotTo(BeNil())
 			g.Expect(h.Reason).To(Equal(memoryv1alpha1.ReasonManifestMismatch), "Healthy: %s", h.Message)
-			g.Expect(h.Message).To(ContainSubstring(differs))
+			g.Expect(h.Message).To(HaveSuffix("found it differs in "+differs), "Healthy ends with the differing fields")
 			a := meta.FindStatusCondition(got.Status.Conditions, memoryv1alpha1.ConditionAvailable)
 			g.Expect(a).NotTo(BeNil())
 			g.Expect(a.Status).To(Equal(metav1.ConditionFalse))

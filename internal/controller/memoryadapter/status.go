@@ -2,6 +2,7 @@ package memoryadapter
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -319,12 +320,23 @@ func manifestDiff(r *memoryv1alpha1.ConformanceResult, published string) string 
 	if r == nil || published == "" || !strings.Contains(r.Message, "manifest "+published+",") {
 		return ""
 	}
-	_, diff, ok := strings.Cut(r.Message, "; it differs in ")
+	_, rest, ok := strings.Cut(r.Message, "; it differs in ")
 	if !ok {
 		return ""
 	}
-	return diff
+	// The fields are joined with "; ", and so are the run's other findings after them.
+	var fields []string
+	for _, f := range strings.Split(rest, "; ") {
+		if !diffField.MatchString(f) {
+			break
+		}
+		fields = append(fields, f)
+	}
+	return strings.Join(fields, "; ")
 }
+
+// diffField is one entry of memory.Manifest.Diff: `json_name: got, expected want`.
+var diffField = regexp.MustCompile(`^[a-z_]+: .+, expected .+$`)
 
 func failedProbes(ev *memory.EvidenceReport) []string {
 	var out []string

@@ -463,6 +463,8 @@ func TestManifestDiffQuotesOnlyTheRunThatReadThePublishedManifest(t *testing.T) 
 		{"the run read the served manifest", run("3.50", "v1", 17, 0, msg), "sha256:bb", `supported_filters: ["branch_id"], expected ["branch_id","source"]`},
 		{"the run read another manifest", run("3.50", "v1", 17, 0, msg), "sha256:cc", ""},
 		{"no field list", run("3.50", "v1", 17, 0, "deployed server: manifest sha256:bb, unreadable"), "sha256:bb", ""},
+		{"the run's other findings stay out", run("3.50", "v1", 17, 0, msg+`; search_fidelity: "partial", expected "full"; deployed server: manifest: published sha256:bb differs from the expected `+hashA+` in supported_filters: x, expected y`), "sha256:bb",
+			`supported_filters: ["branch_id"], expected ["branch_id","source"]; search_fidelity: "partial", expected "full"`},
 		{"no run", nil, "sha256:bb", ""},
 		{"no published hash", run("3.50", "v1", 17, 0, msg), "", ""},
 	} {
