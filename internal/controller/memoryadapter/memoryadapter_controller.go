@@ -173,6 +173,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, ok bool) error {
 	st.ManifestHash = s.ma.Spec.Manifest.Hash()
 	st.Lifecycle = s.settings.lifecycle.DeepCopy()
 	st.Binding = &memoryv1alpha1.BindingReference{Name: bindingName(s.ma)}
+	s.health.lastRun = st.Conformance
 	healthy := healthyCondition(s.health)
 	if old := meta.FindStatusCondition(st.Conditions, memoryv1alpha1.ConditionHealthy); old != nil && s.health.rehydrated {
 		// A restarted or newly elected manager has read nothing yet: the verdict it

@@ -2,6 +2,7 @@ package memoryadapter
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -241,7 +242,10 @@ type healthObservation struct {
 	lastErr  string
 	url      string
 	// verified is the passing run the evidence must agree with; nil before one passed.
-	verified     *memoryv1alpha1.ConformanceResult
+	verified *memoryv1alpha1.ConformanceResult
+	// lastRun is the last recorded run, passed or not: a run that read the published
+	// manifest names the fields in which it differs from spec.manifest.
+	lastRun      *memoryv1alpha1.ConformanceResult
 	manifestHash string
 	immediate    bool
 	threshold    int
@@ -287,8 +291,11 @@ func healthyCondition(o healthObservation) metav1.Condition {
 		}
 	}
 	if ev.ManifestHash != o.manifestHash {
-		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonManifestMismatch,
-			fmt.Sprintf("the adapter serves manifest %s, but spec.manifest hashes to %s", ev.ManifestHash, o.manifestHash))
+		msg := fmt.Sprintf("the adapter serves manifest %s, but spec.manifest hashes to %s", ev.ManifestHash, o.manifestHash)
+		if d := manifestDiff(o.lastRun, ev.ManifestHash); d != "" {
+			msg += fmt.Sprintf("; job %s found it differs in %s", o.lastRun.JobName, d)
+		}
+		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonManifestMismatch, msg)
 	}
 	if failed := failedProbes(ev); len(failed) > 0 {
 		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonCapabilityProbeFailed,
@@ -305,6 +312,31 @@ func healthyCondition(o healthObservation) metav1.Condition {
 	return condition(t, metav1.ConditionTrue, memoryv1alpha1.ReasonEvidenceValid,
 		fmt.Sprintf("evidence upholds the manifest: service version %q, adapter version %q, %d probes passed", ev.ServiceVersion, ev.AdapterVersion, len(ev.Probes)))
 }
+
+// manifestDiff returns the fields a run's message names as differing (conformance writes
+// "... publishes manifest <published>, not the expected <hash>; it differs in <field: got,
+// expected want>; ..."), when that run read the manifest published now; else "".
+func manifestDiff(r *memoryv1alpha1.ConformanceResult, published string) string {
+	if r == nil || published == "" || !strings.Contains(r.Message, "manifest "+published+",") {
+		return ""
+	}
+	_, rest, ok := strings.Cut(r.Message, "; it differs in ")
+	if !ok {
+		return ""
+	}
+	// The fields are joined with "; ", and so are the run's other findings after them.
+	var fields []string
+	for _, f := range strings.Split(rest, "; ") {
+		if !diffField.MatchString(f) {
+			break
+		}
+		fields = append(fields, f)
+	}
+	return strings.Join(fields, "; ")
+}
+
+// diffField is one entry of memory.Manifest.Diff: `json_name: got, expected want`.
+var diffField = regexp.MustCompile(`^[a-z_]+: .+, expected .+$`)
 
 func failedProbes(ev *memory.EvidenceReport) []string {
 	var out []string

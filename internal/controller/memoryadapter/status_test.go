@@ -167,6 +167,14 @@ func TestHealthyCondition(t *testing.T) {
 			want{metav1.ConditionFalse, memoryv1alpha1.ReasonAdapterVersionChanged, []string{`"v1"`, `"v2"`}}},
 		"other manifest": {base(func(o *healthObservation) { o.evidence.ManifestHash = "sha256:bb" }),
 			want{metav1.ConditionFalse, memoryv1alpha1.ReasonManifestMismatch, []string{"sha256:bb", hashA}}},
+		"other manifest, named by the run that read it": {base(func(o *healthObservation) {
+			o.evidence.ManifestHash = "sha256:bb"
+			o.lastRun = run("3.50", "v1", 17, 0, `the target publishes manifest sha256:bb, not the expected `+hashA+`; it differs in supported_filters: ["branch_id"], expected ["branch_id","source"]`)
+		}), want{metav1.ConditionFalse, memoryv1alpha1.ReasonManifestMismatch, []string{"sha256:bb", hashA, `found it differs in supported_filters: ["branch_id"], expected ["branch_id","source"]`}}},
+		"other manifest than the run read": {base(func(o *healthObservation) {
+			o.evidence.ManifestHash = "sha256:cc"
+			o.lastRun = run("3.50", "v1", 17, 0, `the target publishes manifest sha256:bb, not the expected `+hashA+`; it differs in search_consistency: "eventual", expected "immediate"`)
+		}), want{metav1.ConditionFalse, memoryv1alpha1.ReasonManifestMismatch, []string{"sha256:cc", hashA}}},
 		"probe failed": {base(func(o *healthObservation) {
 			o.evidence.Probes = append(o.evidence.Probes, memory.ProbeResult{Name: "jsonb", Detail: "missing"})
 		}), want{metav1.ConditionFalse, memoryv1alpha1.ReasonCapabilityProbeFailed, []string{"jsonb (missing)"}}},
@@ -445,5 +453,27 @@ func TestOperationBoundComposesTheBackendsRetries(t *testing.T) {
 	l := effectiveLifecycle(memoryv1alpha1.BackendSQLite, &memoryv1alpha1.LifecycleSpec{RequestTimeout: memoryv1alpha1.NewDuration(20 * time.Second)})
 	if got := operationBound(l); got != 21*time.Second {
 		t.Errorf("with requestTimeout 20s: %v, want 21s", got)
+	}
+}
+
+func TestManifestDiffQuotesOnlyTheRunThatReadThePublishedManifest(t *testing.T) {
+	msg := `the target publishes manifest sha256:bb, not the expected ` + hashA + `; it differs in supported_filters: ["branch_id"], expected ["branch_id","source"]`
+	for _, tc := range []struct {
+		name      string
+		r         *memoryv1alpha1.ConformanceResult
+		published string
+		want      string
+	}{
+		{"the run read the served manifest", run("3.50", "v1", 17, 0, msg), "sha256:bb", `supported_filters: ["branch_id"], expected ["branch_id","source"]`},
+		{"the run read another manifest", run("3.50", "v1", 17, 0, msg), "sha256:cc", ""},
+		{"no field list", run("3.50", "v1", 17, 0, "deployed server: manifest sha256:bb, unreadable"), "sha256:bb", ""},
+		{"the run's other findings stay out", run("3.50", "v1", 17, 0, msg+`; search_fidelity: "partial", expected "full"; deployed server: manifest: published sha256:bb differs from the expected `+hashA+` in supported_filters: x, expected y`), "sha256:bb",
+			`supported_filters: ["branch_id"], expected ["branch_id","source"]; search_fidelity: "partial", expected "full"`},
+		{"no run", nil, "sha256:bb", ""},
+		{"no published hash", run("3.50", "v1", 17, 0, msg), "", ""},
+	} {
+		if got := manifestDiff(tc.r, tc.published); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
