@@ -184,7 +184,7 @@ func writeReports(stdout, stderr io.Writer, f *conformanceFlags, r *conformance.
 		return &exitError{code: 1, err: errors.Join(errs...)}
 	}
 	if r.Result != conformance.Passed {
-		return &exitError{code: 1, err: fmt.Errorf("conformance %s (%d failed)", r.Result, r.Counts.Failed)}
+		return &exitError{code: 1, err: failedRunError(r)}
 	}
 	if target && !r.FullClaim() {
 		return &exitError{code: 1, err: fmt.Errorf("conformance %s", r.Summary())}
@@ -366,4 +366,18 @@ func writeChecks(w io.Writer, url string, checks []wireCheck) {
 		fmt.Fprintf(tw, "%s\t%t\t%s\n", c.Name, c.OK, c.Detail)
 	}
 	_ = tw.Flush()
+}
+
+// failedRunError says why a run did not pass: the failing cases by id, or, when no case failed
+// ("Failed (0 failed)" told a user nothing), the run-level error or what kept the run from
+// being complete.
+func failedRunError(r *conformance.Report) error {
+	if failed := r.FailedIDs(); len(failed) > 0 {
+		return fmt.Errorf("conformance %s: %d failed: %v", r.Result, len(failed), failed)
+	}
+	if r.Error != "" {
+		return fmt.Errorf("conformance %s: no case failed, the run did: %s", r.Result, r.Error)
+	}
+	n := r.Counts.Passed + r.Counts.NotApplicable
+	return fmt.Errorf("conformance %s: no case failed, but only %d cases have an outcome: the run ended before the matrix did", r.Result, n)
 }
