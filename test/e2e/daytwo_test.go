@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"net/url"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -27,55 +25,6 @@ import (
 
 // Day two (issue 28): what a platform engineer reads in status when something they can fix
 // goes wrong, and that status stays true across a manager restart.
-
-// conditionWatch polls one adapter's conditions every second until stopped and keeps every
-// reading that check refuses, so a wrong state that lasts a single reading fails the spec.
-type conditionWatch struct {
-	stop  context.CancelFunc
-	done  chan struct{}
-	mu    sync.Mutex
-	bad   []string
-	reads int
-}
-
-func watchConditions(ctx context.Context, c client.Client, ns, name string, check func(conds []metav1.Condition) string) *conditionWatch {
-	ctx, cancel := context.WithCancel(ctx)
-	w := &conditionWatch{stop: cancel, done: make(chan struct{})}
-	go func() {
-		defer GinkgoRecover()
-		defer close(w.done)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			ma := &memoryv1alpha1.MemoryAdapter{}
-			if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ma); err == nil {
-				w.mu.Lock()
-				w.reads++
-				if why := check(ma.Status.Conditions); why != "" {
-					w.bad = append(w.bad, time.Now().UTC().Format("15:04:05.000")+" "+why)
-				}
-				w.mu.Unlock()
-			} else if ctx.Err() != nil {
-				return
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return w
-}
-
-// result stops the watch and returns the refused readings and how many were made.
-func (w *conditionWatch) result() ([]string, int) {
-	w.stop()
-	<-w.done
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.bad, w.reads
-}
 
 // describeConditions is one line per condition, for failure messages and timelines.
 func describeConditions(conds []metav1.Condition) string {
@@ -238,7 +187,7 @@ var _ = Describe("day two: status explains failures and stays true", Ordered, fu
 		tl.mark("Available=False %s: %s", a.Reason, a.Message)
 
 		By("deleting both manager pods while the server is down")
-		watch := watchConditions(ctx, c, ns, "pgrestart", outageTruth)
+		watch := watchConditions(ctx, c, ns, []string{"pgrestart"}, time.Second, outageTruth)
 		old := map[string]bool{}
 		for _, p := range managerPods(ctx, c) {
 			old[p.Name] = true

@@ -64,23 +64,25 @@ func leaseHolder(ctx context.Context, c client.Client) string {
 	return pod
 }
 
-// availableWatch polls adapters' Available condition until stopped and keeps every reading
-// that was not True: a steady adapter must never give one.
-type availableWatch struct {
+// conditionWatch polls adapters' conditions every interval until stopped and keeps every
+// reading that its check refuses, so a wrong state that lasts a single reading fails the spec.
+type conditionWatch struct {
 	stop  context.CancelFunc
 	done  chan struct{}
 	mu    sync.Mutex
-	flaps []string
+	bad   []string
 	reads int
 }
 
-func watchAvailable(ctx context.Context, c client.Client, ns string, names []string) *availableWatch {
+// watchConditions starts a conditionWatch over the named adapters; check returns why a reading
+// is wrong, or "" when it is right.
+func watchConditions(ctx context.Context, c client.Client, ns string, names []string, every time.Duration, check func(conds []metav1.Condition) string) *conditionWatch {
 	ctx, cancel := context.WithCancel(ctx)
-	w := &availableWatch{stop: cancel, done: make(chan struct{})}
+	w := &conditionWatch{stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer GinkgoRecover()
 		defer close(w.done)
-		t := time.NewTicker(250 * time.Millisecond)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			for _, n := range names {
@@ -91,11 +93,10 @@ func watchAvailable(ctx context.Context, c client.Client, ns string, names []str
 					}
 					continue // an API hiccup says nothing about the adapter
 				}
-				a := meta.FindStatusCondition(ma.Status.Conditions, memoryv1alpha1.ConditionAvailable)
 				w.mu.Lock()
 				w.reads++
-				if a == nil || a.Status != metav1.ConditionTrue {
-					w.flaps = append(w.flaps, fmt.Sprintf("%s %s: %+v", time.Now().Format(time.RFC3339Nano), n, a))
+				if why := check(ma.Status.Conditions); why != "" {
+					w.bad = append(w.bad, fmt.Sprintf("%s %s: %s", time.Now().UTC().Format("15:04:05.000"), n, why))
 				}
 				w.mu.Unlock()
 			}
@@ -109,13 +110,23 @@ func watchAvailable(ctx context.Context, c client.Client, ns string, names []str
 	return w
 }
 
-// result stops the watch and returns the readings that were not True and how many were made.
-func (w *availableWatch) result() ([]string, int) {
+// watchAvailable watches steady adapters, whose Available must never read other than True.
+func watchAvailable(ctx context.Context, c client.Client, ns string, names []string) *conditionWatch {
+	return watchConditions(ctx, c, ns, names, 250*time.Millisecond, func(conds []metav1.Condition) string {
+		if a := meta.FindStatusCondition(conds, memoryv1alpha1.ConditionAvailable); a == nil || a.Status != metav1.ConditionTrue {
+			return fmt.Sprintf("Available %+v", a)
+		}
+		return ""
+	})
+}
+
+// result stops the watch and returns the refused readings and how many were made.
+func (w *conditionWatch) result() ([]string, int) {
 	w.stop()
 	<-w.done
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.flaps, w.reads
+	return w.bad, w.reads
 }
 
 // purgeSeen is a ScopePurged condition a watch saw, and when.
