@@ -194,6 +194,9 @@ func (c *cluster) up(ctx context.Context, images []string) error {
 	}
 
 	// kube-proxy
+	if err := guardServiceRange(ctx); err != nil {
+		return err
+	}
 	if err := c.start("kube-proxy", bins["kube-proxy"], "--config="+filepath.Join(c.dir, "kube-proxy-config.yaml")); err != nil {
 		return err
 	}
@@ -375,6 +378,28 @@ func (c *cluster) importImage(ctx context.Context, tarball string) error {
 		return fmt.Errorf("importing %s: %w: %s", tarball, err, out)
 	}
 	c.logf("containerd: imported %s", tarball)
+	return nil
+}
+
+// guardServiceRange refuses any packet still addressed to the service range after the nat
+// table ran: kube-proxy rewrites a ClusterIP that has a ready endpoint, so what is left is a
+// Service without one, or one kube-proxy has not programmed yet (it rewrites the filter and
+// nat tables one after the other). Without this such a packet follows the default route,
+// and on machines whose gateway answers every HTTP request (a sandbox proxy answers 404 with
+// no body) a client would read that answer as the adapter's. Refused, the client sees a
+// connection error, which it reports as the outage it is. down removes the rules with every
+// other rule that names the service range.
+func guardServiceRange(ctx context.Context) error {
+	for _, chain := range []string{"OUTPUT", "FORWARD"} {
+		rule := []string{chain, "-d", serviceCIDR, "-m", "comment", "--comment", "mao: service IP without a kube-proxy rule", "-j", "REJECT"}
+		if exec.CommandContext(ctx, "iptables", append([]string{"-w", "5", "-t", "filter", "-C"}, rule...)...).Run() == nil {
+			continue // already there: up is idempotent
+		}
+		add := append([]string{"-w", "5", "-t", "filter", "-A"}, rule...)
+		if out, err := exec.CommandContext(ctx, "iptables", add...).CombinedOutput(); err != nil {
+			return fmt.Errorf("iptables %s: %w: %s", strings.Join(add, " "), err, out)
+		}
+	}
 	return nil
 }
 
