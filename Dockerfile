@@ -11,8 +11,11 @@ ARG TARGETARCH=amd64
 # keys conformance runs on it, so release builds must set it.
 ARG VERSION=dev
 WORKDIR /workspace
-# Dependencies first so source edits do not invalidate the module download layer.
+# Dependencies first so source edits do not invalidate the module download layer. The
+# contract modules' go.mod files come too: go.mod replaces them with these directories.
 COPY go.mod go.sum ./
+COPY api/memory/go.mod api/memory/go.sum ./api/memory/
+COPY conformance/go.mod conformance/go.sum ./conformance/
 RUN go mod download
 COPY . .
 # CGO off: the SQLite driver is pure Go, and static binaries need no libc in the image.

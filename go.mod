@@ -33,6 +33,8 @@ require (
 require (
 	cel.dev/expr v0.25.3 // indirect
 	github.com/Masterminds/semver/v3 v3.4.0 // indirect
+	github.com/agentmem/memory-adapter-operator/api/memory v0.1.0
+	github.com/agentmem/memory-adapter-operator/conformance v0.1.0
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
@@ -131,4 +133,12 @@ require (
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
+)
+
+// The contract (api/memory) and the conformance suite are modules of their own, so an
+// adapter author who depends on them gets no Kubernetes module; the operator builds
+// against the copies in this checkout.
+replace (
+	github.com/agentmem/memory-adapter-operator/api/memory => ./api/memory
+	github.com/agentmem/memory-adapter-operator/conformance => ./conformance
 )

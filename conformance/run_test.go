@@ -365,3 +365,19 @@ func TestPartialClaimHelper(t *testing.T) {
 	opts.RequireFullClaim = mode == "full"
 	Run(t, minimalHarness{fake.New(fake.Config{})}, opts)
 }
+
+// The adapter packages' own tests run the suite against each backend (adapters/inmemory is
+// the reference); this module's tests stay on its fake so that the contract module needs no
+// adapter, and so no Kubernetes module, to test itself.
+func TestProgressHasOneLinePerCase(t *testing.T) {
+	var progress strings.Builder
+	opts := fastOptions()
+	opts.Progress = &progress
+	r := Execute(t.Context(), fake.New(fake.Config{}), opts)
+	if r.Result != Passed {
+		t.Fatalf("fake: %+v\n%s", r.Counts, r.Table())
+	}
+	if lines := strings.Count(progress.String(), "\n"); lines != len(cases) {
+		t.Errorf("progress has %d lines, want one per case:\n%s", lines, progress.String())
+	}
+}

@@ -72,10 +72,17 @@ prom_bin=$(hack/prometheus-bin.sh)
 "$prom_bin/promtool" check rules config/prometheus/alerts.rules.yaml
 "$prom_bin/promtool" test rules test/prometheus/alerts_test.yaml
 
-section "go vet ./..."
-heartbeat_run -v vetting -e "$EST_VET" "go vet" go vet ./...
+# The contract (api/memory) and the suite (conformance) are modules of their own, which the
+# operator's module uses through replace lines: `./...` stops at a module boundary, so their
+# packages are named by import path. Built from here they are vetted and tested with exactly
+# the sources in this checkout; test/contract builds them on their own go.mod as well.
+module=$(go list -m)
+mapfile -t contract_pkgs < <(go list "$module/api/memory/..." "$module/conformance/...")
 
-section "go test -race ./..."
+section "go vet ./... and the contract modules"
+heartbeat_run -v vetting -e "$EST_VET" "go vet" go vet ./... "${contract_pkgs[@]}"
+
+section "go test -race ./... and the contract modules"
 # One `go test` over the whole module, not one run per package group: go test builds and runs
 # up to GOMAXPROCS packages at a time and overlaps building later packages with testing
 # earlier ones; run group by group, every group would wait for its slowest package (the
@@ -84,8 +91,7 @@ section "go test -race ./..."
 # noisy to measure the difference fairly.) go test's own output names each package as it
 # finishes; the heartbeat adds how many have finished and which are not yet, so a long
 # envtest or live-backend package is never a silent minute.
-module=$(go list -m)
-mapfile -t test_pkgs < <(go list ./...)
+mapfile -t test_pkgs < <(go list ./... "${contract_pkgs[@]}")
 test_log="$probe_dir/go-test.log"
 : >"$test_log"
 go_test_status() {
@@ -112,7 +118,7 @@ go_test_race() {
   # -timeout 30m: go test's default 10 minutes per package binary is a latency bound, and the
   # exhaustive CEL/Go parity sweep of api/v1alpha1 under -race has come close to it on a
   # loaded 2-core machine; a hang still fails, later.
-  go test -race -count=1 -shuffle="$shuffle_seed" -timeout 30m ./... 2>&1 | tee "$test_log"
+  go test -race -count=1 -shuffle="$shuffle_seed" -timeout 30m ./... "${contract_pkgs[@]}" 2>&1 | tee "$test_log"
 }
 heartbeat_run -v testing -e "$EST_TEST_RACE" -s go_test_status "go test -race" go_test_race
 
@@ -156,7 +162,7 @@ for t in "${targets[@]}"; do
   # instrumentation: on the busy machine above that took 5.6 min for api/v1alpha1 (it imports
   # the Kubernetes API packages), 2 min for adapters/redis, under a minute for the others.
   heartbeat_run -v fuzzing -e "$EST_FUZZ" "$name in ./$dir" \
-    go test -run='^$' -fuzz="^${name}\$" -fuzztime="$FUZZTIME" "./$dir"
+    go -C "$dir" test -run='^$' -fuzz="^${name}\$" -fuzztime="$FUZZTIME" .
 done
 
 section "all tests passed"

@@ -1,4 +1,4 @@
-package memory
+package contract
 
 import (
 	"os"
@@ -6,20 +6,23 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
-// TestDocumentedLimitMessagesMatchTheConstants reads every Markdown file of the repository's
+// TestDocumentedLimitMessagesMatchTheConstants lives here and not in api/memory because it
+// reads the repository's documents, which the contract module does not carry. It reads every Markdown file of the repository's
 // docs and the package READMEs for quoted limit messages and checks each number against the
 // constant the code uses, so a changed limit cannot leave a stale message in the docs.
 func TestDocumentedLimitMessagesMatchTheConstants(t *testing.T) {
 	messages := map[*regexp.Regexp]int{
-		regexp.MustCompile("`store: item larger than (\\d+) bytes`"):     MaxItemBytes,
-		regexp.MustCompile("`store: more than (\\d+) tags`"):             MaxTagsPerItem,
-		regexp.MustCompile("`store: a tag is longer than (\\d+) bytes`"): MaxTagBytes,
-		regexp.MustCompile("`store: more than (\\d+) metadata keys`"):    MaxMetadataKeys,
-		regexp.MustCompile("`search: more than (\\d+) tags`"):            MaxQueryTags,
-		regexp.MustCompile("`search: text longer than (\\d+) bytes`"):    MaxQueryTextBytes,
-		regexp.MustCompile(`nested deeper than (\d+) levels of arrays`):  MaxJSONDepth,
+		regexp.MustCompile("`store: item larger than (\\d+) bytes`"):     memory.MaxItemBytes,
+		regexp.MustCompile("`store: more than (\\d+) tags`"):             memory.MaxTagsPerItem,
+		regexp.MustCompile("`store: a tag is longer than (\\d+) bytes`"): memory.MaxTagBytes,
+		regexp.MustCompile("`store: more than (\\d+) metadata keys`"):    memory.MaxMetadataKeys,
+		regexp.MustCompile("`search: more than (\\d+) tags`"):            memory.MaxQueryTags,
+		regexp.MustCompile("`search: text longer than (\\d+) bytes`"):    memory.MaxQueryTextBytes,
+		regexp.MustCompile(`nested deeper than (\d+) levels of arrays`):  memory.MaxJSONDepth,
 	}
 	var files []string
 	for _, pattern := range []string{"../../docs/*.md", "../../docs/*/*.md", "../../*.md", "../../*/README.md", "../../*/*/README.md"} {
