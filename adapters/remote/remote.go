@@ -3,6 +3,8 @@ package remote
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,6 +45,12 @@ type Options struct {
 	// HTTPClient overrides the client (tests, custom TLS); nil builds one with
 	// DefaultDialTimeout.
 	HTTPClient *http.Client
+	// CACert is the PEM bundle an https server's certificate must chain to: a binding's
+	// ca.crt. Empty trusts the system's roots. Ignored with HTTPClient.
+	CACert []byte
+	// ServerName is the name the server's certificate must carry when it is not the URL's
+	// host, for a client that reaches a Service by its address. Ignored with HTTPClient.
+	ServerName string
 }
 
 // Store is a memory.ExternalStore over HTTP. Create it with New.
@@ -100,8 +108,23 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxResponseBytes
 	}
+	if len(opts.CACert) > 0 && base.Scheme != "https" {
+		// A CA with a plain URL would send the token in clear while the caller believes it
+		// is protected: refused rather than silently downgraded.
+		return nil, memory.NewAdapterError("remote: a CA certificate was given for a plain http URL", nil)
+	}
 	if s.client == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
+		if base.Scheme == "https" {
+			tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: opts.ServerName}
+			if len(opts.CACert) > 0 {
+				pool := x509.NewCertPool()
+				if !pool.AppendCertsFromPEM(opts.CACert) {
+					return nil, memory.NewAdapterError("remote: the CA certificate holds no PEM certificate", nil)
+				}
+				tr.TLSClientConfig.RootCAs = pool
+			}
+		}
 		tr.DialContext = (&net.Dialer{Timeout: DefaultDialTimeout, KeepAlive: 30 * time.Second}).DialContext
 		tr.MaxIdleConnsPerHost = 32
 		s.client = &http.Client{Transport: tr}
@@ -113,6 +136,10 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	s.manifest = m
 	return s, nil
 }
+
+// HTTPClient is the client the store speaks through, with its transport and trust, for a
+// caller that checks the server's raw answers the way the store reaches it.
+func (s *Store) HTTPClient() *http.Client { return s.client }
 
 // Manifest returns the manifest fetched at construction.
 func (s *Store) Manifest() memory.Manifest { return s.manifest }

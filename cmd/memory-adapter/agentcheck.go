@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -77,8 +81,29 @@ call: "agent-check watch: <time the call was made> store <status> <media type> <
 	return cmd
 }
 
-// binding is a Service Binding directory's content.
-type binding struct{ kind, url, token string }
+// binding is a Service Binding directory's content. caCert is the optional ca.crt: the CA
+// bundle an https adapter's certificate must chain to.
+type binding struct {
+	kind, url, token string
+	caCert           []byte
+}
+
+// caBundleLimit bounds ca.crt: a few PEM certificates (the operator's CA, and its successor
+// while one rotates), never more than this.
+const caBundleLimit = 64 << 10
+
+// httpClient is a client that trusts exactly the binding's CA for an https URL.
+func (b binding) httpClient(timeout time.Duration) (*http.Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if strings.HasPrefix(b.url, "https://") && len(b.caCert) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(b.caCert) {
+			return nil, errors.New("binding ca.crt: no PEM certificate in it")
+		}
+		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
+	}
+	return &http.Client{Timeout: timeout, Transport: tr}, nil
+}
 
 func readBinding(root, adapter string) (binding, error) {
 	if root == "" {
@@ -88,21 +113,25 @@ func readBinding(root, adapter string) (binding, error) {
 		return binding{}, usageError("--adapter %q is not a MemoryAdapter name (a DNS label of at most 40 characters starting with a letter)", adapter)
 	}
 	dir := filepath.Join(root, adapter)
-	read := func(name string) (string, error) {
+	readLimited := func(name string, limit int64) ([]byte, error) {
 		// OpenInRoot keeps the read inside the binding directory even through symlinks.
 		f, err := os.OpenInRoot(dir, name)
 		if err != nil {
-			return "", fmt.Errorf("binding %s: %w", name, err)
+			return nil, fmt.Errorf("binding %s: %w", name, err)
 		}
 		defer func() { _ = f.Close() }()
-		b, err := io.ReadAll(io.LimitReader(f, bindingFileLimit+1))
+		b, err := io.ReadAll(io.LimitReader(f, limit+1))
 		if err != nil {
-			return "", fmt.Errorf("binding %s: %w", name, err)
+			return nil, fmt.Errorf("binding %s: %w", name, err)
 		}
-		if len(b) > bindingFileLimit {
-			return "", fmt.Errorf("binding %s: longer than %d bytes", name, bindingFileLimit)
+		if int64(len(b)) > limit {
+			return nil, fmt.Errorf("binding %s: longer than %d bytes", name, limit)
 		}
-		return strings.TrimSpace(string(b)), nil
+		return b, nil
+	}
+	read := func(name string) (string, error) {
+		b, err := readLimited(name, bindingFileLimit)
+		return strings.TrimSpace(string(b)), err
 	}
 	var b binding
 	var err error
@@ -118,6 +147,17 @@ func readBinding(root, adapter string) (binding, error) {
 	if b.token, err = read("token"); err != nil {
 		return b, err
 	}
+	// ca.crt is there when the adapter serves TLS (the default); a plain-http adapter's
+	// binding has none, and an https URL without one trusts the system's roots.
+	if b.caCert, err = readLimited("ca.crt", caBundleLimit); err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return b, err
+		}
+		b.caCert = nil
+	}
+	if len(b.caCert) > 0 && !strings.HasPrefix(b.url, "https://") {
+		return b, fmt.Errorf("binding url %q is not https although the binding carries ca.crt: refusing to send the token in clear", b.url)
+	}
 	return b, nil
 }
 
@@ -130,7 +170,7 @@ func runAgentCheck(ctx context.Context, out io.Writer, root string, f *agentChec
 	if err != nil {
 		return err
 	}
-	st, err := remote.New(ctx, remote.Options{BaseURL: b.url, Token: b.token})
+	st, err := remote.New(ctx, remote.Options{BaseURL: b.url, Token: b.token, CACert: b.caCert})
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", b.url, err)
 	}

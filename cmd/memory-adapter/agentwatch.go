@@ -29,18 +29,29 @@ const watchBodyLimit = 64 << 10
 // speaks the wire directly and adds no client rules of its own. It stores a fresh item per
 // call, ends when ctx does, and returns nil then.
 func runAgentWatch(ctx context.Context, out io.Writer, root string, f *agentCheckFlags) error {
-	b, err := readBinding(root, f.adapter)
-	if err != nil {
+	if _, err := readBinding(root, f.adapter); err != nil {
 		return err
 	}
-	client := &http.Client{Timeout: max(f.interval, 5*time.Second)}
 	tick := time.NewTicker(f.interval)
 	defer tick.Stop()
 	for {
 		// The line carries when the call was made, not when it ended: a call that hangs
-		// until the client's timeout belongs to the moment it was sent.
+		// until the client's timeout belongs to the moment it was sent. The binding is read
+		// for every call, as the kubelet projects it: a rotated token or CA bundle is used as
+		// soon as it lands.
 		at := time.Now().UTC()
-		line := watchStore(ctx, client, b)
+		var line string
+		b, err := readBinding(root, f.adapter)
+		var client *http.Client
+		if err == nil {
+			client, err = b.httpClient(max(f.interval, 5*time.Second))
+		}
+		if err != nil {
+			line = "error: " + err.Error()
+		} else {
+			line = watchStore(ctx, client, b)
+			client.CloseIdleConnections()
+		}
 		if _, err := fmt.Fprintf(out, "agent-check watch: %s store %s\n", at.Format(time.RFC3339Nano), line); err != nil {
 			return err
 		}

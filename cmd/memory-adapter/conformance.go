@@ -29,6 +29,7 @@ type conformanceFlags struct {
 	backend          backendConfig
 	serverURL        string
 	serverTokenFile  string
+	serverCAFile     string
 	expectedManifest string
 	reportFile       string
 	terminationLog   string
@@ -74,6 +75,7 @@ table to stdout. Exit code 0 when the run passed, 1 when it failed, 2 on a usage
 	f.backend.addFlags(fs, "disposable scope for the matrix (default: a fresh random scope)")
 	fs.StringVar(&f.serverURL, "server-url", "", "also check the deployed adapter server at this URL")
 	fs.StringVar(&f.serverTokenFile, "server-token-file", "", "file holding the deployed server's bearer token")
+	fs.StringVar(&f.serverCAFile, "server-ca-file", "", "PEM CA bundle the deployed https server's certificate must chain to (a binding's ca.crt)")
 	fs.StringVar(&f.expectedManifest, "expected-manifest-file", "", "JSON manifest the adapter must publish (default: the manifest this backend configuration publishes)")
 	fs.StringVar(&f.reportFile, "report-file", filepath.Join(os.TempDir(), "memory-adapter-conformance.json"), "where to write the full JSON report (empty: do not write)")
 	fs.StringVar(&f.terminationLog, "termination-log", "/dev/termination-log", "where to write the compact report (empty: do not write)")
@@ -111,6 +113,14 @@ func runConformance(parent context.Context, stdout, stderr io.Writer, f *conform
 		}
 		serverToken = s
 	}
+	var serverCA []byte
+	if f.serverCAFile != "" {
+		b, err := readCAFile(f.serverCAFile)
+		if err != nil {
+			return usageError("--server-ca-file: %v", err)
+		}
+		serverCA = b
+	}
 
 	// With --target the matrix judges that server (a disposable harness-mode instance); the
 	// deployed-server checks below then compare the production instance with it.
@@ -130,7 +140,7 @@ func runConformance(parent context.Context, stdout, stderr io.Writer, f *conform
 			want = r.Manifest
 		}
 		var sv string
-		checks, sv = checkDeployed(ctx, f.serverURL, serverToken, want, r.ServiceVersion)
+		checks, sv = checkDeployed(ctx, remote.Options{BaseURL: f.serverURL, Token: serverToken, CACert: serverCA}, want, r.ServiceVersion)
 		if r.ServiceVersion == "" {
 			r.ServiceVersion = sv
 		}
@@ -248,10 +258,10 @@ type wireCheck struct {
 
 // checkDeployed checks a deployed server through the wire with read-only requests: the
 // deployed instance's scope is not disposable, so it writes nothing there.
-func checkDeployed(ctx context.Context, baseURL, token string, expected *memory.Manifest, matrixVersion string) ([]wireCheck, string) {
+func checkDeployed(ctx context.Context, server remote.Options, expected *memory.Manifest, matrixVersion string) ([]wireCheck, string) {
 	var out []wireCheck
 	add := func(name string, ok bool, detail string) { out = append(out, wireCheck{name, ok, detail}) }
-	rs, err := remote.New(ctx, remote.Options{BaseURL: baseURL, Token: token})
+	rs, err := remote.New(ctx, server)
 	if err != nil {
 		add("manifest", false, err.Error())
 		return out, ""
@@ -303,7 +313,7 @@ func checkDeployed(ctx context.Context, baseURL, token string, expected *memory.
 	default:
 		add("unknown-id", true, "a random id is not found (404 → None)")
 	}
-	add(checkUnsupportedFilter(ctx, baseURL, token, published, stale))
+	add(checkUnsupportedFilter(ctx, rs.HTTPClient(), server.BaseURL, server.Token, published, stale))
 	return out, sv
 }
 
@@ -324,7 +334,7 @@ func versionMovedTo(ev memory.EvidenceReport, matrixVersion string) bool {
 // checkUnsupportedFilter sends a query with a key outside the manifest straight to the
 // server (the remote client would reject it locally) and expects 422 naming the key; a stale
 // instance (see checkDeployed) may answer 503 unavailable instead.
-func checkUnsupportedFilter(ctx context.Context, baseURL, token string, m memory.Manifest, stale bool) (string, bool, string) {
+func checkUnsupportedFilter(ctx context.Context, client *http.Client, baseURL, token string, m memory.Manifest, stale bool) (string, bool, string) {
 	key := "conformance-unsupported-" + uuid.NewString()[:8]
 	for m.SupportsFilter(key) {
 		key += "x"
@@ -340,7 +350,7 @@ func checkUnsupportedFilter(ctx context.Context, baseURL, token string, m memory
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return "unsupported-filter", false, "transport: " + err.Error()
 	}
@@ -380,4 +390,21 @@ func failedRunError(r *conformance.Report) error {
 	}
 	n := r.Counts.Passed + r.Counts.NotApplicable
 	return fmt.Errorf("conformance %s: no case failed, but only %d cases have an outcome: the run ended before the matrix did", r.Result, n)
+}
+
+// readCAFile reads a PEM CA bundle, bounded like a binding's ca.crt.
+func readCAFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	b, err := io.ReadAll(io.LimitReader(f, caBundleLimit+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > caBundleLimit {
+		return nil, fmt.Errorf("longer than %d bytes", caBundleLimit)
+	}
+	return b, nil
 }

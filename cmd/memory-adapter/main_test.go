@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
+	"github.com/agentmem/memory-adapter-operator/adapters/remote"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	"github.com/agentmem/memory-adapter-operator/conformance"
 	"github.com/agentmem/memory-adapter-operator/internal/server"
@@ -162,7 +163,7 @@ func TestDeployedServerCheckCatchesAManifestMismatch(t *testing.T) {
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	want := inmemory.Manifest(memory.DefaultSupportedFilters())
-	checks, _ := checkDeployed(context.Background(), hs.URL, "", &want, "")
+	checks, _ := checkDeployed(context.Background(), remote.Options{BaseURL: hs.URL}, &want, "")
 	if len(checks) == 0 || checks[0].Name != "manifest" || checks[0].OK {
 		t.Fatalf("checks %+v: the manifest mismatch was not caught", checks)
 	}
@@ -170,7 +171,7 @@ func TestDeployedServerCheckCatchesAManifestMismatch(t *testing.T) {
 	srv2, _ := server.New(server.Config{Store: inmemory.New(inmemory.Options{}), Token: []byte("right")})
 	hs2 := httptest.NewServer(srv2.Handler())
 	t.Cleanup(hs2.Close)
-	checks, _ = checkDeployed(context.Background(), hs2.URL, "wrong", &want, "")
+	checks, _ = checkDeployed(context.Background(), remote.Options{BaseURL: hs2.URL, Token: "wrong"}, &want, "")
 	if len(checks) != 1 || checks[0].OK || !strings.Contains(checks[0].Detail, "unauthorized") {
 		t.Fatalf("wrong token: %+v", checks)
 	}
@@ -231,7 +232,7 @@ func TestDeployedServerCheckAfterAnUpgrade(t *testing.T) {
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 
-	checks, sv := checkDeployed(context.Background(), hs.URL, "", &m, "17.10")
+	checks, sv := checkDeployed(context.Background(), remote.Options{BaseURL: hs.URL}, &m, "17.10")
 	for _, c := range checks {
 		if !c.OK {
 			t.Errorf("a run that verified 17.10 failed check %s: %s", c.Name, c.Detail)
@@ -250,7 +251,7 @@ func TestDeployedServerCheckAfterAnUpgrade(t *testing.T) {
 		t.Errorf("unknown-id should say the stale instance refused it, got %q", unknown)
 	}
 
-	checks, _ = checkDeployed(context.Background(), hs.URL, "", &m, "18.0")
+	checks, _ = checkDeployed(context.Background(), remote.Options{BaseURL: hs.URL}, &m, "18.0")
 	failed := 0
 	for _, c := range checks {
 		if !c.OK {

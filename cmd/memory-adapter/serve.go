@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -29,6 +30,8 @@ type serveFlags struct {
 	openTimeout      time.Duration
 	shutdownTimeout  time.Duration
 	logLevel         string
+	tlsCertFile      string
+	tlsKeyFile       string
 	harness          harnessFlags
 }
 
@@ -60,6 +63,8 @@ func newServeCommand() *cobra.Command {
 	fs.DurationVar(&f.openTimeout, "open-timeout", 30*time.Second, "bound on connecting to the backend at start")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", server.DefaultTimeouts.Shutdown, "how long in-flight requests may take to finish on SIGTERM")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.tlsCertFile, "tls-cert-file", "", "serve /v1 over HTTPS with this PEM certificate (with --tls-key-file); a changed file is picked up without a restart")
+	fs.StringVar(&f.tlsKeyFile, "tls-key-file", "", "the PEM private key of --tls-cert-file")
 	f.harness.addFlags(fs)
 	return cmd
 }
@@ -159,16 +164,27 @@ func runServe(parent context.Context, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	// The certificate loads before the listener opens: a server that cannot serve TLS exits
+	// with the reason rather than listening in plain text.
+	var certs *server.CertificateFiles
+	if f.tlsCertFile != "" || f.tlsKeyFile != "" {
+		if certs, err = server.LoadCertificateFiles(f.tlsCertFile, f.tlsKeyFile, log); err != nil {
+			return usageError("--tls-cert-file/--tls-key-file: %v", err)
+		}
+	}
 	l, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
+	}
+	if certs != nil {
+		l = tls.NewListener(l, certs.TLSConfig())
 	}
 	t := server.DefaultTimeouts
 	t.Write = f.operationTimeout + 5*time.Second
 	t.Shutdown = f.shutdownTimeout
 	m := srv.Manifest()
 	log.Info("Serving", "address", l.Addr().String(), "backend", f.backend.Backend, "adapter", m.Adapter,
-		"manifestHash", m.Hash(), "adapterVersion", adapterVersion(), "auth", len(token) > 0)
+		"manifestHash", m.Hash(), "adapterVersion", adapterVersion(), "auth", len(token) > 0, "tls", certs != nil)
 	if hstore != nil {
 		return serveWithHarness(ctx, log, srv, hstore, l, t, f)
 	}
