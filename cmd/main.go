@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -73,6 +74,9 @@ type managerFlags struct {
 	metricsCertKey   string
 	adapterImage     string
 	tokenKeySecret   string
+	adapterCASecret  string
+	caLifetime       time.Duration
+	certLifetime     time.Duration
 	// certRotation makes the manager issue and rotate its own webhook certificate.
 	certRotation podwebhook.CertRotation
 	rotateCerts  bool
@@ -111,6 +115,13 @@ func main() {
 	flag.StringVar(&f.tokenKeySecret, "token-key-secret", "",
 		"NAMESPACE/NAME of the Secret holding the key adapter tokens are derived from; created when absent. "+
 			"Empty means $POD_NAMESPACE/"+defaultTokenKeySecret+".")
+	flag.StringVar(&f.adapterCASecret, "adapter-ca-secret", "",
+		"NAMESPACE/NAME of the Secret holding the CA that issues adapters' serving certificates; created when absent. "+
+			"Empty means $POD_NAMESPACE/"+defaultAdapterCASecret+".")
+	flag.DurationVar(&f.caLifetime, "adapter-ca-lifetime", 10*365*24*time.Hour,
+		"Lifetime of the adapter CA the manager creates when the Secret is absent.")
+	flag.DurationVar(&f.certLifetime, "adapter-cert-lifetime", memoryadapter.DefaultCertLifetime,
+		"Lifetime of each adapter's serving certificate; it is renewed after two thirds of it.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -138,9 +149,14 @@ func main() {
 		os.Exit(1)
 	}
 
-	keyRef, err := tokenKeyRef(f.tokenKeySecret, os.Getenv("POD_NAMESPACE"))
+	keyRef, err := ownSecretRef(f.tokenKeySecret, os.Getenv("POD_NAMESPACE"), defaultTokenKeySecret)
 	if err != nil {
 		setupLog.Error(err, "Invalid --token-key-secret")
+		os.Exit(1)
+	}
+	caRef, err := ownSecretRef(f.adapterCASecret, os.Getenv("POD_NAMESPACE"), defaultAdapterCASecret)
+	if err != nil {
+		setupLog.Error(err, "Invalid --adapter-ca-secret")
 		os.Exit(1)
 	}
 	loadCtx, cancelLoad := context.WithTimeout(context.Background(), 30*time.Second)
@@ -150,11 +166,22 @@ func main() {
 		setupLog.Error(err, "Failed to load the token key", "secret", keyRef.String())
 		os.Exit(1)
 	}
+	loadCtx, cancelLoad = context.WithTimeout(context.Background(), 30*time.Second)
+	ca, err := memoryadapter.LoadOrCreateCA(loadCtx, mgr.GetAPIReader(), mgr.GetClient(), caRef, f.caLifetime)
+	cancelLoad()
+	if err != nil {
+		setupLog.Error(err, "Failed to load the adapter CA", "secret", caRef.String())
+		os.Exit(1)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
 
 	if err := (&memoryadapter.Reconciler{
 		Client:       mgr.GetClient(),
 		Recorder:     mgr.GetEventRecorder("memory-adapter-operator"),
-		Evidence:     &memoryadapter.HTTPEvidenceReader{},
+		Evidence:     &memoryadapter.HTTPEvidenceReader{RootCAs: roots},
+		CA:           ca,
+		CertLifetime: f.certLifetime,
 		DefaultImage: f.adapterImage,
 		// The Deployment sets POD_NAMESPACE from the downward API; the adapters'
 		// NetworkPolicies admit the manager's pods from that namespace.
@@ -208,14 +235,17 @@ func envOr(name, def string) string {
 // defaultTokenKeySecret is the token key Secret's name in the manager's namespace.
 const defaultTokenKeySecret = "memory-adapter-operator-token-key" //nolint:gosec // a Secret's name, not a credential
 
-// tokenKeyRef resolves --token-key-secret: NAMESPACE/NAME, or the default name in the
-// manager's own namespace.
-func tokenKeyRef(flagValue, podNamespace string) (types.NamespacedName, error) {
+// defaultAdapterCASecret is the adapter CA Secret's name in the manager's namespace.
+const defaultAdapterCASecret = "memory-adapter-operator-adapter-ca" //nolint:gosec // a Secret's name, not a credential
+
+// ownSecretRef resolves a flag naming one of the manager's own Secrets: NAMESPACE/NAME, or
+// def in the manager's own namespace.
+func ownSecretRef(flagValue, podNamespace, def string) (types.NamespacedName, error) {
 	if flagValue == "" {
 		if podNamespace == "" {
-			return types.NamespacedName{}, errors.New("POD_NAMESPACE is not set: pass --token-key-secret NAMESPACE/NAME")
+			return types.NamespacedName{}, errors.New("POD_NAMESPACE is not set: pass the Secret as NAMESPACE/NAME")
 		}
-		return types.NamespacedName{Namespace: podNamespace, Name: defaultTokenKeySecret}, nil
+		return types.NamespacedName{Namespace: podNamespace, Name: def}, nil
 	}
 	ns, name, ok := strings.Cut(flagValue, "/")
 	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {

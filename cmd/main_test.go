@@ -2,7 +2,7 @@ package main
 
 import "testing"
 
-func TestTokenKeyRef(t *testing.T) {
+func TestOwnSecretRef(t *testing.T) {
 	for name, tc := range map[string]struct {
 		flag, podNS, want string
 		wantErr           bool
@@ -15,7 +15,7 @@ func TestTokenKeyRef(t *testing.T) {
 		"empty namespace":                {"/b", "ops", "", true},
 		"two slashes":                    {"a/b/c", "ops", "", true},
 	} {
-		got, err := tokenKeyRef(tc.flag, tc.podNS)
+		got, err := ownSecretRef(tc.flag, tc.podNS, defaultTokenKeySecret)
 		if (err != nil) != tc.wantErr {
 			t.Errorf("%s: error %v, want error %v", name, err, tc.wantErr)
 			continue

@@ -269,16 +269,22 @@ explore() { printf '  %-72s # %s\n' "$1" "$2"; }
 # points that name at the Service's ClusterIP (kube-proxy answers it on the node), so the
 # request still goes to the url exactly as the Secret gives it.
 item_roundtrip() {
-  local binding="$SQLITE-binding" url token hostport host port ip id created body status out
+  local binding="$SQLITE-binding" url token hostport host port ip id created body status out cafile
   url=$(kc get secret "$binding" -n "$NS" -o jsonpath='{.data.url}' | base64 -d)
   token=$(kc get secret "$binding" -n "$NS" -o jsonpath='{.data.token}' | base64 -d)
-  hostport=${url#http://}
+  # The adapter serves TLS with the operator's certificate; the binding's ca.crt is what a
+  # client trusts, so curl verifies the adapter exactly as a bound agent does.
+  cafile=$(mktemp)
+  kc get secret "$binding" -n "$NS" -o jsonpath='{.data.ca\.crt}' | base64 -d >"$cafile"
+  [ -s "$cafile" ] || die "secret $binding has no ca.crt: the adapter is expected to serve TLS"
+  hostport=${url#*://}
   hostport=${hostport%%/*}
   host=${hostport%:*}
   port=${hostport##*:}
   ip=$(kc get service "${host%%.*}" -n "$NS" -o jsonpath='{.spec.clusterIP}')
   info "secret $binding: url=$url token=<${#token} characters, not shown>"
   info "the host has no cluster DNS: $host resolves to the Service's ClusterIP $ip for curl"
+  info "curl trusts only the binding's ca.crt ($(openssl x509 -noout -subject -in "$cafile" 2>/dev/null || echo 'the operator CA'))"
 
   id=$(cat /proc/sys/kernel/random/uuid)
   # Unix seconds with microseconds, the resolution the contract keeps.
@@ -292,7 +298,7 @@ item_roundtrip() {
   out=$(mktemp)
   # kube-proxy programs a new Service within seconds; retry briefly rather than fail on that.
   for _ in $(seq 1 15); do
-    status=$(curl -sS -o "$out" -w '%{http_code}' --resolve "$host:$port:$ip" \
+    status=$(curl -sS -o "$out" -w '%{http_code}' --cacert "$cafile" --resolve "$host:$port:$ip" \
       -H 'Content-Type: application/json' -H "Authorization: Bearer $token" \
       --data "$body" "$url/v1/items" 2>/dev/null) || status=000
     [ "$status" = 000 ] || break
@@ -300,14 +306,14 @@ item_roundtrip() {
   done
   info "HTTP $status  $(cat "$out")"
   [ "$status" = 201 ] || { rm -f "$out"; die "storing the item failed with HTTP $status"; }
-  status=$(curl -sS -o "$out" -w '%{http_code}' --resolve "$host:$port:$ip" \
+  status=$(curl -sS -o "$out" -w '%{http_code}' --cacert "$cafile" --resolve "$host:$port:$ip" \
     -H "Authorization: Bearer $token" "$url/v1/items/$id")
   info "GET  $url/v1/items/$id"
   info "HTTP $status  $(cat "$out")"
   [ "$status" = 200 ] || { rm -f "$out"; die "reading the item back failed with HTTP $status"; }
-  status=$(curl -sS -o /dev/null -w '%{http_code}' --resolve "$host:$port:$ip" "$url/v1/items/$id")
+  status=$(curl -sS -o /dev/null -w '%{http_code}' --cacert "$cafile" --resolve "$host:$port:$ip" "$url/v1/items/$id")
   info "the same GET without the token: HTTP $status"
-  rm -f "$out"
+  rm -f "$out" "$cafile"
 }
 
 # postgres_outage runs a PostgreSQL adapter against a throwaway server on the host and stops

@@ -106,6 +106,11 @@ type BackendSpec struct {
 //	MEMORY_ADAPTER_TOKEN_FILE  /var/run/memory-adapter/binding/token, the
 //	                           bearer token every data request must carry
 //	MEMORY_ADAPTER_SCOPE       spec.backend.scope
+//	MEMORY_ADAPTER_TLS_CERT_FILE, MEMORY_ADAPTER_TLS_KEY_FILE
+//	                           with spec.tls mode Operator (the default): the
+//	                           serving certificate and key the wire must be
+//	                           served over HTTPS with; rewritten in place at
+//	                           each renewal, which the server must pick up
 //
 // Each conformance Job runs command and harnessArgs as a sidecar of the
 // conformance container, on a disposable scope, reachable on loopback only:

@@ -64,6 +64,68 @@ type MemoryAdapterSpec struct {
 	// +optional
 	// +kubebuilder:default=Retain
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// tls says how the adapter's endpoint is secured. Without it the adapter
+	// serves HTTPS with a certificate the operator issues for its Service
+	// names from the operator's own CA, and the binding Secret carries that
+	// CA as ca.crt (mode Operator); mode Disabled serves plain HTTP, so the
+	// bearer token crosses the network in clear, and status.tls says so.
+	// +optional
+	TLS *TLSSpec `json:"tls,omitempty"`
+}
+
+// TLSSpec says how an adapter's endpoint is secured.
+type TLSSpec struct {
+	// mode is Operator (the default: HTTPS with an operator-issued
+	// certificate) or Disabled (plain HTTP).
+	// +optional
+	// +kubebuilder:default=Operator
+	Mode TLSMode `json:"mode,omitempty"`
+}
+
+// TLSMode is how an adapter's endpoint is secured.
+// +kubebuilder:validation:Enum=Operator;Disabled
+type TLSMode string
+
+// The TLS modes of an adapter endpoint.
+const (
+	// TLSOperator serves HTTPS with a certificate the operator issues and
+	// renews, verifiable with the binding's ca.crt.
+	TLSOperator TLSMode = "Operator"
+	// TLSDisabled serves plain HTTP: an explicit opt-out, for networks that
+	// encrypt on their own (a service mesh), never the default.
+	TLSDisabled TLSMode = "Disabled"
+)
+
+// TLSStatus is the endpoint's transport security as deployed.
+type TLSStatus struct {
+	// mode is what the adapter serves: Operator (HTTPS) or Disabled (plain
+	// HTTP, the token in clear).
+	// +required
+	Mode TLSMode `json:"mode"`
+
+	// notAfter is when the serving certificate expires.
+	// +optional
+	NotAfter *metav1.Time `json:"notAfter,omitempty"`
+
+	// renewAfter is when the operator issues the next certificate, well
+	// before notAfter, so that the kubelet has long since delivered the new
+	// one when the old one ends.
+	// +optional
+	RenewAfter *metav1.Time `json:"renewAfter,omitempty"`
+
+	// caFingerprint is the SHA-256 of the CA certificate that signed the
+	// serving certificate, in hex; the binding's ca.crt holds it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	CAFingerprint string `json:"caFingerprint,omitempty"`
+
+	// dnsNames are the names the serving certificate is valid for.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=253
+	DNSNames []string `json:"dnsNames,omitempty"`
 }
 
 // DeletionPolicy says whether deleting a MemoryAdapter deletes its items.
@@ -173,9 +235,14 @@ type MemoryAdapterStatus struct {
 
 	// binding names the Secret a workload uses to reach the adapter (Service
 	// Binding's Provisioned Service duck type): keys type, provider, url and
-	// token.
+	// token, and ca.crt when the adapter serves TLS.
 	// +optional
 	Binding *BindingReference `json:"binding,omitempty"`
+
+	// tls is the endpoint's transport security as deployed: HTTPS with the
+	// serving certificate's expiry and renewal, or plain HTTP by opt-out.
+	// +optional
+	TLS *TLSStatus `json:"tls,omitempty"`
 
 	// workloads counts the pods bound to this adapter through the
 	// memory.agentmem.io/adapter label and requires annotation

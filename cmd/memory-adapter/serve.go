@@ -63,8 +63,12 @@ func newServeCommand() *cobra.Command {
 	fs.DurationVar(&f.openTimeout, "open-timeout", 30*time.Second, "bound on connecting to the backend at start")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", server.DefaultTimeouts.Shutdown, "how long in-flight requests may take to finish on SIGTERM")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.StringVar(&f.tlsCertFile, "tls-cert-file", "", "serve /v1 over HTTPS with this PEM certificate (with --tls-key-file); a changed file is picked up without a restart")
-	fs.StringVar(&f.tlsKeyFile, "tls-key-file", "", "the PEM private key of --tls-cert-file")
+	// The defaults come from the variables the operator sets for an External server, so
+	// this image run as one serves TLS exactly when the adapter's spec asks for it.
+	fs.StringVar(&f.tlsCertFile, "tls-cert-file", os.Getenv("MEMORY_ADAPTER_TLS_CERT_FILE"),
+		"serve /v1 over HTTPS with this PEM certificate (with --tls-key-file); a changed file is picked up without a restart (default $MEMORY_ADAPTER_TLS_CERT_FILE)")
+	fs.StringVar(&f.tlsKeyFile, "tls-key-file", os.Getenv("MEMORY_ADAPTER_TLS_KEY_FILE"),
+		"the PEM private key of --tls-cert-file (default $MEMORY_ADAPTER_TLS_KEY_FILE)")
 	f.harness.addFlags(fs)
 	return cmd
 }

@@ -20,10 +20,13 @@ import datetime
 import hashlib
 import hmac
 import json
+import os
 import platform
 import re
+import ssl
 import sys
 import threading
+import time
 import uuid
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -661,10 +664,55 @@ def read_token(path):
     return tok
 
 
-def serve(address, handler):
+class CertificateFiles:
+    """Serves the key pair in two files and picks up a renewed pair for new connections.
+
+    The operator renews an adapter's certificate by rewriting the mounted Secret's files;
+    each handshake looks at them (at most once a second) and switches to a fresh context
+    when they changed, so no restart and no open connection is lost. A pair caught between
+    two writes keeps the previous one in service.
+    """
+
+    def __init__(self, cert_file, key_file):
+        self.cert_file, self.key_file = cert_file, key_file
+        self.lock = threading.Lock()
+        self.stamp, self.checked = None, 0.0
+        self.context = self._load()
+
+    def _stamps(self):
+        return tuple((st.st_mtime_ns, st.st_size) for st in (os.stat(self.cert_file), os.stat(self.key_file)))
+
+    def _load(self):
+        stamp = self._stamps()
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        ctx.load_cert_chain(self.cert_file, self.key_file)
+        ctx.sni_callback = self._sni
+        self.stamp = stamp
+        return ctx
+
+    def _sni(self, sslobj, _name, _ctx):
+        with self.lock:
+            now = time.monotonic()
+            if now - self.checked >= 1.0:
+                self.checked = now
+                try:
+                    if self._stamps() != self.stamp:
+                        self.context = self._load()
+                except (OSError, ssl.SSLError):
+                    pass
+            sslobj.context = self.context
+        return None
+
+
+def serve(address, handler, certs=None):
     host, _, port = address.rpartition(":")
     httpd = ThreadingHTTPServer((host or "127.0.0.1", int(port)), handler)
     httpd.daemon_threads = True
+    if certs is not None:
+        # The handshake happens in the request thread (do_handshake_on_connect off), so a
+        # client that never finishes one does not stall the accept loop.
+        httpd.socket = certs.context.wrap_socket(httpd.socket, server_side=True, do_handshake_on_connect=False)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     return httpd
 
@@ -692,6 +740,11 @@ def main():
     p.add_argument("--adapter-id", default="python-example")
     p.add_argument("--lie", choices=sorted(LIES), help="plant one lie (for the conformance accuracy table)")
     p.add_argument("--check-hash-vectors", metavar="FILE", help="check manifest_hash against known-answer vectors and exit")
+    # The operator sets these for an External server whose adapter serves TLS (the default).
+    p.add_argument("--tls-cert-file", default=os.environ.get("MEMORY_ADAPTER_TLS_CERT_FILE"),
+                   help="serve the data listener over HTTPS with this PEM certificate (default $MEMORY_ADAPTER_TLS_CERT_FILE)")
+    p.add_argument("--tls-key-file", default=os.environ.get("MEMORY_ADAPTER_TLS_KEY_FILE"),
+                   help="the PEM key of --tls-cert-file (default $MEMORY_ADAPTER_TLS_KEY_FILE)")
     args = p.parse_args()
     if args.check_hash_vectors:
         sys.exit(check_vectors(args.check_hash_vectors))
@@ -700,7 +753,10 @@ def main():
     adapter = Adapter(args.adapter_id, args.lie)
     data_cls = type("DataHandler", (Handler,), {"adapter": adapter, "harness": False,
                                                 "token": read_token(args.token_file) if args.token_file else None})
-    data = serve(args.listen, data_cls)
+    if bool(args.tls_cert_file) != bool(args.tls_key_file):
+        sys.exit("--tls-cert-file and --tls-key-file go together")
+    certs = CertificateFiles(args.tls_cert_file, args.tls_key_file) if args.tls_cert_file else None
+    data = serve(args.listen, data_cls, certs)
     print("LISTEN=%s:%d" % data.server_address[:2], flush=True)
     if args.harness_listen:
         h_cls = type("HarnessHandler", (Handler,), {"adapter": adapter, "harness": True,

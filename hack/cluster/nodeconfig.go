@@ -82,7 +82,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 
 	pki := c.pkiDir()
 	// failCgroupV1: false because these machines run cgroup v1. Image GC and disk eviction
-	// are off: there is no registry to pull an evicted image back from.
+	// are off: there is no registry to pull an evicted image back from. syncFrequency 10s
+	// (default 1m, jittered up to 1.5m) bounds how late a changed Secret reaches a mounted
+	// volume to about 15 s, so the e2e suite can renew an adapter certificate with a lifetime
+	// of seconds and still prove the renewal lands before the old certificate ends.
 	kubelet := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
@@ -119,6 +122,7 @@ evictionHard:
   imagefs.available: "1%%"
   nodefs.inodesFree: "1%%"
 serializeImagePulls: false
+syncFrequency: 10s
 maxPods: 110
 staticPodPath: ""
 resolvConf: /etc/resolv.conf

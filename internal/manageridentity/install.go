@@ -33,6 +33,8 @@ const (
 	Prefix = "memory-adapter-operator-"
 	// TokenKeySecret is the token key Secret in Namespace (cmd/main.go's default).
 	TokenKeySecret = Prefix + "token-key"
+	// AdapterCASecret is the adapter CA Secret in Namespace (cmd/main.go's default).
+	AdapterCASecret = Prefix + "adapter-ca"
 	// WebhookCertSecret is the Secret the manager's rotator keeps its webhook certificate in.
 	WebhookCertSecret = Prefix + "webhook-server-cert"
 	// WebhookConfiguration is the operator's own MutatingWebhookConfiguration.

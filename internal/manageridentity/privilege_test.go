@@ -91,6 +91,15 @@ func bindingSecret(ns, adapter string) *corev1.Secret {
 	}
 }
 
+// servingSecret is an adapter's serving-certificate Secret as the controller writes it.
+func servingSecret(ns, adapter string) *corev1.Secret {
+	sec := bindingSecret(ns, adapter)
+	sec.Name = adapter + "-tls"
+	sec.Type = corev1.SecretTypeTLS
+	sec.Data = map[string][]byte{"tls.crt": []byte("c"), "tls.key": []byte("k")}
+	return sec
+}
+
 var _ = Describe("the manager's identity, with the installed RBAC and admission policies", func() {
 	var cs *kubernetes.Clientset
 	BeforeEach(func() {
@@ -220,7 +229,7 @@ var _ = Describe("the manager's identity, with the installed RBAC and admission 
 			"getting another webhook configuration by name")
 	})
 
-	It("still writes what the manager writes: binding Secrets, its token key and its webhook certificate", func(ctx SpecContext) {
+	It("still writes what the manager writes: binding and serving-certificate Secrets, its token key, adapter CA and webhook certificate", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		sec := bindingSecret(ns, "mem")
 		Expect(asManager.Create(ctx, sec)).To(Succeed(), "creating a binding Secret")
@@ -231,7 +240,23 @@ var _ = Describe("the manager's identity, with the installed RBAC and admission 
 		stripped.OwnerReferences = nil
 		expectRefused(asManager.Patch(ctx, stripped, client.MergeFrom(sec), client.DryRunAll), byPolicy, "removing the binding's owner")
 
-		for _, name := range []string{manageridentity.TokenKeySecret, manageridentity.WebhookCertSecret} {
+		By("and an adapter's serving-certificate Secret, under the same rules")
+		tlsSec := servingSecret(ns, "mem")
+		Expect(asManager.Create(ctx, tlsSec)).To(Succeed(), "creating a serving-certificate Secret")
+		renewed := tlsSec.DeepCopy()
+		renewed.Data["tls.crt"] = []byte("renewed")
+		Expect(asManager.Patch(ctx, renewed, client.MergeFrom(tlsSec))).To(Succeed(), "renewing its serving certificate")
+		opaque := servingSecret(ns, "other")
+		opaque.Type = corev1.SecretTypeOpaque
+		expectRefused(asManager.Create(ctx, opaque, client.DryRunAll), byPolicy, "an Opaque Secret named like a serving certificate")
+		misnamed := servingSecret(ns, "mem2")
+		misnamed.Name = "mem2-binding"
+		expectRefused(asManager.Create(ctx, misnamed, client.DryRunAll), byPolicy, "a TLS Secret named like a binding")
+		ownerless := servingSecret(ns, "mem3")
+		ownerless.OwnerReferences = nil
+		expectRefused(asManager.Create(ctx, ownerless, client.DryRunAll), byPolicy, "a serving-certificate Secret with no owner")
+
+		for _, name := range []string{manageridentity.TokenKeySecret, manageridentity.AdapterCASecret, manageridentity.WebhookCertSecret} {
 			own := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: manageridentity.Namespace}, Data: map[string][]byte{"k": []byte("v")}}
 			Expect(asManager.Create(ctx, own)).To(Succeed(), "creating %s", name)
 			Expect(asManager.Get(ctx, client.ObjectKeyFromObject(own), own)).To(Succeed(), "reading %s", name)

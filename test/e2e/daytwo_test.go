@@ -141,6 +141,10 @@ var _ = Describe("day two: status explains failures and stays true", Ordered, fu
 		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 	}, SpecTimeout(15*time.Minute))
 
+	It("serves adapters over TLS: the binding's ca.crt verifies them, and a renewal drops no call", func(ctx SpecContext) {
+		tlsRenewalSpec(ctx, c, ns)
+	}, SpecTimeout(12*time.Minute))
+
 	It("a manager restart during an outage leaves true conditions", func(ctx SpecContext) {
 		pg, conn := startStoppable(ctx, "postgres-server.sh", "MAO_TEST_POSTGRES_LISTEN_URL=")
 		Expect(c.Create(ctx, connectionSecret(ctx, ns, "pgrestart-db", "pgrestart", conn))).To(Succeed())

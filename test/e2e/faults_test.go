@@ -343,10 +343,11 @@ func ownWriteProbe(ctx context.Context, g Gomega, c client.Client, ns, name stri
 	// The adapter's token, from its binding Secret, as the operator and a bound workload use it.
 	sec := &corev1.Secret{}
 	g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-binding"}, sec)).To(Succeed())
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/v1/evidence", net.JoinHostPort(p.Status.PodIP, "8080")), nil)
+	hc, scheme := adapterHTTPClient(g, sec, ns, name)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s://%s/v1/evidence", scheme, net.JoinHostPort(p.Status.PodIP, "8080")), nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	req.Header.Set("Authorization", "Bearer "+string(sec.Data["token"]))
-	resp, err := (&http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}).Do(req)
+	resp, err := hc.Do(req)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))

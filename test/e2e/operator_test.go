@@ -4,9 +4,12 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,13 +87,35 @@ func adapterStore(ctx context.Context, c client.Client, ns, name string) *remote
 	Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-binding"}, sec)).To(Succeed())
 	svc := &corev1.Service{}
 	Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, svc)).To(Succeed())
+	// From the node the Service is reached by its address; over TLS (the default) the
+	// certificate is checked against the binding's ca.crt for the Service's name, as a bound
+	// pod checks it.
+	scheme, serverName := "http", ""
+	if len(sec.Data["ca.crt"]) > 0 {
+		scheme, serverName = "https", fmt.Sprintf("%s.%s.svc", name, ns)
+	}
 	var st *remote.Store
 	Eventually(func() error {
 		var err error
-		st, err = remote.New(ctx, remote.Options{BaseURL: fmt.Sprintf("http://%s:8080", svc.Spec.ClusterIP), Token: string(sec.Data["token"])})
+		st, err = remote.New(ctx, remote.Options{BaseURL: fmt.Sprintf("%s://%s:8080", scheme, svc.Spec.ClusterIP), Token: string(sec.Data["token"]),
+			CACert: sec.Data["ca.crt"], ServerName: serverName})
 		return err
 	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	return st
+}
+
+// adapterHTTPClient is a client that reaches an adapter's pods as the operator does: over
+// TLS (the default) trusting the binding's ca.crt for the Service's name; plain otherwise.
+// It returns the client and the URL scheme.
+func adapterHTTPClient(g Gomega, sec *corev1.Secret, ns, name string) (*http.Client, string) {
+	tr := &http.Transport{Proxy: nil}
+	if len(sec.Data["ca.crt"]) == 0 {
+		return &http.Client{Timeout: 5 * time.Second, Transport: tr}, "http"
+	}
+	roots := x509.NewCertPool()
+	g.Expect(roots.AppendCertsFromPEM(sec.Data["ca.crt"])).To(BeTrue(), "the binding's ca.crt holds a certificate")
+	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots, ServerName: fmt.Sprintf("%s.%s.svc", name, ns)}
+	return &http.Client{Timeout: 5 * time.Second, Transport: tr}, "https"
 }
 
 func condition(ctx context.Context, c client.Client, ns, name, t string) metav1.Condition {

@@ -67,6 +67,19 @@ func Interpreter(t testing.TB) string {
 // without python3 on PATH the test fails, it never skips.
 func StartPython(t testing.TB, lie string) *Python {
 	t.Helper()
+	return startPython(t, lie, "http")
+}
+
+// StartPythonTLS is StartPython with the data listener on HTTPS, serving the PEM pair in
+// certFile and keyFile (and picking up a pair rewritten there); the harness listener stays
+// plain, on loopback, as the operator runs it.
+func StartPythonTLS(t testing.TB, lie, certFile, keyFile string) *Python {
+	t.Helper()
+	return startPython(t, lie, "https", "--tls-cert-file", certFile, "--tls-key-file", keyFile)
+}
+
+func startPython(t testing.TB, lie, scheme string, extra ...string) *Python {
+	t.Helper()
 	py := Interpreter(t)
 	dir := t.TempDir()
 	p := &Python{
@@ -83,6 +96,7 @@ func StartPython(t testing.TB, lie string) *Python {
 	if lie != "" {
 		args = append(args, "--lie", lie)
 	}
+	args = append(args, extra...)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, py, args...)
 	var stderr strings.Builder
@@ -116,7 +130,7 @@ func StartPython(t testing.TB, lie string) *Python {
 				t.Fatalf("the Python example exited before listening: %s", stderr.String())
 			}
 			if v, ok := strings.CutPrefix(l, "LISTEN="); ok {
-				p.URL = "http://" + v
+				p.URL = scheme + "://" + v
 			}
 			if v, ok := strings.CutPrefix(l, "HARNESS_LISTEN="); ok {
 				p.HarnessURL = "http://" + v

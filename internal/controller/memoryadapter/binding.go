@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/pki"
 )
 
 // FieldOwner is the server-side apply field manager of the objects the operator applies.
@@ -44,20 +46,32 @@ func deriveToken(key []byte, ma *memoryv1alpha1.MemoryAdapter) string {
 }
 
 // bindingData is the binding Secret's content: the Service Binding specification's
-// Provisioned Service keys.
-func bindingData(ma *memoryv1alpha1.MemoryAdapter, token string) map[string][]byte {
-	return map[string][]byte{
+// Provisioned Service keys, and ca.crt (its convention for a CA) when the adapter serves TLS.
+func bindingData(ma *memoryv1alpha1.MemoryAdapter, token string, caPEM []byte) map[string][]byte {
+	d := map[string][]byte{
 		"type":     []byte("memory-adapter"),
 		"provider": []byte("agentmem"),
 		"url":      []byte(serviceURL(ma)),
 		"token":    []byte(token),
 	}
+	if usesTLS(ma) {
+		d["ca.crt"] = caPEM
+	}
+	return d
 }
 
 // bindingApply is the binding Secret as the operator applies it: content, type, labels and
 // the controller reference, so the garbage collector removes it with the adapter.
-func bindingApply(ma *memoryv1alpha1.MemoryAdapter, token string) *corev1ac.SecretApplyConfiguration {
-	return corev1ac.Secret(bindingName(ma), ma.Namespace).
+func bindingApply(ma *memoryv1alpha1.MemoryAdapter, token string, caPEM []byte) *corev1ac.SecretApplyConfiguration {
+	return ownedSecretApply(ma, bindingName(ma)).
+		WithType(BindingSecretType).
+		WithData(bindingData(ma, token, caPEM))
+}
+
+// ownedSecretApply is a Secret the adapter controls, with the operator's labels: what the
+// manager's admission policy requires of every Secret it writes in an adapter's namespace.
+func ownedSecretApply(ma *memoryv1alpha1.MemoryAdapter, name string) *corev1ac.SecretApplyConfiguration {
+	return corev1ac.Secret(name, ma.Namespace).
 		WithLabels(commonLabels(ma)).
 		WithOwnerReferences(metav1ac.OwnerReference().
 			WithAPIVersion(memoryv1alpha1.GroupVersion.String()).
@@ -65,16 +79,14 @@ func bindingApply(ma *memoryv1alpha1.MemoryAdapter, token string) *corev1ac.Secr
 			WithName(ma.Name).
 			WithUID(ma.UID).
 			WithController(true).
-			WithBlockOwnerDeletion(true)).
-		WithType(BindingSecretType).
-		WithData(bindingData(ma, token))
+			WithBlockOwnerDeletion(true))
 }
 
 // bindingDigest identifies what was applied, so an unchanged binding is not applied again.
-func bindingDigest(ma *memoryv1alpha1.MemoryAdapter, token string) string {
+func bindingDigest(ma *memoryv1alpha1.MemoryAdapter, token string, caPEM []byte) string {
 	h := sha256.New()
 	_, _ = fmt.Fprintf(h, "%s\x00%s\x00", ma.UID, BindingSecretType)
-	data := bindingData(ma, token)
+	data := bindingData(ma, token, caPEM)
 	keys := make([]string, 0, len(data))
 	for k := range data {
 		keys = append(keys, k)
@@ -107,7 +119,14 @@ func (r *Reconciler) ensureBinding(ctx context.Context, s *scope) (string, error
 		return "", fmt.Errorf("binding Secret %s: the operator's token key has %d bytes, fewer than %d", bindingName(ma), len(r.TokenKey), MinTokenKeyBytes)
 	}
 	token := deriveToken(r.TokenKey, ma)
-	digest := bindingDigest(ma, token)
+	var caPEM []byte
+	if usesTLS(ma) {
+		if r.CA == nil {
+			return "", fmt.Errorf("binding Secret %s: the adapter serves TLS and the operator has no CA", bindingName(ma))
+		}
+		caPEM = r.CA.CertPEM
+	}
+	digest := bindingDigest(ma, token, caPEM)
 	key := client.ObjectKeyFromObject(ma)
 	prev, known := r.bindings.Load(key)
 	if known && prev.(string) == digest {
@@ -118,14 +137,14 @@ func (r *Reconciler) ensureBinding(ctx context.Context, s *scope) (string, error
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: memoryv1alpha1.GroupVersion.String(), Kind: "MemoryAdapter",
 				Name: ma.Name, UID: ma.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
 		Type: BindingSecretType,
-		Data: bindingData(ma, token),
+		Data: bindingData(ma, token, caPEM),
 	}
 	err := r.Client.Create(ctx, sec, client.FieldOwner(FieldOwner))
 	switch {
 	case err == nil:
 		r.Recorder.Eventf(ma, sec, corev1.EventTypeNormal, "Created", "Create", "created Secret %s", sec.Name)
 	case apierrors.IsAlreadyExists(err):
-		if err := r.Client.Apply(ctx, bindingApply(ma, token), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		if err := r.Client.Apply(ctx, bindingApply(ma, token, caPEM), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 			return "", fmt.Errorf("apply Secret %s: %w", sec.Name, err)
 		}
 		if known {
@@ -148,38 +167,92 @@ func (r *Reconciler) forgetBinding(ma *memoryv1alpha1.MemoryAdapter) {
 const tokenKeyField = "key"
 
 // LoadOrCreateTokenKey returns the operator's token key from the Secret ref, creating the
-// Secret with a fresh random key when it does not exist. Two managers starting together
-// agree: the one whose create loses reads the winner's key. r must read from the API server,
-// not a cache, so that this is the only Secret the operator ever reads.
+// Secret with a fresh random key when it does not exist. r must read from the API server,
+// not a cache, so that the operator's own Secrets are the only ones it ever reads.
 func LoadOrCreateTokenKey(ctx context.Context, r client.Reader, w client.Writer, ref types.NamespacedName) ([]byte, error) {
+	var key []byte
+	err := loadOrCreateSecret(ctx, r, w, ref, "token key",
+		func() (map[string][]byte, error) {
+			k := make([]byte, MinTokenKeyBytes)
+			_, _ = rand.Read(k) // crypto/rand.Read never fails on supported platforms.
+			return map[string][]byte{tokenKeyField: k}, nil
+		},
+		func(data map[string][]byte) error {
+			key = data[tokenKeyField]
+			if len(key) < MinTokenKeyBytes {
+				return fmt.Errorf("key %q has %d bytes, fewer than %d", tokenKeyField, len(key), MinTokenKeyBytes)
+			}
+			return nil
+		})
+	return key, err
+}
+
+// The operator CA Secret's keys: the CA certificate and its key, in PEM.
+const (
+	caCertField = "ca.crt"
+	caKeyField  = "ca.key"
+)
+
+// LoadOrCreateCA returns the operator's CA for adapter serving certificates from the Secret
+// ref, creating the Secret with a new CA valid for lifetime when it does not exist.
+func LoadOrCreateCA(ctx context.Context, r client.Reader, w client.Writer, ref types.NamespacedName, lifetime time.Duration) (*pki.CA, error) {
+	var ca *pki.CA
+	err := loadOrCreateSecret(ctx, r, w, ref, "adapter CA",
+		func() (map[string][]byte, error) {
+			c, err := pki.NewCA("memory-adapter-operator adapter CA", lifetime, time.Now())
+			if err != nil {
+				return nil, err
+			}
+			return map[string][]byte{caCertField: c.CertPEM, caKeyField: c.KeyPEM}, nil
+		},
+		func(data map[string][]byte) error {
+			c, err := pki.LoadCA(data[caCertField], data[caKeyField])
+			if err != nil {
+				return err
+			}
+			if !time.Now().Before(c.Cert.NotAfter) {
+				return fmt.Errorf("the CA expired at %s", c.Cert.NotAfter.UTC().Format(time.RFC3339))
+			}
+			ca = c
+			return nil
+		})
+	return ca, err
+}
+
+// loadOrCreateSecret reads the operator's own Secret ref and hands its data to use, or
+// creates it with what generate makes when it does not exist. Two managers starting together
+// agree: the one whose create loses reads the winner's Secret.
+func loadOrCreateSecret(ctx context.Context, r client.Reader, w client.Writer, ref types.NamespacedName, what string,
+	generate func() (map[string][]byte, error), use func(map[string][]byte) error) error {
 	for range 2 {
 		sec := &corev1.Secret{}
 		err := r.Get(ctx, ref, sec)
 		if err == nil {
-			key := sec.Data[tokenKeyField]
-			if len(key) < MinTokenKeyBytes {
-				return nil, fmt.Errorf("token key Secret %s: key %q has %d bytes, fewer than %d", ref, tokenKeyField, len(key), MinTokenKeyBytes)
+			if err := use(sec.Data); err != nil {
+				return fmt.Errorf("%s Secret %s: %w", what, ref, err)
 			}
-			return key, nil
+			return nil
 		}
 		if !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("read token key Secret %s: %w", ref, err)
+			return fmt.Errorf("read %s Secret %s: %w", what, ref, err)
 		}
-		key := make([]byte, MinTokenKeyBytes)
-		_, _ = rand.Read(key) // crypto/rand.Read never fails on supported platforms.
+		data, err := generate()
+		if err != nil {
+			return fmt.Errorf("%s Secret %s: %w", what, ref, err)
+		}
 		sec = &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace,
 				Labels: map[string]string{LabelManagedBy: ManagedByValue}},
 			Type: corev1.SecretTypeOpaque,
-			Data: map[string][]byte{tokenKeyField: key},
+			Data: data,
 		}
 		err = w.Create(ctx, sec, client.FieldOwner(FieldOwner))
 		if err == nil {
-			return key, nil
+			return use(data)
 		}
 		if !apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("create token key Secret %s: %w", ref, err)
+			return fmt.Errorf("create %s Secret %s: %w", what, ref, err)
 		}
 	}
-	return nil, fmt.Errorf("token key Secret %s: created and deleted by someone else while starting", ref)
+	return fmt.Errorf("%s Secret %s: created and deleted by someone else while starting", what, ref)
 }

@@ -41,16 +41,38 @@ func TestDeriveToken(t *testing.T) {
 
 func TestBindingDigestFollowsContent(t *testing.T) {
 	ma := &memoryv1alpha1.MemoryAdapter{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "mem", UID: "u1"}}
-	d := bindingDigest(ma, "t1")
-	if bindingDigest(ma, "t1") != d {
+	ca := []byte("ca one")
+	d := bindingDigest(ma, "t1", ca)
+	if bindingDigest(ma, "t1", ca) != d {
 		t.Fatal("digest is not stable")
 	}
-	if bindingDigest(ma, "t2") == d {
+	if bindingDigest(ma, "t2", ca) == d {
 		t.Fatal("a new token must be applied again")
+	}
+	if bindingDigest(ma, "t1", []byte("ca two")) == d {
+		t.Fatal("a new CA must be applied again")
 	}
 	moved := ma.DeepCopy()
 	moved.UID = "u2"
-	if bindingDigest(moved, "t1") == d {
+	if bindingDigest(moved, "t1", ca) == d {
 		t.Fatal("a recreated adapter must be applied again")
+	}
+	plain := ma.DeepCopy()
+	plain.Spec.TLS = &memoryv1alpha1.TLSSpec{Mode: memoryv1alpha1.TLSDisabled}
+	if bindingDigest(plain, "t1", ca) == d {
+		t.Fatal("opting out of TLS changes the URL and drops ca.crt: it must be applied again")
+	}
+}
+
+func TestBindingDataFollowsTheTLSMode(t *testing.T) {
+	ma := &memoryv1alpha1.MemoryAdapter{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "mem"}}
+	d := bindingData(ma, "tok", []byte("PEM"))
+	if string(d["url"]) != "https://mem.team.svc:8080" || string(d["ca.crt"]) != "PEM" {
+		t.Fatalf("TLS by default: url %q, ca.crt %q", d["url"], d["ca.crt"])
+	}
+	ma.Spec.TLS = &memoryv1alpha1.TLSSpec{Mode: memoryv1alpha1.TLSDisabled}
+	d = bindingData(ma, "tok", []byte("PEM"))
+	if _, has := d["ca.crt"]; has || string(d["url"]) != "http://mem.team.svc:8080" {
+		t.Fatalf("TLS disabled: url %q, ca.crt present %v", d["url"], has)
 	}
 }

@@ -42,7 +42,7 @@ func TestSlimPodKeepsWhatTheControllersRead(t *testing.T) {
 	if !equality.Semantic.DeepEqual(p.Status, full.Status) || p.ManagedFields != nil || p.Labels[LabelAdapter] != "a" {
 		t.Errorf("status, labels or managedFields changed: %+v", p)
 	}
-	if eps := podEndpoints([]corev1.Pod{*p}); len(eps) != 1 || eps[0].url != "http://10.0.0.7:8080" {
+	if eps := podEndpoints([]corev1.Pod{*p}, "http"); len(eps) != 1 || eps[0].url != "http://10.0.0.7:8080" {
 		t.Errorf("endpoints of the slim pod: %+v", eps)
 	}
 	// The gate controller lifts its gate with a merge patch between two cached (slim) copies:

@@ -2,6 +2,10 @@ package memoryadapter
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -29,6 +33,7 @@ import (
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 	"github.com/agentmem/memory-adapter-operator/conformance"
+	"github.com/agentmem/memory-adapter-operator/internal/pki"
 )
 
 const (
@@ -56,6 +61,23 @@ func sqliteAdapter(ns, name string) *memoryv1alpha1.MemoryAdapter {
 			Health:  &memoryv1alpha1.HealthSpec{Period: memoryv1alpha1.NewDuration(time.Second)},
 		},
 	}
+}
+
+// expectServingCertificate checks that sec holds a key pair whose certificate chains to the
+// binding's CA and is valid for name.
+func expectServingCertificate(g Gomega, sec *corev1.Secret, caPEM []byte, name string) {
+	pair, err := tls.X509KeyPair(sec.Data["tls.crt"], sec.Data["tls.key"])
+	g.Expect(err).NotTo(HaveOccurred(), "the serving key pair loads")
+	roots := x509.NewCertPool()
+	g.Expect(roots.AppendCertsFromPEM(caPEM)).To(BeTrue(), "ca.crt holds a certificate")
+	_, err = pair.Leaf.Verify(x509.VerifyOptions{DNSName: name, Roots: roots})
+	g.Expect(err).NotTo(HaveOccurred(), "the serving certificate verifies for %s with the binding's ca.crt", name)
+}
+
+func mustParseCert(pemBytes []byte) *x509.Certificate {
+	c, err := pki.ParseCertificate(pemBytes)
+	Expect(err).NotTo(HaveOccurred())
+	return c
 }
 
 func getMA(key types.NamespacedName) *memoryv1alpha1.MemoryAdapter {
@@ -271,8 +293,14 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-binding"}, sec)).To(Succeed())
 			owned(g, sec)
 			g.Expect(sec.Type).To(Equal(BindingSecretType))
-			g.Expect(sec.Data).To(HaveKeyWithValue("url", []byte("http://mem."+key.Namespace+".svc:8080")))
+			g.Expect(sec.Data).To(HaveKeyWithValue("url", []byte("https://mem."+key.Namespace+".svc:8080")))
 			g.Expect(sec.Data["token"]).To(HaveLen(64))
+			g.Expect(sec.Data).To(HaveKey("ca.crt"))
+			tlsSec := &corev1.Secret{}
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-tls"}, tlsSec)).To(Succeed())
+			owned(g, tlsSec)
+			g.Expect(tlsSec.Type).To(Equal(corev1.SecretTypeTLS))
+			expectServingCertificate(g, tlsSec, sec.Data["ca.crt"], "mem."+key.Namespace+".svc")
 			cm := &corev1.ConfigMap{}
 			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-manifest"}, cm)).To(Succeed())
 			owned(g, cm)
@@ -295,6 +323,23 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 		Expect(c.ReadinessProbe.HTTPGet.Path).To(Equal("/healthz"), "readiness is not the verdict: docs/operator.md#readiness-and-the-verdict")
 		Expect(c.LivenessProbe.HTTPGet.Path).To(Equal("/healthz"))
 		Expect(strings.Join(c.Args, " ")).To(ContainSubstring("serve --backend sqlite --adapter-id sqlite --supported-filters=branch_id,source --scope agents"))
+		By("serving HTTPS with the certificate the operator issued, which status describes")
+		Expect(strings.Join(c.Args, " ")).To(ContainSubstring("--tls-cert-file " + tlsMountDir + "/tls.crt --tls-key-file " + tlsMountDir + "/tls.key"))
+		Expect(c.ReadinessProbe.HTTPGet.Scheme).To(Equal(corev1.URISchemeHTTPS))
+		Expect(c.VolumeMounts).To(ContainElement(HaveField("MountPath", tlsMountDir)))
+		var st *memoryv1alpha1.TLSStatus
+		Eventually(func(g Gomega) {
+			st = getMA(key).Status.TLS
+			g.Expect(st).NotTo(BeNil())
+			g.Expect(st.Mode).To(Equal(memoryv1alpha1.TLSOperator))
+			g.Expect(st.DNSNames).To(HaveExactElements("mem."+key.Namespace+".svc", "mem."+key.Namespace+".svc.cluster.local", "mem."+key.Namespace, "mem"))
+			g.Expect(st.NotAfter.Time).To(BeTemporally("~", time.Now().Add(DefaultCertLifetime), time.Hour))
+			g.Expect(st.RenewAfter.Time).To(BeTemporally("~", time.Now().Add(DefaultCertLifetime*2/3), time.Hour))
+		}, timeout, poll).Should(Succeed())
+		caSec := &corev1.Secret{}
+		Expect(k8sClient.Get(ctx, caRef, caSec)).To(Succeed())
+		fp := sha256.Sum256(mustParseCert(caSec.Data["ca.crt"]).Raw)
+		Expect(st.CAFingerprint).To(Equal(hex.EncodeToString(fp[:])))
 
 		Eventually(func(g Gomega) {
 			ma := getMA(key)
@@ -314,7 +359,7 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 		Expect(job.Spec.BackoffLimit).To(Equal(ptr.To[int32](0)))
 		Expect(job.Spec.ActiveDeadlineSeconds).To(Equal(ptr.To[int64](600)))
 		args := strings.Join(job.Spec.Template.Spec.Containers[0].Args, " ")
-		Expect(args).To(ContainSubstring("--server-url http://mem." + key.Namespace + ".svc:8080"))
+		Expect(args).To(ContainSubstring("--server-ca-file " + bindingMountDir + "/ca.crt --server-url https://mem." + key.Namespace + ".svc:8080"))
 		Expect(args).To(ContainSubstring("--sqlite-path /tmp/conformance.db"))
 
 		sec := &corev1.Secret{}

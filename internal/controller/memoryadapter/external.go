@@ -68,6 +68,15 @@ func externalServerContainer(ma *memoryv1alpha1.MemoryAdapter, s settings, name 
 			corev1.EnvVar{Name: envPort, Value: strconv.Itoa(int(ports.data))},
 			corev1.EnvVar{Name: envTokenFile, Value: bindingMountDir + "/token"},
 		)
+		if usesTLS(ma) {
+			// The server must serve HTTPS with these files and pick up a renewed pair
+			// (ExternalOptions documents it); the harness-mode instance of a run listens on
+			// loopback inside the Job's pod and stays plain.
+			env = append(env,
+				corev1.EnvVar{Name: envTLSCertFile, Value: tlsMountDir + "/" + corev1.TLSCertKey},
+				corev1.EnvVar{Name: envTLSKeyFile, Value: tlsMountDir + "/" + corev1.TLSPrivateKeyKey},
+			)
+		}
 	}
 	env = append(env, corev1.EnvVar{Name: envScope, Value: scope})
 	for _, v := range e.Env {

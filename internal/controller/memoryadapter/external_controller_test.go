@@ -26,7 +26,7 @@ import (
 // manifest would.
 type fixedEvidence struct{}
 
-func (fixedEvidence) ReadEvidence(context.Context, string, string) (*memory.EvidenceReport, error) {
+func (fixedEvidence) ReadEvidence(context.Context, EvidenceTarget) (*memory.EvidenceReport, error) {
 	m := sqliteAdapter("", "").Spec.Manifest
 	return &memory.EvidenceReport{Adapter: m.Adapter, AdapterVersion: "python-example 1", ManifestHash: m.Hash(),
 		ServiceVersion: "python 3.12", Probes: []memory.ProbeResult{}, ManifestValid: true, ObservedAt: time.Now()}, nil
@@ -82,7 +82,11 @@ var _ = Describe("an External adapter", Ordered, func() {
 			corev1.EnvVar{Name: envListen, Value: "0.0.0.0:8080"},
 			corev1.EnvVar{Name: envTokenFile, Value: "/var/run/memory-adapter/binding/token"},
 			corev1.EnvVar{Name: envScope, Value: "agents"},
+			// TLS by default: the user's server is told where the operator's certificate is.
+			corev1.EnvVar{Name: envTLSCertFile, Value: tlsMountDir + "/tls.crt"},
+			corev1.EnvVar{Name: envTLSKeyFile, Value: tlsMountDir + "/tls.key"},
 		))
+		Expect(c.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "tls", MountPath: tlsMountDir, ReadOnly: true}))
 		Expect(slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
 			return e.Name == "DB_URL" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == "byo-db"
 		})).To(BeTrue(), "the Secret is passed by reference")
@@ -123,7 +127,7 @@ var _ = Describe("an External adapter", Ordered, func() {
 		args := strings.Join(conf.Args, " ")
 		Expect(args).To(HavePrefix("conformance --target http://127.0.0.1:8080 --token-file " + runTokenDir + "/data-token --harness-url http://127.0.0.1:8081 --harness-token-file " + runTokenDir + "/harness-token"))
 		Expect(args).To(ContainSubstring("--adapter-id sqlite --duplicate-id-behaviour Overwrite"))
-		Expect(args).To(ContainSubstring("--server-url http://byo." + key.Namespace + ".svc:8080 --server-token-file /var/run/memory-adapter/binding/token --expected-manifest-file /etc/memory-adapter/manifest/manifest.json"))
+		Expect(args).To(ContainSubstring("--server-ca-file /var/run/memory-adapter/binding/ca.crt --server-url https://byo." + key.Namespace + ".svc:8080 --server-token-file /var/run/memory-adapter/binding/token --expected-manifest-file /etc/memory-adapter/manifest/manifest.json"))
 		Expect(args).NotTo(ContainSubstring("--backend"))
 		Expect(job.Annotations[annotationRunKey]).To(ContainSubstring(getMA(key).Spec.Manifest.Hash()))
 	})

@@ -20,6 +20,7 @@ import (
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 	"github.com/agentmem/memory-adapter-operator/conformance"
 	"github.com/agentmem/memory-adapter-operator/conformance/wire/wiretest"
+	"github.com/agentmem/memory-adapter-operator/internal/pki"
 )
 
 // TestExternalRunJudgesThePythonExample is the External backend end to end without a
@@ -95,8 +96,19 @@ func runExternal(t *testing.T, adapter string, manifest memoryv1alpha1.ManifestS
 	}
 	s := effectiveSettings(ma, "operator/memory-adapter:test")
 
-	// What the operator mounts: the binding token and the manifest ConfigMap.
-	prodAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	// What the operator mounts: the binding token and CA, the manifest ConfigMap, and the
+	// serving certificate (TLS is the default), here from a CA of the test's own for the
+	// name the test reaches the production instance by.
+	prodPort := freePort(t)
+	prodAddr := fmt.Sprintf("127.0.0.1:%d", prodPort)
+	ca, err := pki.NewCA("test", time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving, err := ca.Issue([]string{"localhost"}, time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -106,14 +118,18 @@ func runExternal(t *testing.T, adapter string, manifest memoryv1alpha1.ManifestS
 		manifestMountDir:                     filepath.Join(dir, "manifest"),
 		runTokenDir:                          filepath.Join(dir, "run"),
 		corev1.TerminationMessagePathDefault: filepath.Join(dir, "termination-log"),
-		serviceURL(ma):                       "http://" + prodAddr,
+		tlsMountDir:                          filepath.Join(dir, "tls"),
+		serviceURL(ma):                       fmt.Sprintf("https://localhost:%d", prodPort),
 	}
-	for _, d := range []string{"binding", "manifest", "run"} {
+	for _, d := range []string{"binding", "manifest", "run", "tls"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
 	writeTestFile(t, filepath.Join(dir, "binding", "token"), deriveToken([]byte(strings.Repeat("k", MinTokenKeyBytes)), ma))
+	writeTestFile(t, filepath.Join(dir, "binding", "ca.crt"), string(ca.CertPEM))
+	writeTestFile(t, filepath.Join(dir, "tls", corev1.TLSCertKey), string(serving.CertPEM))
+	writeTestFile(t, filepath.Join(dir, "tls", corev1.TLSPrivateKeyKey), string(serving.KeyPEM))
 	manifestJSON, err := json.Marshal(ma.Spec.Manifest.ToMemory())
 	if err != nil {
 		t.Fatal(err)

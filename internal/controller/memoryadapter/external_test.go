@@ -145,7 +145,8 @@ func TestExternalResources(t *testing.T) {
 				"--target", "http://127.0.0.1:" + itoa(tc.dataPort), "--token-file", runTokenDir + "/data-token",
 				"--harness-url", "http://127.0.0.1:" + itoa(tc.harnessPort), "--harness-token-file", runTokenDir + "/harness-token",
 				"--target-wait", "2m0s", "--adapter-id", "python-example", "--duplicate-id-behaviour", tc.duplicate,
-				"--server-url", "http://byo.team.svc:8080", "--server-token-file", "/var/run/memory-adapter/binding/token",
+				"--server-ca-file", "/var/run/memory-adapter/binding/ca.crt",
+				"--server-url", "https://byo.team.svc:8080", "--server-token-file", "/var/run/memory-adapter/binding/token",
 				"--expected-manifest-file", "/etc/memory-adapter/manifest/manifest.json",
 				"--report-file=", "--termination-log", "/dev/termination-log",
 			}

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/pki"
 )
 
 // Reconciler deploys, verifies and watches MemoryAdapters.
@@ -57,11 +58,18 @@ type Reconciler struct {
 	// adapter's bearer token is derived (never logged).
 	TokenKey []byte
 
+	// CA issues the adapters' serving certificates (spec.tls mode Operator, the default).
+	CA *pki.CA
+	// CertLifetime is a serving certificate's lifetime; 0 means DefaultCertLifetime. It is
+	// renewed after two thirds of it.
+	CertLifetime time.Duration
+
 	// Prober reads the evidence off the reconcile workers; nil means one made by
 	// SetupWithManager from Evidence.
 	Prober *Prober
 
 	bindings sync.Map // types.NamespacedName → digest (UID included) of the binding Secret last applied
+	issued   sync.Map // types.NamespacedName → issuedCert: the last serving certificate this process issued
 	// announced holds, per adapter and condition type, the UID, status and reason of the last
 	// transition recorded as an Event: a reconcile that starts from a cached object older
 	// than its own last status patch sees the same transition again, and must not record it
@@ -83,6 +91,7 @@ const firstReadRetry = 2 * time.Second
 // +kubebuilder:rbac:groups="",resources=services;serviceaccounts;configmaps;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // The operator writes its binding Secrets and never reads any Secret: create and patch only.
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create;patch
+// The same two verbs write each adapter's serving-certificate Secret (type kubernetes.io/tls).
 // In its own namespace it reads its token key, and creates it on first start.
 // +kubebuilder:rbac:groups="",namespace=memory-adapter-operator-system,resources=secrets,verbs=get;create
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
@@ -97,6 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if apierrors.IsNotFound(err) {
 			r.Prober.forget(req.NamespacedName)
 			r.bindings.Delete(req.NamespacedName)
+			r.issued.Delete(req.NamespacedName)
 			for _, t := range announcedTypes {
 				r.announced.Delete(announcedKey(req.NamespacedName, t))
 			}
@@ -150,8 +160,10 @@ type scope struct {
 	manifestErr error
 	deploy      deployObservation
 	token       string
-	health      healthObservation
-	conform     conformObservation
+	// tls is the endpoint's transport security as this reconcile left it; nil when unknown.
+	tls     *memoryv1alpha1.TLSStatus
+	health  healthObservation
+	conform conformObservation
 	// requeueAfter is the earliest time a phase wants to look again.
 	requeueAfter time.Duration
 }
@@ -173,6 +185,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, ok bool) error {
 	st.ManifestHash = s.ma.Spec.Manifest.Hash()
 	st.Lifecycle = s.settings.lifecycle.DeepCopy()
 	st.Binding = &memoryv1alpha1.BindingReference{Name: bindingName(s.ma)}
+	if s.tls != nil {
+		st.TLS = s.tls
+	}
 	s.health.lastRun = st.Conformance
 	healthy := healthyCondition(s.health)
 	if old := meta.FindStatusCondition(st.Conditions, memoryv1alpha1.ConditionHealthy); old != nil && s.health.rehydrated {

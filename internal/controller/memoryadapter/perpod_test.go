@@ -58,6 +58,9 @@ var _ = Describe("evidence read at each pod's address", Ordered, func() {
 	It("names the evidence in Available while the invalid pod is not ready", func() {
 		ma := sqliteAdapter(key.Namespace, key.Name)
 		ma.Labels = map[string]string{perPodEvidence: "true"}
+		// The local server stands in for the pod in plain HTTP (the e2e suite reads real pods
+		// over TLS); this is also the opted-out configuration, which status must name.
+		ma.Spec.TLS = &memoryv1alpha1.TLSSpec{Mode: memoryv1alpha1.TLSDisabled}
 		Expect(k8sClient.Create(ctx, ma)).To(Succeed())
 
 		By("serving the adapter at the pod's address with the token the operator derived")
@@ -99,7 +102,11 @@ var _ = Describe("evidence read at each pod's address", Ordered, func() {
 			got := getMA(key)
 			g.Expect(conditionOf(got, memoryv1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue), "%+v", got.Status.Conditions)
 			g.Expect(conditionOf(got, memoryv1alpha1.ConditionHealthy).Message).To(ContainSubstring("probes passed"))
+			g.Expect(got.Status.TLS).NotTo(BeNil())
+			g.Expect(got.Status.TLS.Mode).To(Equal(memoryv1alpha1.TLSDisabled), "status says the endpoint is plain HTTP")
 		}, timeout, poll).Should(Succeed())
+		Expect(string(binding.Data["url"])).To(HavePrefix("http://"))
+		Expect(binding.Data).NotTo(HaveKey("ca.crt"))
 
 		By("making SQLite refuse the write probe's row, and the pod not ready with 0 of 1 available")
 		db, err := sql.Open("sqlite", dbPath)

@@ -118,6 +118,10 @@ func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 	if s.deploy.specErr != nil || token == "" {
 		return errors.Join(errs...)
 	}
+	if err := r.ensureServingCertificate(ctx, s); err != nil {
+		// No Deployment without its certificate: the pods could not mount it.
+		return errors.Join(append(errs, err)...)
+	}
 
 	sum := sha256.Sum256([]byte(token))
 	wantDep := desiredDeployment(ma, s.settings, hex.EncodeToString(sum[:8]))
@@ -183,7 +187,10 @@ func (r *Reconciler) reconcileHealth(_ context.Context, s *scope) error {
 		}
 	}
 	if spec.endpoints == nil {
-		spec.endpoints = podEndpoints(s.deploy.pods)
+		spec.endpoints = podEndpoints(s.deploy.pods, urlScheme(s.ma))
+	}
+	if usesTLS(s.ma) {
+		spec.serverName = serviceServerName(s.ma)
 	}
 	hs := r.Prober.track(s.ma, spec)
 	if hs.unauthorized {

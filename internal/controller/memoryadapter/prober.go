@@ -55,7 +55,9 @@ type probeSpec struct {
 	// endpoints are the addresses to read, one per serving pod (or one override address).
 	endpoints []probeEndpoint
 	token     string
-	period    time.Duration
+	// serverName is the name an https adapter's certificate carries; empty for plain HTTP.
+	serverName string
+	period     time.Duration
 	// threshold is the failureThreshold: failures are counted up to it, no further.
 	threshold int
 	immediate bool
@@ -307,7 +309,7 @@ func (p *Prober) round(ctx context.Context, t *probeTarget, spec probeSpec) {
 				return
 			}
 			defer func() { <-p.sem }()
-			reads[i].ev, reads[i].err = p.Reader.ReadEvidence(ctx, e.url, spec.token)
+			reads[i].ev, reads[i].err = p.Reader.ReadEvidence(ctx, EvidenceTarget{URL: e.url, Token: spec.token, ServerName: spec.serverName})
 		}()
 	}
 	wg.Wait()
@@ -438,7 +440,7 @@ func endpointNames(eps []probeEndpoint) string {
 // not being deleted. Readiness does not matter: an adapter whose evidence invalidates its
 // manifest is exactly the one whose evidence must still be read. The port is the pod's
 // container port named http, which the Service targets.
-func podEndpoints(pods []corev1.Pod) []probeEndpoint {
+func podEndpoints(pods []corev1.Pod, scheme string) []probeEndpoint {
 	var eps []probeEndpoint
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
@@ -452,7 +454,7 @@ func podEndpoints(pods []corev1.Pod) []probeEndpoint {
 				}
 			}
 		}
-		eps = append(eps, probeEndpoint{name: p.Name, url: "http://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port)))})
+		eps = append(eps, probeEndpoint{name: p.Name, url: scheme + "://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port)))})
 	}
 	slices.SortFunc(eps, func(a, b probeEndpoint) int { return strings.Compare(a.name, b.name) })
 	return eps

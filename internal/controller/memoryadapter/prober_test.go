@@ -86,8 +86,8 @@ func TestPodEndpoints(t *testing.T) {
 		pod("pending", "", corev1.PodPending, false),
 		pod("leaving", "10.0.0.3", corev1.PodRunning, true),
 		pod("done", "10.0.0.4", corev1.PodSucceeded, false),
-	})
-	want := []probeEndpoint{{name: "a", url: "http://[fd00::1]:9090"}, {name: "b", url: "http://10.0.0.2:9090"}}
+	}, "https")
+	want := []probeEndpoint{{name: "a", url: "https://[fd00::1]:9090"}, {name: "b", url: "https://10.0.0.2:9090"}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("endpoints %v, want %v (running pods with an IP, not being deleted, at the http port, by name)", got, want)
 	}
@@ -102,7 +102,8 @@ type scriptedReader struct {
 	deadline time.Duration
 }
 
-func (s *scriptedReader) ReadEvidence(ctx context.Context, url, _ string) (*memory.EvidenceReport, error) {
+func (s *scriptedReader) ReadEvidence(ctx context.Context, t EvidenceTarget) (*memory.EvidenceReport, error) {
+	url := t.URL
 	s.mu.Lock()
 	s.reads[url] = append(s.reads[url], time.Now())
 	answer := s.answers[url]

@@ -83,7 +83,7 @@ func BindingSecretName(adapter string) string { return adapter + "-binding" }
 
 // serviceURL is the in-cluster address of the adapter.
 func serviceURL(ma *memoryv1alpha1.MemoryAdapter) string {
-	return fmt.Sprintf("http://%s.%s.svc:%d", serviceName(ma), ma.Namespace, adapterPort)
+	return fmt.Sprintf("%s://%s:%d", urlScheme(ma), serviceServerName(ma), adapterPort)
 }
 
 // commonLabels are on every owned object.
@@ -219,8 +219,12 @@ func emptyDir(name string) corev1.Volume {
 }
 
 func bindingVolume(ma *memoryv1alpha1.MemoryAdapter) corev1.Volume {
+	items := []corev1.KeyToPath{{Key: "token", Path: "token"}}
+	if usesTLS(ma) {
+		items = append(items, corev1.KeyToPath{Key: "ca.crt", Path: "ca.crt"})
+	}
 	return corev1.Volume{Name: "binding", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-		SecretName: bindingName(ma), Items: []corev1.KeyToPath{{Key: "token", Path: "token"}}, DefaultMode: ptr.To[int32](0o440),
+		SecretName: bindingName(ma), Items: items, DefaultMode: ptr.To[int32](0o440),
 	}}}
 }
 
@@ -295,15 +299,26 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings, tokenHash s
 		strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
 	}
 	env = append(env, connectionEnv(ma)...)
+	if usesTLS(ma) {
+		// The Secret's files change in place at each renewal; the server reloads them, so a
+		// renewal rolls no pod and drops no connection.
+		args = append(args, "--tls-cert-file", tlsMountDir+"/"+corev1.TLSCertKey, "--tls-key-file", tlsMountDir+"/"+corev1.TLSPrivateKeyKey)
+		volumes = append(volumes, tlsVolume(ma))
+		mounts = append(mounts, corev1.VolumeMount{Name: "tls", MountPath: tlsMountDir, ReadOnly: true})
+	}
 	container := corev1.Container{Name: "adapter", Image: s.image, Args: args, Env: env}
 	port := int32(adapterPort)
 	if isExternal(ma) {
 		container = externalServerContainer(ma, s, "adapter", false, ma.Spec.Backend.Scope)
 		port = externalPorts(ma).data
 	}
+	scheme := corev1.URISchemeHTTP
+	if usesTLS(ma) {
+		scheme = corev1.URISchemeHTTPS
+	}
 	probe := func(path string, period int32) *corev1.Probe {
 		return &corev1.Probe{
-			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("http")}},
+			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("http"), Scheme: scheme}},
 			// Every value the API server would default is set, so the template compares equal
 			// to the stored one and a steady adapter causes no update.
 			PeriodSeconds: period, TimeoutSeconds: 2, FailureThreshold: 3, SuccessThreshold: 1,
@@ -480,6 +495,9 @@ func desiredJob(ma *memoryv1alpha1.MemoryAdapter, s settings, name string, key r
 		args = externalConformanceArgs(ma, s, budget)
 	} else {
 		args = append([]string{"conformance"}, backendArgs(ma)...)
+	}
+	if usesTLS(ma) {
+		args = append(args, "--server-ca-file", bindingMountDir+"/ca.crt")
 	}
 	args = append(args,
 		"--server-url", serviceURL(ma),

@@ -142,8 +142,11 @@ func startManagerWith(cfg *rest.Config, evidence EvidenceReader) (stop func()) {
 	defer cancelKey()
 	key, err := LoadOrCreateTokenKey(keyCtx, mgr.GetAPIReader(), mgr.GetClient(), tokenKeyRef)
 	Expect(err).NotTo(HaveOccurred())
+	ca, err := LoadOrCreateCA(keyCtx, mgr.GetAPIReader(), mgr.GetClient(), caRef, 10*365*24*time.Hour)
+	Expect(err).NotTo(HaveOccurred())
 	Expect((&Reconciler{
 		TokenKey:     key,
+		CA:           ca,
 		Client:       mgr.GetClient(),
 		Recorder:     mgr.GetEventRecorder("memory-adapter-operator"),
 		Evidence:     evidence,
@@ -173,6 +176,14 @@ const operatorNamespace = manageridentity.Namespace
 
 // tokenKeyRef is the token key Secret the manager's markers and policies let it write.
 var tokenKeyRef = types.NamespacedName{Namespace: operatorNamespace, Name: manageridentity.TokenKeySecret}
+
+// caRef is the adapter CA Secret the manager's markers and policies let it write.
+var caRef = types.NamespacedName{Namespace: operatorNamespace, Name: manageridentity.AdapterCASecret}
+
+// podEvidenceReader reads pods at their own addresses, as the manager does. The local
+// servers behind them serve plain HTTP, so per-pod specs opt their adapters out of TLS; the
+// e2e suite reads real pods over TLS.
+var podEvidenceReader = &HTTPEvidenceReader{}
 
 // bindGeneratedRBAC installs the generated roles bound to the manager's ServiceAccount and the
 // admission policies that narrow them, as config/default ships them, and returns a config that
@@ -236,9 +247,10 @@ type routedEvidence struct {
 	refuse func(token string) bool
 }
 
-func (r *routedEvidence) ReadEvidence(ctx context.Context, url string, token string) (*memory.EvidenceReport, error) {
+func (r *routedEvidence) ReadEvidence(ctx context.Context, t EvidenceTarget) (*memory.EvidenceReport, error) {
+	url, token := t.URL, t.Token
 	if !strings.Contains(url, ".svc:") {
-		return (&HTTPEvidenceReader{}).ReadEvidence(ctx, url, token)
+		return podEvidenceReader.ReadEvidence(ctx, t)
 	}
 	r.mu.Lock()
 	r.tokens = append(r.tokens, token)
@@ -247,7 +259,7 @@ func (r *routedEvidence) ReadEvidence(ctx context.Context, url string, token str
 	if refuse != nil && refuse(token) {
 		return nil, fmt.Errorf("evidence read: HTTP 401: %w", ErrUnauthorized)
 	}
-	ev, err := (&HTTPEvidenceReader{}).ReadEvidence(ctx, r.target.url, r.target.token)
+	ev, err := (&HTTPEvidenceReader{}).ReadEvidence(ctx, EvidenceTarget{URL: r.target.url, Token: r.target.token})
 	if err == nil && mutate != nil {
 		mutate(ev)
 	}

@@ -1,0 +1,164 @@
+package memoryadapter
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+)
+
+const (
+	// tlsMountDir is where an adapter pod finds its serving certificate and key.
+	tlsMountDir = "/var/run/memory-adapter/tls"
+	// DefaultCertLifetime is a serving certificate's lifetime when the manager sets none:
+	// short enough that a leaked key ages out, long enough that renewals are rare writes.
+	DefaultCertLifetime = 90 * 24 * time.Hour
+	// The environment that tells an External server where its certificate is.
+	envTLSCertFile = "MEMORY_ADAPTER_TLS_CERT_FILE"
+	envTLSKeyFile  = "MEMORY_ADAPTER_TLS_KEY_FILE"
+)
+
+// tlsMode is the adapter's transport security: Operator unless the spec opts out.
+func tlsMode(ma *memoryv1alpha1.MemoryAdapter) memoryv1alpha1.TLSMode {
+	if ma.Spec.TLS != nil && ma.Spec.TLS.Mode == memoryv1alpha1.TLSDisabled {
+		return memoryv1alpha1.TLSDisabled
+	}
+	return memoryv1alpha1.TLSOperator
+}
+
+// usesTLS reports whether the adapter serves HTTPS.
+func usesTLS(ma *memoryv1alpha1.MemoryAdapter) bool {
+	return tlsMode(ma) == memoryv1alpha1.TLSOperator
+}
+
+// urlScheme is the adapter's URL scheme.
+func urlScheme(ma *memoryv1alpha1.MemoryAdapter) string {
+	if usesTLS(ma) {
+		return "https"
+	}
+	return "http"
+}
+
+// tlsSecretName is the Secret holding the adapter's serving certificate and key.
+func tlsSecretName(ma *memoryv1alpha1.MemoryAdapter) string { return ma.Name + "-tls" }
+
+// serviceServerName is the name clients inside the cluster verify: the one the binding's URL
+// uses.
+func serviceServerName(ma *memoryv1alpha1.MemoryAdapter) string {
+	return fmt.Sprintf("%s.%s.svc", serviceName(ma), ma.Namespace)
+}
+
+// serviceDNSNames are the names a serving certificate covers: every form by which a pod
+// reaches the Service through cluster DNS.
+func serviceDNSNames(ma *memoryv1alpha1.MemoryAdapter) []string {
+	svc := serviceName(ma)
+	return []string{
+		serviceServerName(ma),
+		serviceServerName(ma) + ".cluster.local",
+		svc + "." + ma.Namespace,
+		svc,
+	}
+}
+
+// renewAt is when a certificate valid from issued to notAfter is renewed: after two thirds
+// of its life, so a third is left for the kubelet to deliver the next one (a minute or so)
+// and for a manager that was down to come back.
+func renewAt(issued, notAfter time.Time) time.Time {
+	return issued.Add(notAfter.Sub(issued) * 2 / 3)
+}
+
+// tlsStatusCurrent reports whether st describes a certificate that still serves ma: from the
+// operator's current CA, for the adapter's names, not yet due for renewal.
+func (r *Reconciler) tlsStatusCurrent(ma *memoryv1alpha1.MemoryAdapter, st *memoryv1alpha1.TLSStatus, now time.Time) bool {
+	return st != nil && st.Mode == memoryv1alpha1.TLSOperator && r.CA != nil &&
+		st.CAFingerprint == r.CA.Fingerprint() && slices.Equal(st.DNSNames, serviceDNSNames(ma)) &&
+		st.RenewAfter != nil && now.Before(st.RenewAfter.Time)
+}
+
+// ensureServingCertificate keeps the adapter's serving certificate: for mode Disabled it
+// records the opt-out; otherwise, when status names no current certificate, it issues one
+// from the operator's CA and applies the Secret the pod mounts. The operator cannot read
+// Secrets, so status (and, for a status patch not yet in the cache, the record of this
+// process) is what says a certificate was issued; the key exists only in the Secret.
+func (r *Reconciler) ensureServingCertificate(ctx context.Context, s *scope) error {
+	ma := s.ma
+	if !usesTLS(ma) {
+		s.tls = &memoryv1alpha1.TLSStatus{Mode: memoryv1alpha1.TLSDisabled}
+		return nil
+	}
+	if r.CA == nil {
+		return fmt.Errorf("serving certificate for %s: the operator has no CA (the manager's --adapter-ca-secret)", ma.Name)
+	}
+	key := client.ObjectKeyFromObject(ma)
+	current := ma.Status.TLS
+	if v, ok := r.issued.Load(key); ok {
+		if mine := v.(issuedCert); mine.uid == ma.UID && (current == nil || current.NotAfter == nil || mine.status.NotAfter.After(current.NotAfter.Time)) {
+			current = mine.status
+		}
+	}
+	if r.tlsStatusCurrent(ma, current, s.now) {
+		s.tls = current.DeepCopy()
+		s.requeue(current.RenewAfter.Sub(s.now))
+		return nil
+	}
+	lifetime := r.CertLifetime
+	if lifetime <= 0 {
+		lifetime = DefaultCertLifetime
+	}
+	names := serviceDNSNames(ma)
+	cert, err := r.CA.Issue(names, lifetime, s.now)
+	if err != nil {
+		return fmt.Errorf("serving certificate for %s: %w", ma.Name, err)
+	}
+	sec := ownedSecretApply(ma, tlsSecretName(ma)).
+		WithType(corev1.SecretTypeTLS).
+		WithData(map[string][]byte{corev1.TLSCertKey: cert.CertPEM, corev1.TLSPrivateKeyKey: cert.KeyPEM})
+	if err := r.Client.Apply(ctx, sec, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		if apierrors.IsForbidden(err) {
+			return fmt.Errorf("apply Secret %s: %w (the manager's admission policy admits only its own TLS Secrets)", tlsSecretName(ma), err)
+		}
+		return fmt.Errorf("apply Secret %s: %w", tlsSecretName(ma), err)
+	}
+	issued := s.now
+	st := &memoryv1alpha1.TLSStatus{
+		Mode:          memoryv1alpha1.TLSOperator,
+		NotAfter:      &metav1.Time{Time: cert.NotAfter},
+		RenewAfter:    &metav1.Time{Time: renewAt(issued, cert.NotAfter).Truncate(time.Second)},
+		CAFingerprint: r.CA.Fingerprint(),
+		DNSNames:      names,
+	}
+	r.issued.Store(key, issuedCert{uid: ma.UID, status: st})
+	verb := "issued"
+	if ma.Status.TLS != nil && ma.Status.TLS.Mode == memoryv1alpha1.TLSOperator {
+		verb = "renewed"
+	}
+	r.Recorder.Eventf(ma, nil, corev1.EventTypeNormal, "CertificateIssued", "IssueCertificate",
+		"%s the serving certificate in Secret %s, valid until %s", verb, tlsSecretName(ma), cert.NotAfter.UTC().Format(time.RFC3339))
+	s.tls = st.DeepCopy()
+	s.requeue(st.RenewAfter.Sub(s.now))
+	return nil
+}
+
+// issuedCert is this process's record of the last certificate it issued for an adapter, for
+// reconciles that start from a cached object older than the status patch that recorded it.
+type issuedCert struct {
+	uid    types.UID
+	status *memoryv1alpha1.TLSStatus
+}
+
+// tlsVolume mounts the serving certificate and key, readable by the pod's group only.
+func tlsVolume(ma *memoryv1alpha1.MemoryAdapter) corev1.Volume {
+	return corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: tlsSecretName(ma), DefaultMode: ptr.To[int32](0o440),
+		Items: []corev1.KeyToPath{{Key: corev1.TLSCertKey, Path: corev1.TLSCertKey}, {Key: corev1.TLSPrivateKeyKey, Path: corev1.TLSPrivateKeyKey}},
+	}}}
+}
