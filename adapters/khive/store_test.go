@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/khive/khivefake"
 	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
@@ -228,7 +229,11 @@ func TestEnvelopeFailures(t *testing.T) {
 		{"no content", json.RawMessage(`{"content":[],"isError":false}`), false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := decodeEnvelope(tc.raw, "get")
+			var tr mcp.CallToolResult
+			if err := json.Unmarshal(tc.raw, &tr); err != nil {
+				t.Fatalf("the SDK does not decode %s: %v", tc.raw, err)
+			}
+			_, err := decodeEnvelope(&tr, "get")
 			var f *opFailure
 			isF := errors.As(err, &f)
 			switch {
