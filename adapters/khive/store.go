@@ -34,10 +34,12 @@ type Store struct {
 // serverInfo is what the handshake learned about the server: the evidence the manifest
 // was verified against.
 type serverInfo struct {
-	Name        string
-	Version     string
-	Protocol    string
-	RequestHash string // sha256 of the request tool's input schema
+	Name     string
+	Version  string
+	Protocol string
+	// RequestHash is the sha256 of the request tool's input schema as encoding/json writes
+	// it back (sorted keys): stable across servers that order or space it differently.
+	RequestHash string
 }
 
 var (
