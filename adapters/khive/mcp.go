@@ -4,20 +4,24 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"regexp"
-	"strconv"
-	"sync"
+	"slices"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
 // Transport is one bidirectional byte stream to an MCP server: the server's stdout to read
 // and its stdin to write. Close ends the stream and whatever serves it (the child process);
-// it must make a blocked Read return.
+// it must make a blocked Read return, and it may be called more than once.
 type Transport interface {
 	io.Reader
 	io.Writer
@@ -28,154 +32,183 @@ type Transport interface {
 // the first explicit call and on the first call after the previous server died.
 type Dialer func(ctx context.Context) (Transport, error)
 
-// rpcError is a JSON-RPC error object. khive answers a request whose ops do not parse with
-// one (invalid_params, data.reason "parse-error"; khive-mcp/docs/design.md) before dispatching
-// anything, so it is never an availability problem.
-type rpcError struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
+// mcpProtocolVersion is the MCP revision the adapter asks for in initialize. Pinning it keeps
+// the SDK from opening with the newer server/discover exchange, which kkernel's rmcp does
+// not know; rmcp negotiates initialize down if it is older.
+const mcpProtocolVersion = "2025-06-18"
+
+// codeResponseTooLarge is the JSON-RPC error code of the answer the adapter puts in place of
+// a response over MaxResponseBytes. It is in the implementation-defined server range; were
+// khive to use it too, only the error's wording would differ, both being MemoryAdapterError.
+const codeResponseTooLarge = -32099
+
+// session is one MCP client session over one server (child process).
+type session struct {
+	t    Transport
+	cs   *mcp.ClientSession
+	info serverInfo
+	done chan struct{} // closed when the session ended, however it ended
 }
 
-func (e *rpcError) Error() string {
-	s := fmt.Sprintf("json-rpc error %d: %s", e.Code, truncate(e.Message, 200))
-	if len(e.Data) > 0 {
-		s += " (data " + truncate(string(e.Data), 200) + ")"
+// dial starts the server and runs the MCP handshake (initialize, notifications/initialized,
+// tools/list). Any failure is MemoryAdapterUnavailable: the service cannot be used.
+func dial(ctx context.Context, d Dialer, maxResponse int) (*session, error) {
+	t, err := d(ctx)
+	if err != nil {
+		return nil, memory.NewUnavailable("start the khive MCP server", err)
 	}
-	return s
+	client := mcp.NewClient(&mcp.Implementation{Name: "memory-adapter-operator", Version: "khive-adapter"}, nil)
+	cs, err := client.Connect(ctx, &mcp.IOTransport{
+		Reader: &lineBound{t: t, br: bufio.NewReaderSize(t, 64<<10), limit: maxResponse},
+		Writer: t,
+		// lineBound already cut every line to maxResponse; the SDK's own frame cap is the
+		// backstop for a value spread over many lines.
+		MaxLineLength: maxResponse + 1,
+	}, &mcp.ClientSessionOptions{ProtocolVersion: mcpProtocolVersion})
+	if err != nil {
+		// Connect closed the session, not necessarily the child: a server that answered
+		// garbage may still run and must not outlive its connection.
+		_ = t.Close()
+		return nil, memory.NewUnavailable("MCP initialize", err)
+	}
+	s := &session{t: t, cs: cs, done: make(chan struct{})}
+	go func() {
+		_ = cs.Wait()
+		close(s.done)
+	}()
+	if s.info, err = handshake(ctx, cs); err != nil {
+		_ = s.close()
+		return nil, err
+	}
+	return s, nil
 }
 
-// rpcResponse is one JSON-RPC response line. ID stays raw so a server that answers with an
-// id of the wrong type is detected instead of decoded as zero.
-type rpcResponse struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Result  json.RawMessage `json:"result"`
-	Error   *rpcError       `json:"error"`
+// handshake checks that the server offers the request tool the adapter speaks and records
+// what the manifest was verified against.
+func handshake(ctx context.Context, cs *mcp.ClientSession) (serverInfo, error) {
+	init := cs.InitializeResult()
+	if init == nil || init.ProtocolVersion == "" {
+		return serverInfo{}, memory.NewUnavailable("MCP initialize: malformed result", nil)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		return serverInfo{}, memory.NewUnavailable("MCP tools/list", err)
+	}
+	i := slices.IndexFunc(tools.Tools, func(t *mcp.Tool) bool { return t.Name == "request" })
+	if i < 0 {
+		// A server without khive's request tool cannot hold the manifest: the adapter is
+		// unavailable, not misconfigured per call.
+		return serverInfo{}, memory.NewUnavailable("the MCP server has no \"request\" tool; it is not khive's kkernel", nil)
+	}
+	schema, err := json.Marshal(tools.Tools[i].InputSchema)
+	if err != nil {
+		return serverInfo{}, memory.NewUnavailable("MCP tools/list: the request tool's input schema", err)
+	}
+	sum := sha256.Sum256(schema)
+	info := serverInfo{Protocol: init.ProtocolVersion, RequestHash: "sha256:" + hex.EncodeToString(sum[:])}
+	if init.ServerInfo != nil {
+		info.Name, info.Version = init.ServerInfo.Name, init.ServerInfo.Version
+	}
+	return info, nil
 }
 
-// result is what a waiting call receives: the result, or the error that ended it.
-type result struct {
-	raw json.RawMessage
-	err error
-}
-
-// client multiplexes JSON-RPC calls over one Transport: writes are serialized, one reader
-// goroutine routes each response to its caller by id, so concurrent calls share the child.
-type client struct {
-	t           Transport
-	maxResponse int
-
-	wmu sync.Mutex // serializes whole request lines on the child's stdin
-
-	mu      sync.Mutex
-	nextID  int64
-	pending map[int64]chan result
-	dead    error         // set once, when the reader stops; later calls fail with it
-	done    chan struct{} // closed when the reader stops
-}
-
-func newClient(t Transport, maxResponse int) *client {
-	c := &client{t: t, maxResponse: maxResponse, pending: map[int64]chan result{}, done: make(chan struct{})}
-	go c.readLoop()
-	return c
-}
-
-// alive reports whether the reader still runs.
-func (c *client) alive() bool {
+// alive reports whether the session still runs.
+func (s *session) alive() bool {
 	select {
-	case <-c.done:
+	case <-s.done:
 		return false
 	default:
 		return true
 	}
 }
 
-// close ends the transport; the reader then fails every pending call as unavailable.
-func (c *client) close() error {
-	err := c.t.Close()
-	<-c.done
+// close ends the child first: the SDK's own Close waits for calls in flight, and a hung
+// child would hold it until each caller's deadline. With the stream gone every pending call
+// fails at once, as MemoryAdapterUnavailable.
+func (s *session) close() error {
+	err := s.t.Close()
+	_ = s.cs.Close()
+	<-s.done
 	return err
+}
+
+// callTool runs one tools/call. A JSON-RPC error is MemoryAdapterError (the request never
+// ran); a deadline or a lost server is MemoryAdapterUnavailable; a result that does not
+// decode is MemoryAdapterError. lost reports that the session is of no more use.
+func (s *session) callTool(ctx context.Context, params *mcp.CallToolParams) (res *mcp.CallToolResult, lost bool, err error) {
+	res, err = s.cs.CallTool(ctx, params)
+	if err == nil {
+		return res, false, nil
+	}
+	var we *jsonrpc.Error
+	switch {
+	case errors.As(err, &we) && we.Code == codeResponseTooLarge:
+		return nil, false, memory.NewAdapterError(we.Message, nil)
+	case errors.As(err, &we):
+		// khive answers ops that do not parse with invalid_params, data.reason
+		// "parse-error" (khive-mcp/docs/design.md), before dispatching anything.
+		return nil, false, memory.NewAdapterError("khive rejected the request", we)
+	case ctx.Err() != nil:
+		// The SDK retired the call; a late answer is dropped and the child goes on serving.
+		return nil, false, memory.NewUnavailable(params.Name+": no response from the khive MCP server in time", err)
+	case errors.Is(err, mcp.ErrConnectionClosed) || !s.alive() || !s.answers(ctx):
+		return nil, true, memory.NewUnavailable("khive call lost", err)
+	default:
+		return nil, false, memory.NewAdapterError("malformed tools/call result", err)
+	}
+}
+
+// answers tells a result that did not decode from a call the SDK failed because the stream
+// broke: both arrive as a plain error. The SDK marks a broken connection before it fails the
+// calls on it, so a ping sent after the failure is refused if, and only if, the stream is
+// gone. Any answer, even a JSON-RPC error, means the server still reads its input.
+func (s *session) answers(ctx context.Context) bool {
+	err := s.cs.Ping(ctx, nil)
+	var we *jsonrpc.Error
+	return err == nil || errors.As(err, &we)
 }
 
 // idPrefix finds the id of an oversized response in its first bytes: serde writes the
 // fields in declaration order, "jsonrpc" then "id" (rmcp's JsonRpcResponse).
 var idPrefix = regexp.MustCompile(`^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(\d{1,18})`)
 
-// readLoop reads one response per line until the stream ends. A line longer than
-// maxResponse is never buffered whole: its head is kept to find the id, the rest discarded,
-// and that one call fails with MemoryAdapterError.
-func (c *client) readLoop() {
-	br := bufio.NewReaderSize(c.t, 64<<10)
-	var err error
-	for {
-		var line []byte
-		var oversized bool
-		line, oversized, err = readLine(br, c.maxResponse)
+// lineBound is the read side of the stream as the SDK sees it: line by line, no line longer
+// than limit ever buffered whole. The SDK would end the whole session on an oversized
+// frame; khive answers are one line each, so an oversized line whose id can be read becomes
+// a JSON-RPC error for that one call (MemoryAdapterError) and the session goes on.
+type lineBound struct {
+	t       Transport
+	br      *bufio.Reader
+	limit   int
+	pending []byte
+}
+
+func (l *lineBound) Read(p []byte) (int, error) {
+	if len(l.pending) == 0 {
+		line, oversized, err := readLine(l.br, l.limit)
 		if err != nil {
-			break
+			return 0, err
 		}
 		if oversized {
 			m := idPrefix.FindSubmatch(line)
 			if m == nil {
-				err = fmt.Errorf("a response line exceeded %d bytes and its id could not be read", c.maxResponse)
-				break
+				return 0, fmt.Errorf("a response line exceeded %d bytes and its id could not be read", l.limit)
 			}
-			id, _ := strconv.ParseInt(string(m[1]), 10, 64)
-			c.deliver(id, result{err: memory.NewAdapterError(fmt.Sprintf("khive response larger than %d bytes", c.maxResponse), nil)})
-			continue
+			line, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(m[1]), "error": map[string]any{
+				"code": codeResponseTooLarge, "message": fmt.Sprintf("khive response larger than %d bytes", l.limit),
+			}})
 		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var resp rpcResponse
-		if derr := json.Unmarshal(line, &resp); derr != nil {
-			err = fmt.Errorf("undecodable line from the MCP server: %w", derr)
-			break
-		}
-		if resp.Method != "" && len(resp.ID) == 0 {
-			// A server notification (logging, progress): nothing waits for it.
-			continue
-		}
-		if resp.Method != "" {
-			// A server-to-client request (sampling, roots): the adapter offers no client
-			// capabilities in initialize, so answer "method not found" and go on.
-			c.replyMethodNotFound(resp.ID)
-			continue
-		}
-		id, perr := strconv.ParseInt(string(resp.ID), 10, 64)
-		if perr != nil {
-			err = fmt.Errorf("response with a non-integer id %s", truncate(string(resp.ID), 40))
-			break
-		}
-		if resp.Error != nil {
-			c.deliver(id, result{err: resp.Error})
-			continue
-		}
-		if len(resp.Result) == 0 {
-			c.deliver(id, result{err: memory.NewAdapterError("JSON-RPC response without result or error", nil)})
-			continue
-		}
-		c.deliver(id, result{raw: resp.Result})
+		l.pending = append(line, '\n')
 	}
-	if err == nil || errors.Is(err, io.EOF) {
-		err = errors.New("the khive MCP server closed its output (the child process ended)")
-	}
-	// Whatever ended the stream, the child is of no more use: a server that wrote garbage
-	// may still be running, and must not outlive its connection.
-	_ = c.t.Close()
-	c.mu.Lock()
-	c.dead = err
-	for id, ch := range c.pending {
-		ch <- result{err: memory.NewUnavailable("khive call lost", err)}
-		delete(c.pending, id)
-	}
-	c.mu.Unlock()
-	close(c.done)
+	n := copy(p, l.pending)
+	l.pending = l.pending[n:]
+	return n, nil
 }
 
-// readLine returns the next line without its newline. A line over limit bytes is returned
+// Close ends the stream (the SDK closes its reader when the session ends).
+func (l *lineBound) Close() error { return l.t.Close() }
+
+// readLine returns the next line with its newline cut. A line over limit bytes is returned
 // truncated to its first 256 bytes with oversized set; the rest is consumed and dropped.
 func readLine(br *bufio.Reader, limit int) ([]byte, bool, error) {
 	var buf []byte
@@ -199,86 +232,6 @@ func readLine(br *bufio.Reader, limit int) ([]byte, bool, error) {
 			return nil, false, err
 		}
 	}
-}
-
-func (c *client) deliver(id int64, r result) {
-	c.mu.Lock()
-	ch, ok := c.pending[id]
-	delete(c.pending, id)
-	c.mu.Unlock()
-	if ok {
-		ch <- r
-	}
-	// A response nobody waits for belongs to a call that timed out: it is dropped.
-}
-
-func (c *client) replyMethodNotFound(id json.RawMessage) {
-	line, _ := json.Marshal(map[string]any{
-		"jsonrpc": "2.0", "id": id,
-		"error": map[string]any{"code": -32601, "message": "method not supported by the memory adapter"},
-	})
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	_, _ = c.t.Write(append(line, '\n'))
-}
-
-// call sends one request and waits for its response, the context's end, or the server's
-// death. Transport failures and deadlines are MemoryAdapterUnavailable; a JSON-RPC error is
-// returned as *rpcError for the caller to classify.
-func (c *client) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	ch := make(chan result, 1)
-	c.mu.Lock()
-	if c.dead != nil {
-		err := c.dead
-		c.mu.Unlock()
-		return nil, memory.NewUnavailable("khive MCP server is not running", err)
-	}
-	c.nextID++
-	id := c.nextID
-	c.pending[id] = ch
-	c.mu.Unlock()
-
-	line, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-	if err != nil {
-		c.forget(id)
-		return nil, memory.NewAdapterError("encode request", err)
-	}
-	if err := c.write(line); err != nil {
-		c.forget(id)
-		return nil, memory.NewUnavailable("write to the khive MCP server", err)
-	}
-	select {
-	case r := <-ch:
-		return r.raw, r.err
-	case <-ctx.Done():
-		c.forget(id)
-		return nil, memory.NewUnavailable(method+": no response from the khive MCP server in time", ctx.Err())
-	}
-}
-
-// notify sends a JSON-RPC notification (no id, no response).
-func (c *client) notify(method string, params any) error {
-	line, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
-	if err != nil {
-		return memory.NewAdapterError("encode notification", err)
-	}
-	if err := c.write(line); err != nil {
-		return memory.NewUnavailable("write to the khive MCP server", err)
-	}
-	return nil
-}
-
-func (c *client) write(line []byte) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	_, err := c.t.Write(append(line, '\n'))
-	return err
-}
-
-func (c *client) forget(id int64) {
-	c.mu.Lock()
-	delete(c.pending, id)
-	c.mu.Unlock()
 }
 
 func truncate(s string, n int) string {

@@ -14,15 +14,19 @@ import (
 // stderrTail bounds how much of the child's stderr the adapter keeps for error messages.
 const stderrTail = 4 << 10
 
-// process is a Transport over a child process's stdin and stdout.
+// process is a Transport over a child process's stdin and stdout. The SDK's
+// CommandTransport is not used: it caps a frame at 16 MiB whatever MaxResponseBytes says,
+// and its Close waits seconds for a graceful exit and then signals only the child, where
+// the store must end the child and its helpers at once (a hung call, a harness cut).
 type process struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout io.ReadCloser
 	stderr *tailBuffer
 
-	once    sync.Once
-	waitErr error
+	once     sync.Once
+	waitErr  error
+	killOnce sync.Once
 }
 
 // ProcessDialer returns a Dialer that starts command with args (and the adapter's
@@ -68,13 +72,16 @@ func (p *process) Read(b []byte) (int, error) {
 
 func (p *process) Write(b []byte) (int, error) { return p.stdin.Write(b) }
 
-// Close kills the child's process group and reaps it. It is idempotent.
+// Close kills the child's process group and reaps it. It is idempotent, and signals the
+// group only once: once reaped, its id may belong to another process.
 func (p *process) Close() error {
-	_ = p.stdin.Close()
-	if p.cmd.Process != nil {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	}
-	_ = p.wait()
+	p.killOnce.Do(func() {
+		_ = p.stdin.Close()
+		if p.cmd.Process != nil {
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		}
+		_ = p.wait()
+	})
 	return nil
 }
 

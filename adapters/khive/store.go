@@ -2,8 +2,6 @@ package khive
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,33 +16,30 @@ import (
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
-// mcpProtocolVersion is the MCP revision the adapter speaks in initialize; rmcp (khive's MCP
-// library) negotiates it down if it is older.
-const mcpProtocolVersion = "2025-06-18"
-
 // memoryKind is the note kind of a memory (khive-storage/src/note.rs).
 const memoryKind = "memory"
 
 // Store is a memory.ExternalStore over one khive MCP child process. It is safe for
-// concurrent use: calls share the child, multiplexed by JSON-RPC id. The child is started
-// on the first call and again on the first call after it died; no call is retried.
+// concurrent use: calls share the child through one MCP client session. The child is
+// started on the first call and again on the first call after it died; no call is retried.
 type Store struct {
 	opts     Options
 	manifest memory.Manifest
 
 	mu     sync.Mutex
-	c      *client
+	c      *session
 	closed bool
-	info   serverInfo
 }
 
 // serverInfo is what the handshake learned about the server: the evidence the manifest
 // was verified against.
 type serverInfo struct {
-	Name        string
-	Version     string
-	Protocol    string
-	RequestHash string // sha256 of the request tool's input schema
+	Name     string
+	Version  string
+	Protocol string
+	// RequestHash is the sha256 of the request tool's input schema as encoding/json writes
+	// it back (sorted keys): stable across servers that order or space it differently.
+	RequestHash string
 }
 
 var (
@@ -83,8 +78,8 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// client returns the live connection, starting the child when there is none.
-func (s *Store) client(ctx context.Context) (*client, error) {
+// session returns the live session, starting the child when there is none.
+func (s *Store) session(ctx context.Context) (*session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -96,82 +91,23 @@ func (s *Store) client(ctx context.Context) (*client, error) {
 	s.c = nil
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
 	defer cancel()
-	t, err := s.opts.Dialer(ctx)
+	c, err := dial(ctx, s.opts.Dialer, s.opts.MaxResponseBytes)
 	if err != nil {
-		return nil, memory.NewUnavailable("start the khive MCP server", err)
-	}
-	c := newClient(t, s.opts.MaxResponseBytes)
-	info, err := handshake(ctx, c)
-	if err != nil {
-		_ = c.close()
 		return nil, err
 	}
-	s.c, s.info = c, info
+	s.c = c
 	return c, nil
 }
 
-// handshake runs MCP initialize, notifications/initialized and tools/list, and checks that
-// the server offers the request tool the adapter speaks.
-func handshake(ctx context.Context, c *client) (serverInfo, error) {
-	raw, err := c.call(ctx, "initialize", map[string]any{
-		"protocolVersion": mcpProtocolVersion,
-		"capabilities":    map[string]any{},
-		"clientInfo":      map[string]any{"name": "memory-adapter-operator", "version": "khive-adapter"},
-	})
-	if err != nil {
-		return serverInfo{}, asUnavailable("MCP initialize", err)
+// drop forgets c if it is still the store's session and ends it, so the next call starts
+// a new child instead of finding the broken one before its end is noticed.
+func (s *Store) drop(c *session) {
+	s.mu.Lock()
+	if s.c == c {
+		s.c = nil
 	}
-	var init struct {
-		ProtocolVersion string `json:"protocolVersion"`
-		ServerInfo      struct {
-			Name    string `json:"name"`
-			Version string `json:"version"`
-		} `json:"serverInfo"`
-	}
-	if err := json.Unmarshal(raw, &init); err != nil || init.ProtocolVersion == "" {
-		return serverInfo{}, memory.NewUnavailable("MCP initialize: malformed result", err)
-	}
-	if err := c.notify("notifications/initialized", map[string]any{}); err != nil {
-		return serverInfo{}, err
-	}
-	raw, err = c.call(ctx, "tools/list", map[string]any{})
-	if err != nil {
-		return serverInfo{}, asUnavailable("MCP tools/list", err)
-	}
-	var tools struct {
-		Tools []struct {
-			Name        string          `json:"name"`
-			InputSchema json.RawMessage `json:"inputSchema"`
-		} `json:"tools"`
-	}
-	if err := json.Unmarshal(raw, &tools); err != nil {
-		return serverInfo{}, memory.NewUnavailable("MCP tools/list: malformed result", err)
-	}
-	i := slices.IndexFunc(tools.Tools, func(t struct {
-		Name        string          `json:"name"`
-		InputSchema json.RawMessage `json:"inputSchema"`
-	}) bool {
-		return t.Name == "request"
-	})
-	if i < 0 {
-		// A server without khive's request tool cannot hold the manifest: the adapter is
-		// unavailable, not misconfigured per call.
-		return serverInfo{}, memory.NewUnavailable("the MCP server has no \"request\" tool; it is not khive's kkernel", nil)
-	}
-	sum := sha256.Sum256(tools.Tools[i].InputSchema)
-	return serverInfo{
-		Name: init.ServerInfo.Name, Version: init.ServerInfo.Version, Protocol: init.ProtocolVersion,
-		RequestHash: "sha256:" + hex.EncodeToString(sum[:]),
-	}, nil
-}
-
-// asUnavailable makes a handshake failure MemoryAdapterUnavailable: whatever went wrong, the
-// service cannot be used.
-func asUnavailable(what string, err error) error {
-	if errors.Is(err, memory.ErrUnavailable) {
-		return err
-	}
-	return memory.NewUnavailable(what, err)
+	s.mu.Unlock()
+	_ = c.close()
 }
 
 // Store writes item as a khive memory keyed by its id and returns item.ID. created_at and
@@ -417,12 +353,11 @@ func (s *Store) list(ctx context.Context, q memory.Query) ([]memory.Item, error)
 // wire features the manifest rests on: the request tool (its input-schema hash is the
 // evidence of a verb-schema change) and key lookup through kg get.
 func (s *Store) Probe(ctx context.Context) (memory.Evidence, error) {
-	if _, err := s.client(ctx); err != nil {
+	c, err := s.session(ctx)
+	if err != nil {
 		return memory.Evidence{}, err
 	}
-	s.mu.Lock()
-	info := s.info
-	s.mu.Unlock()
+	info := c.info
 	ev := memory.Evidence{
 		ServiceVersion: strings.TrimSpace(info.Name + " " + info.Version),
 		ObservedAt:     time.Now().UTC(),
@@ -430,7 +365,7 @@ func (s *Store) Probe(ctx context.Context) (memory.Evidence, error) {
 			{Name: "request_tool", OK: true, Detail: "MCP " + info.Protocol + ", input schema " + info.RequestHash},
 		},
 	}
-	_, err := s.request(ctx, op{Tool: "get", Args: map[string]any{"key": uuid.NewString()}})
+	_, err = s.request(ctx, op{Tool: "get", Args: map[string]any{"key": uuid.NewString()}})
 	var f *opFailure
 	switch {
 	case err == nil:

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/khive/khivefake"
 	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
@@ -228,7 +229,11 @@ func TestEnvelopeFailures(t *testing.T) {
 		{"no content", json.RawMessage(`{"content":[],"isError":false}`), false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := decodeEnvelope(tc.raw, "get")
+			var tr mcp.CallToolResult
+			if err := json.Unmarshal(tc.raw, &tr); err != nil {
+				t.Fatalf("the SDK does not decode %s: %v", tc.raw, err)
+			}
+			_, err := decodeEnvelope(&tr, "get")
 			var f *opFailure
 			isF := errors.As(err, &f)
 			switch {
@@ -346,4 +351,60 @@ func TestClosedStore(t *testing.T) {
 		s, _, _ := fakeStore(t, "ns")
 		return s
 	})
+}
+
+// TestOneBadAnswerKeepsTheSession: an oversized answer whose id is readable, and a result
+// that does not decode as a tools/call result, fail only their own call as
+// MemoryAdapterError; the next call is served by the same child.
+func TestOneBadAnswerKeepsTheSession(t *testing.T) {
+	notFound := `{"content":[{"type":"text","text":"{\"results\":[{\"ok\":false,\"tool\":\"get\",\"error\":{\"kind\":\"not_found\",\"message\":\"not found: k\"}}]}"}],"isError":true}`
+	for _, bad := range []struct {
+		name  string
+		reply func(id int64) string
+	}{
+		{"oversized", func(id int64) string {
+			return `{"jsonrpc":"2.0","id":` + itoa(id) + `,"result":"` + strings.Repeat("x", 4096) + `"}`
+		}},
+		{"undecodable result", func(id int64) string {
+			return `{"jsonrpc":"2.0","id":` + itoa(id) + `,"result":{"content":5}}`
+		}},
+	} {
+		t.Run(bad.name, func(t *testing.T) {
+			var mu sync.Mutex
+			calls, dials := 0, 0
+			script := scripted(func(id int64) string {
+				mu.Lock()
+				defer mu.Unlock()
+				calls++
+				if calls == 1 {
+					return bad.reply(id)
+				}
+				// Later requests (the ping that tells a bad answer from a lost stream, the next
+				// call) are answered as khive answers a get of a missing key.
+				return `{"jsonrpc":"2.0","id":` + itoa(id) + `,"result":` + notFound + `}`
+			})
+			s, err := New(Options{Namespace: "ns", MaxResponseBytes: 1024, Dialer: func(ctx context.Context) (Transport, error) {
+				mu.Lock()
+				dials++
+				mu.Unlock()
+				return script(ctx)
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = s.Close() }()
+			ctx := context.Background()
+			if got, err := s.Retrieve(ctx, uuid.New()); got != nil || !errors.Is(err, memory.ErrAdapter) || errors.Is(err, memory.ErrUnavailable) {
+				t.Fatalf("retrieve with a bad answer: %v, %v; want MemoryAdapterError", got, err)
+			}
+			if got, err := s.Retrieve(ctx, uuid.New()); got != nil || err != nil {
+				t.Fatalf("retrieve after the bad answer: %v, %v; want not found", got, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if dials != 1 {
+				t.Fatalf("%d children started, want 1: a bad answer must not cost the session", dials)
+			}
+		})
+	}
 }

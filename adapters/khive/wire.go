@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
@@ -16,16 +18,6 @@ import (
 type op struct {
 	Tool string         `json:"tool"`
 	Args map[string]any `json:"args"`
-}
-
-// toolResult is an MCP tools/call result: the envelope is the text of content[0].
-// (khive-mcp/src/server/request_result_error_tests.rs.)
-type toolResult struct {
-	Content []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	} `json:"content"`
-	IsError bool `json:"isError"`
 }
 
 // envelope is the request tool's answer (khive-mcp/src/server.rs): one result per op.
@@ -104,7 +96,7 @@ func (f *opFailure) typed() error {
 // empty fields (khive-runtime/src/presentation.rs). It returns the op's result, or an
 // *opFailure for ok:false, or a typed error for everything else.
 func (s *Store) request(ctx context.Context, o op) (json.RawMessage, error) {
-	c, err := s.client(ctx)
+	c, err := s.session(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -114,40 +106,39 @@ func (s *Store) request(ctx context.Context, o op) (json.RawMessage, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
 	defer cancel()
-	raw, err := c.call(ctx, "tools/call", map[string]any{
-		"name": "request",
-		"arguments": map[string]any{
+	res, lost, err := c.callTool(ctx, &mcp.CallToolParams{
+		Name: "request",
+		Arguments: map[string]any{
 			"ops":          string(ops),
 			"presentation": "verbose",
 			"format":       "json",
 		},
 	})
+	if lost {
+		s.drop(c)
+	}
 	if err != nil {
-		var re *rpcError
-		if errors.As(err, &re) {
-			// A JSON-RPC error (parse-error, unknown tool): the request never ran.
-			return nil, memory.NewAdapterError("khive rejected the request", re)
-		}
 		return nil, err
 	}
-	return decodeEnvelope(raw, o.Tool)
+	return decodeEnvelope(res, o.Tool)
 }
 
-// decodeEnvelope unwraps the tools/call result and the envelope of exactly one op.
-func decodeEnvelope(raw json.RawMessage, tool string) (json.RawMessage, error) {
-	var tr toolResult
-	if err := json.Unmarshal(raw, &tr); err != nil {
-		return nil, memory.NewAdapterError("malformed tools/call result", err)
+// decodeEnvelope unwraps the tools/call result (the envelope is the text of content[0];
+// khive-mcp/src/server/request_result_error_tests.rs) and the envelope of exactly one op.
+func decodeEnvelope(tr *mcp.CallToolResult, tool string) (json.RawMessage, error) {
+	if tr == nil || len(tr.Content) == 0 {
+		return nil, memory.NewAdapterError("tools/call result without a text content block", nil)
 	}
-	if len(tr.Content) == 0 || tr.Content[0].Type != "text" {
+	text, ok := tr.Content[0].(*mcp.TextContent)
+	if !ok || text == nil {
 		return nil, memory.NewAdapterError("tools/call result without a text content block", nil)
 	}
 	var env envelope
-	dec := json.NewDecoder(strings.NewReader(tr.Content[0].Text))
+	dec := json.NewDecoder(strings.NewReader(text.Text))
 	dec.UseNumber()
 	if err := dec.Decode(&env); err != nil {
 		if tr.IsError {
-			return nil, memory.NewAdapterError("khive reported an error: "+truncate(tr.Content[0].Text, 300), nil)
+			return nil, memory.NewAdapterError("khive reported an error: "+truncate(text.Text, 300), nil)
 		}
 		return nil, memory.NewAdapterError("malformed request envelope", err)
 	}

@@ -18,6 +18,8 @@ const (
 	// BackendKhive is khive, reached through a `kkernel mcp` child process that
 	// the adapter starts inside its own container. The operator's adapter image
 	// does not contain kkernel: spec.image must name one that does.
+	// Experimental: verified against khivefake only, until it has run against a
+	// real kkernel.
 	BackendKhive BackendType = "Khive"
 	// BackendExternal is a server the user brings: an image that speaks the
 	// memory adapter wire (api/memory/openapi.yaml) and, started in harness
@@ -41,10 +43,10 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.type != 'External' || has(self.external)",message="external options are required when type is 'External'"
 type BackendSpec struct {
 	// type selects the storage service: SQLite (embedded, no Secret needed),
-	// Postgres, Redis, Khive (a kkernel child process, no Secret needed) or
-	// External (a server image the user brings, see external). It is fixed at
-	// creation: items written to one backend are not in another, so a
-	// different backend is a new MemoryAdapter.
+	// Postgres, Redis, Khive (experimental; a kkernel child process, no Secret
+	// needed) or External (a server image the user brings, see external). It
+	// is fixed at creation: items written to one backend are not in another,
+	// so a different backend is a new MemoryAdapter.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="type is immutable: create a new MemoryAdapter to use a different backend"
 	Type BackendType `json:"type"`
@@ -83,8 +85,8 @@ type BackendSpec struct {
 	// +optional
 	Redis *RedisOptions `json:"redis,omitempty"`
 
-	// khive holds options for the Khive backend; required when type is Khive
-	// and only allowed then.
+	// khive holds options for the Khive backend (experimental until it has run
+	// against a real kkernel); required when type is Khive and only allowed then.
 	// +optional
 	Khive *KhiveOptions `json:"khive,omitempty"`
 
@@ -213,6 +215,7 @@ type SecretKeySelector struct {
 // KhiveOptions configure the Khive backend: the adapter starts
 // `<command> mcp <args> --db <volume>/khive.db --namespace <scope>` as its
 // child and speaks MCP to it over stdin and stdout (docs/adapters/khive.md).
+// The backend is experimental until it has run against a real kkernel.
 type KhiveOptions struct {
 	// command is the kkernel binary inside the image, a path or a name looked
 	// up in PATH. Defaults to "kkernel".

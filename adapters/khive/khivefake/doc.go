@@ -1,5 +1,5 @@
 // Package khivefake is a deterministic stand-in for khive's `kkernel mcp`: an MCP server
-// (JSON-RPC 2.0, one object per line) with khive's single request tool, answering the verbs
+// (the official MCP Go SDK over stdio) with khive's single request tool, answering the verbs
 // the khive adapter uses (memory.remember, memory.recall, kg get and list) with the shapes
 // cited in docs/adapters/khive.md, including the ones an adapter must survive: records of
 // other kinds under a key, shortened ids when the verbose presentation is not asked for,

@@ -1,7 +1,7 @@
 package khivefake
 
 import (
-	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,11 +11,12 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 
 	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // ServerName and Version are what the fake reports in MCP initialize's serverInfo. A harness
@@ -25,7 +26,7 @@ const (
 	Version    = "0.1.0"
 )
 
-// ErrExit is returned by Serve when the ExitOn knob fired: the child process exits at once.
+// ErrExit is returned by Run when the ExitOn knob fired: the child process exits at once.
 var ErrExit = errors.New("khivefake: exit requested by the ExitOn knob")
 
 // Server answers MCP over one stream, reading and writing State through a Backing.
@@ -36,98 +37,46 @@ type Server struct {
 	Namespace string
 }
 
-type rpcRequest struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params"`
-}
-
-// Serve reads newline-delimited JSON-RPC requests from r and writes responses to w until r
-// ends. Each request is handled in its own goroutine and answered when done, so responses
-// can come back out of order, as from a server that runs requests concurrently; a client
-// must route them by id.
-func (s *Server) Serve(r io.Reader, w io.Writer) error {
-	var wmu sync.Mutex
+// Run serves MCP on t until the client goes away (nil), the ExitOn knob fires (ErrExit), or
+// the backing fails. Requests are handled concurrently, so answers can come back out of
+// order, as from a server that runs requests in parallel; a client must route them by id.
+// On ErrExit the session is left as it is, unanswered: the caller ends it as the child's
+// exit would (the process exits, Pipe closes its pipes).
+func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	fatal := make(chan error, 1)
-	lines := make(chan []byte)
-	readErr := make(chan error, 1)
-	go func() {
-		br := bufio.NewReaderSize(r, 1<<20)
-		for {
-			line, err := br.ReadBytes('\n')
-			if len(strings.TrimSpace(string(line))) > 0 {
-				lines <- line
+	srv := mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: Version}, nil)
+	// The raw AddTool, not the typed one: the typed handler validates the arguments against
+	// the schema first and answers a mismatch as a tool error (isError), where khive (rmcp)
+	// answers argument errors as JSON-RPC invalid_params, data.reason "parse-error".
+	srv.AddTool(&mcp.Tool{Name: "request", Description: "khive request DSL (fake)", InputSchema: requestSchema},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := s.toolsCall(ctx, req.Params.Arguments)
+			var we *jsonrpc.Error
+			if err == nil || errors.As(err, &we) || ctx.Err() != nil {
+				return res, err
 			}
-			if err != nil {
-				readErr <- err
-				close(lines)
-				return
+			select {
+			case fatal <- err:
+			default:
 			}
+			// Never answered: the server is going away. The read side's end cancels ctx.
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+	ss, err := srv.Connect(ctx, t, nil)
+	if err != nil {
+		return fmt.Errorf("khivefake: connect: %w", err)
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case err := <-ended:
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("khivefake: session: %w", err)
 		}
-	}()
-	for {
-		select {
-		case err := <-fatal:
-			return err
-		case line, ok := <-lines:
-			if !ok {
-				// Handlers still running (a HangOn) are abandoned, as a killed process's are.
-				if err := <-readErr; !errors.Is(err, io.EOF) {
-					return err
-				}
-				return nil
-			}
-			go func() {
-				resp, err := s.handle(line)
-				if err != nil {
-					select {
-					case fatal <- err:
-					default:
-					}
-					return
-				}
-				if resp != nil {
-					wmu.Lock()
-					defer wmu.Unlock()
-					if _, err := w.Write(append(resp, '\n')); err != nil {
-						select {
-						case fatal <- err:
-						default:
-						}
-					}
-				}
-			}()
-		}
-	}
-}
-
-func (s *Server) handle(line []byte) ([]byte, error) {
-	var req rpcRequest
-	if err := json.Unmarshal(line, &req); err != nil {
-		// A JSON-RPC parse error is an answer to the client, not a failure of the server.
-		return answerError(json.RawMessage("null"), -32700, "parse error", nil, err)
-	}
-	if len(req.ID) == 0 {
-		return nil, nil // a notification
-	}
-	switch req.Method {
-	case "initialize":
-		return rpcOK(req.ID, map[string]any{
-			"protocolVersion": "2025-06-18",
-			"capabilities":    map[string]any{"tools": map[string]any{}},
-			"serverInfo":      map[string]any{"name": ServerName, "version": Version},
-		}), nil
-	case "tools/list":
-		return rpcOK(req.ID, map[string]any{"tools": []any{map[string]any{
-			"name":        "request",
-			"description": "khive request DSL (fake)",
-			"inputSchema": requestSchema,
-		}}}), nil
-	case "tools/call":
-		return s.toolsCall(req)
-	default:
-		return rpcErr(req.ID, -32601, "method not found", nil), nil
+		return nil
+	case err := <-fatal:
+		return err
 	}
 }
 
@@ -146,13 +95,17 @@ var requestSchema = map[string]any{
 	},
 }
 
-type callParams struct {
-	Name      string `json:"name"`
-	Arguments struct {
-		Ops          *string `json:"ops"`
-		Presentation string  `json:"presentation"`
-		Format       string  `json:"format"`
-	} `json:"arguments"`
+// requestArgs are the request tool's arguments the fake reads.
+type requestArgs struct {
+	Ops          *string `json:"ops"`
+	Presentation string  `json:"presentation"`
+	Format       string  `json:"format"`
+}
+
+// parseError is khive's answer to a request whose arguments or ops do not parse
+// (ADR-016: parse errors are JSON-RPC invalid_params, before anything is dispatched).
+func parseError(msg string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg, Data: json.RawMessage(`{"reason":"parse-error"}`)}
 }
 
 type opIn struct {
@@ -170,24 +123,24 @@ type opErr struct {
 
 func (e *opErr) Error() string { return e.Message }
 
-func (s *Server) toolsCall(req rpcRequest) ([]byte, error) {
-	var p callParams
-	if err := json.Unmarshal(req.Params, &p); err != nil {
-		return answerError(req.ID, -32602, "invalid params", map[string]any{"reason": "parse-error"}, err)
+func (s *Server) toolsCall(ctx context.Context, raw json.RawMessage) (*mcp.CallToolResult, error) {
+	var a requestArgs
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, parseError("invalid params: " + err.Error())
 	}
-	if p.Name != "request" || p.Arguments.Ops == nil {
-		return rpcErr(req.ID, -32602, "invalid params", map[string]any{"reason": "parse-error"}), nil
+	if a.Ops == nil {
+		return nil, parseError("invalid params: missing ops")
 	}
 	var ops []opIn
-	dec := json.NewDecoder(strings.NewReader(*p.Arguments.Ops))
+	dec := json.NewDecoder(strings.NewReader(*a.Ops))
 	dec.UseNumber()
 	// The fake speaks only the JSON form; a DSL string is a parse error here, as malformed
-	// DSL is for khive (ADR-016: parse errors are JSON-RPC invalid_params).
+	// DSL is for khive.
 	if err := dec.Decode(&ops); err != nil {
-		return answerError(req.ID, -32602, "invalid params: ops", map[string]any{"reason": "parse-error"}, err)
+		return nil, parseError("invalid params: ops: " + err.Error())
 	}
 	if len(ops) == 0 || len(ops) > 100 {
-		return rpcErr(req.ID, -32602, "invalid params: 1 to 100 ops", map[string]any{"reason": "parse-error"}), nil
+		return nil, parseError("invalid params: 1 to 100 ops")
 	}
 	var knobs Knobs
 	if err := s.Backing.Update(func(st *State) error { st.Requests++; knobs = st.Knobs; return nil }); err != nil {
@@ -201,10 +154,11 @@ func (s *Server) toolsCall(req rpcRequest) ([]byte, error) {
 			if knobs.HangMarker != "" {
 				_ = os.WriteFile(knobs.HangMarker, []byte("hanging\n"), 0o600)
 			}
-			select {} // until the process is killed
+			<-ctx.Done() // until the process is killed, or the client goes away
+			return nil, ctx.Err()
 		}
 	}
-	verbose := p.Arguments.Presentation == "verbose"
+	verbose := a.Presentation == "verbose"
 	results := make([]any, 0, len(ops))
 	succeeded := 0
 	for _, o := range ops {
@@ -242,10 +196,7 @@ func (s *Server) toolsCall(req rpcRequest) ([]byte, error) {
 		"summary": map[string]any{"total": len(ops), "succeeded": succeeded, "failed": len(ops) - succeeded, "aborted": 0},
 		"status":  status,
 	})
-	return rpcOK(req.ID, map[string]any{
-		"content": []any{map[string]any{"type": "text", "text": string(env)}},
-		"isError": succeeded == 0,
-	}), nil
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(env)}}, IsError: succeeded == 0}, nil
 }
 
 func (s *Server) dispatch(o opIn) (any, error) {
@@ -645,24 +596,4 @@ func empty(v any) bool {
 		return len(t) == 0
 	}
 	return false
-}
-
-func rpcOK(id json.RawMessage, result any) []byte {
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
-	return b
-}
-
-// answerError turns a client mistake into a JSON-RPC error response: the server answers it
-// and goes on, so it is not a Serve error.
-func answerError(id json.RawMessage, code int, msg string, data any, cause error) ([]byte, error) {
-	return rpcErr(id, code, msg+": "+cause.Error(), data), nil
-}
-
-func rpcErr(id json.RawMessage, code int, msg string, data any) []byte {
-	e := map[string]any{"code": code, "message": msg}
-	if data != nil {
-		e["data"] = data
-	}
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": e})
-	return b
 }

@@ -1,39 +1,47 @@
 package khivefake
 
 import (
-	"bufio"
+	"context"
 	"encoding/json"
-	"io"
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// call sends one tools/call of the request tool and returns the JSON-RPC response.
-func call(t *testing.T, conn io.ReadWriteCloser, r *bufio.Reader, args map[string]any) map[string]any {
+// connect opens an MCP client session to an in-process fake over Pipe.
+func connect(t *testing.T) *mcp.ClientSession {
 	t.Helper()
-	line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": "request", "arguments": args}})
-	if _, err := conn.Write(append(line, '\n')); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := r.ReadBytes('\n')
+	conn := Pipe(&Server{Backing: &Memory{}, Namespace: "ns"})
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "khivefake-test", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.IOTransport{Reader: conn, Writer: conn}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out map[string]any
-	if err := json.Unmarshal(resp, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
 }
 
-func envelopeOf(t *testing.T, resp map[string]any) (map[string]any, bool) {
+// call sends one tools/call of the request tool.
+func call(cs *mcp.ClientSession, args map[string]any) (*mcp.CallToolResult, error) {
+	return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "request", Arguments: args})
+}
+
+// envelopeOf calls the request tool and returns the envelope (the text of content[0]) and
+// isError.
+func envelopeOf(t *testing.T, cs *mcp.ClientSession, args map[string]any) (map[string]any, bool) {
 	t.Helper()
-	res := resp["result"].(map[string]any)
-	var env map[string]any
-	if err := json.Unmarshal([]byte(res["content"].([]any)[0].(map[string]any)["text"].(string)), &env); err != nil {
+	res, err := call(cs, args)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return env, res["isError"].(bool)
+	var env map[string]any
+	if err := json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &env); err != nil {
+		t.Fatal(err)
+	}
+	return env, res.IsError
 }
 
 func ops(o ...map[string]any) string { b, _ := json.Marshal(o); return string(b) }
@@ -42,18 +50,16 @@ func ops(o ...map[string]any) string { b, _ := json.Marshal(o); return string(b)
 // shortens ids unless verbose is asked for, a batch with one failure is partial with
 // isError false, all failing is isError true, and unparsable ops are a JSON-RPC error.
 func TestDocumentedShapes(t *testing.T) {
-	conn := Pipe(&Server{Backing: &Memory{}, Namespace: "ns"})
-	defer func() { _ = conn.Close() }()
-	r := bufio.NewReader(conn)
+	cs := connect(t)
 	remember := map[string]any{"tool": "memory.remember", "args": map[string]any{"content": "x", "key": "k"}}
 	get := map[string]any{"tool": "get", "args": map[string]any{"key": "k"}}
 
-	env, _ := envelopeOf(t, call(t, conn, r, map[string]any{"ops": ops(remember)}))
+	env, _ := envelopeOf(t, cs, map[string]any{"ops": ops(remember)})
 	id := env["results"].([]any)[0].(map[string]any)["result"].(map[string]any)["id"].(string)
 	if len(id) != 8 {
 		t.Fatalf("agent presentation kept the id %q whole", id)
 	}
-	env, _ = envelopeOf(t, call(t, conn, r, map[string]any{"ops": ops(get), "presentation": "verbose"}))
+	env, _ = envelopeOf(t, cs, map[string]any{"ops": ops(get), "presentation": "verbose"})
 	note := env["results"].([]any)[0].(map[string]any)["result"].(map[string]any)
 	if len(note["id"].(string)) != 36 || note["deleted_at"] != nil {
 		t.Fatalf("verbose note: %v", note)
@@ -63,7 +69,7 @@ func TestDocumentedShapes(t *testing.T) {
 	}
 
 	missing := map[string]any{"tool": "get", "args": map[string]any{"key": "nope"}}
-	env, isErr := envelopeOf(t, call(t, conn, r, map[string]any{"ops": ops(get, missing), "presentation": "verbose"}))
+	env, isErr := envelopeOf(t, cs, map[string]any{"ops": ops(get, missing), "presentation": "verbose"})
 	if env["status"] != "partial" || isErr {
 		t.Fatalf("one failure of two: status %v isError %v", env["status"], isErr)
 	}
@@ -71,14 +77,27 @@ func TestDocumentedShapes(t *testing.T) {
 	if failed["ok"] != false || !strings.HasPrefix(failed["error"].(map[string]any)["message"].(string), "not found") {
 		t.Fatalf("failed entry: %v", failed)
 	}
-	_, isErr = envelopeOf(t, call(t, conn, r, map[string]any{"ops": ops(missing), "presentation": "verbose"}))
+	_, isErr = envelopeOf(t, cs, map[string]any{"ops": ops(missing), "presentation": "verbose"})
 	if !isErr {
 		t.Fatal("isError must be true when no op succeeded")
 	}
 
-	resp := call(t, conn, r, map[string]any{"ops": `memory.recall(query="x")`})
-	e, ok := resp["error"].(map[string]any)
-	if !ok || e["code"].(float64) != -32602 || e["data"].(map[string]any)["reason"] != "parse-error" {
-		t.Fatalf("DSL ops: %v, want invalid_params with reason parse-error", resp)
+	for _, args := range []map[string]any{
+		{"ops": `memory.recall(query="x")`}, // the DSL form, which the fake does not speak
+		{"presentation": "verbose"},         // no ops at all
+		{"ops": 42},                         // ops of the wrong type
+	} {
+		res, err := call(cs, args)
+		var we *jsonrpc.Error
+		var data struct {
+			Reason string `json:"reason"`
+		}
+		if !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams || json.Unmarshal(we.Data, &data) != nil || data.Reason != "parse-error" {
+			t.Fatalf("arguments %v: (%v, %v), want invalid_params with reason parse-error", args, res, err)
+		}
+	}
+	// The session survives a rejected request.
+	if _, isErr := envelopeOf(t, cs, map[string]any{"ops": ops(get), "presentation": "verbose"}); isErr {
+		t.Fatal("get after the rejected requests failed")
 	}
 }

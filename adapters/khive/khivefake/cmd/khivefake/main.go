@@ -4,10 +4,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/khive/khivefake"
 )
@@ -28,7 +31,7 @@ func main() {
 		os.Exit(2)
 	}
 	s := &khivefake.Server{Backing: khivefake.File{Path: *db}, Namespace: *ns}
-	if err := s.Serve(os.Stdin, os.Stdout); err != nil {
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "khivefake:", err)
 		if errors.Is(err, khivefake.ErrExit) {
 			os.Exit(3)
