@@ -173,7 +173,8 @@ $(LOGCHECK): | $(LOCALBIN)
 
 # kube-api-linter is a golangci-lint module plugin, and `golangci-lint custom` clones
 # golangci-lint from GitHub; hack/tools/kal runs the same analyzers without it, built from the
-# Go module proxy. The driver's source is a prerequisite, so an edit to it rebuilds the tool.
+# Go module proxy. The driver's source is a prerequisite, so an edit to it rebuilds the tool,
+# and its tests (nothing else runs that module's) pass before the build is used.
 .PHONY: kube-api-linter
 kube-api-linter: $(KAL) ## Build kube-api-linter (hack/tools/kal, API conventions) into ./bin.
 $(KAL): hack/tools/go.mod hack/tools/go.sum $(wildcard hack/tools/kal/*.go) | $(LOCALBIN)
@@ -181,7 +182,8 @@ $(KAL): hack/tools/go.mod hack/tools/go.sum $(wildcard hack/tools/kal/*.go) | $(
 	rm -f "$@"; \
 	. hack/lib/heartbeat.sh; . hack/estimates.sh; \
 	heartbeat_run -v building -e "$$EST_TOOL_INSTALL; compiled from source" \
-	  "sigs.k8s.io/kube-api-linter@$(KUBE_API_LINTER_VERSION)" go -C hack/tools build -o "$@" ./kal; \
+	  "sigs.k8s.io/kube-api-linter@$(KUBE_API_LINTER_VERSION)" \
+	  bash -c 'go -C hack/tools test ./kal && go -C hack/tools build -o "$$1" ./kal' kal "$@"; \
 	ln -sf "$$(basename "$@")" "$(LOCALBIN)/kal"
 
 # go-install-tool installs package $2 at version $3 into ./bin as $1 (the versioned name) and

@@ -1,23 +1,29 @@
 // Command kal runs kube-api-linter's analyzers over Go API packages without golangci-lint.
 //
 // kube-api-linter ships as a golangci-lint module plugin, which `golangci-lint custom` builds
-// by cloning golangci-lint from GitHub; this machine reaches only the Go module proxy. kal
+// by cloning golangci-lint from GitHub; the project's machines reach only the Go module proxy. kal
 // builds the same analyzers from the linter's own registry and runs them with multichecker,
 // so the checks are kube-api-linter's, configured by the same YAML (linters, lintersConfig)
 // the plugin would read from .golangci.yml.
 //
 // Usage:
 //
-//	kal -config hack/kal.yaml [multichecker flags] ./api/v1alpha1/...
+//	kal -config hack/kube-api-linter.yaml [multichecker flags] ./api/v1alpha1/...
 //
-// It exits non-zero on any finding, as multichecker does.
+// It exits non-zero on any finding, as multichecker does. The file may also hold exclusions,
+// which golangci-lint would otherwise provide: each drops the findings of one linter whose file
+// path and message match its regular expressions, and must say why.
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 
+	"golang.org/x/tools/go/analysis"
 	"golang.org/x/tools/go/analysis/multichecker"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/kube-api-linter/pkg/analysis/registry"
@@ -39,10 +45,14 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	if err := validation.ValidateGolangCIConfig(cfg, field.NewPath("")); err != nil {
+	if err := validation.ValidateGolangCIConfig(cfg.GolangCIConfig, field.NewPath("")); err != nil {
 		fail(fmt.Errorf("%s: %w", path, err))
 	}
 	analyzers, err := registry.DefaultRegistry().InitializeLinters(cfg.Linters, cfg.LintersConfig)
+	if err != nil {
+		fail(fmt.Errorf("%s: %w", path, err))
+	}
+	analyzers, err = excluding(analyzers, cfg.Exclusions)
 	if err != nil {
 		fail(fmt.Errorf("%s: %w", path, err))
 	}
@@ -77,10 +87,85 @@ func configFlag(args []string) (string, []string, error) {
 	return path, rest, nil
 }
 
-// loadConfig reads the plugin's settings. The plugin decodes them through encoding/json, and
-// sigs.k8s.io/yaml does the same, so a file that works here works under golangci-lint too.
-func loadConfig(path string) (config.GolangCIConfig, error) {
-	var cfg config.GolangCIConfig
+// fileConfig is the plugin's settings (linters, lintersConfig) and the exclusions.
+type fileConfig struct {
+	config.GolangCIConfig
+	Exclusions []exclusion `json:"exclusions"`
+}
+
+// exclusion drops the findings of Linter in files matching Path (relative to the working
+// directory) whose message matches Text.
+type exclusion struct {
+	Linter string `json:"linter"`
+	Path   string `json:"path"`
+	Text   string `json:"text"`
+	Reason string `json:"reason"`
+
+	path, text *regexp.Regexp
+}
+
+// excluding wraps each analyzer that has exclusions so that its pass drops the findings they
+// match before multichecker sees them. Every field of an exclusion is required: one without a
+// reason, or naming a linter that is not enabled, is an error rather than a silent no-op.
+func excluding(analyzers []*analysis.Analyzer, exclusions []exclusion) ([]*analysis.Analyzer, error) {
+	byLinter := map[string][]*exclusion{}
+	for i := range exclusions {
+		e := &exclusions[i]
+		if e.Linter == "" || e.Path == "" || e.Text == "" || strings.TrimSpace(e.Reason) == "" {
+			return nil, fmt.Errorf("exclusions[%d]: linter, path, text and reason are all required", i)
+		}
+		var err error
+		if e.path, err = regexp.Compile(e.Path); err != nil {
+			return nil, fmt.Errorf("exclusions[%d].path: %w", i, err)
+		}
+		if e.text, err = regexp.Compile(e.Text); err != nil {
+			return nil, fmt.Errorf("exclusions[%d].text: %w", i, err)
+		}
+		byLinter[e.Linter] = append(byLinter[e.Linter], e)
+	}
+	out := make([]*analysis.Analyzer, len(analyzers))
+	for i, a := range analyzers {
+		out[i] = a
+		if mine := byLinter[a.Name]; len(mine) > 0 {
+			out[i] = filtered(a, mine)
+			delete(byLinter, a.Name)
+		}
+	}
+	var errs []error
+	for name := range byLinter {
+		errs = append(errs, fmt.Errorf("exclusions name linter %q, which is not enabled", name))
+	}
+	return out, errors.Join(errs...)
+}
+
+// filtered is a copy of a whose findings pass through the exclusions first.
+func filtered(a *analysis.Analyzer, exclusions []*exclusion) *analysis.Analyzer {
+	wd, _ := os.Getwd()
+	f := *a
+	f.Run = func(pass *analysis.Pass) (any, error) {
+		report := pass.Report
+		pass.Report = func(d analysis.Diagnostic) {
+			file := pass.Fset.Position(d.Pos).Filename
+			if rel, err := filepath.Rel(wd, file); err == nil {
+				file = filepath.ToSlash(rel)
+			}
+			for _, e := range exclusions {
+				if e.path.MatchString(file) && e.text.MatchString(d.Message) {
+					return
+				}
+			}
+			report(d)
+		}
+		return a.Run(pass)
+	}
+	return &f
+}
+
+// loadConfig reads the file. The plugin decodes its settings through encoding/json, and
+// sigs.k8s.io/yaml does the same, so linters and lintersConfig mean here what they would
+// under golangci-lint.
+func loadConfig(path string) (fileConfig, error) {
+	var cfg fileConfig
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return cfg, err
