@@ -1,7 +1,7 @@
-// Linters that golangci-lint can only load as module plugins (built by `golangci-lint custom`,
-// which clones golangci-lint from GitHub). They live in their own module so that their
-// dependencies (golangci-lint's, through kube-api-linter) stay out of the operator's go.mod;
-// `make kube-api-linter` builds them from the Go module proxy into ./bin.
+// kal, the driver of kube-api-linter, which golangci-lint can only load as a module plugin
+// (built by `golangci-lint custom`, which clones golangci-lint from GitHub). It is a module of
+// its own so that kube-api-linter's dependencies stay out of the operator's go.mod; `make
+// kube-api-linter` builds it from the Go module proxy into ./bin.
 module github.com/agentmem/memory-adapter-operator/hack/tools
 
 go 1.26.0
