@@ -9,6 +9,12 @@ CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 CRD_REF_DOCS_VERSION ?= v0.3.0
 CRD_REF_DOCS ?= $(LOCALBIN)/crd-ref-docs-$(CRD_REF_DOCS_VERSION)
+LOGCHECK_VERSION ?= v0.11.0
+LOGCHECK ?= $(LOCALBIN)/logcheck-$(LOGCHECK_VERSION)
+# kube-api-linter is built by hack/tools/kal, a module of its own; its version is the one
+# hack/tools/go.mod requires, read from there so that the two cannot disagree.
+KUBE_API_LINTER_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kube-api-linter" { print $$2 }' hack/tools/go.mod)
+KAL ?= $(LOCALBIN)/kal-$(KUBE_API_LINTER_VERSION)
 
 # Recipes run in bash with pipefail so a failing command in a pipe fails the target.
 SHELL = /usr/bin/env bash -o pipefail
@@ -53,11 +59,17 @@ vet: ## Run go vet over the operator's module and the contract modules (api/memo
 test: manifests generate ## Run vet, unit tests, envtest tests (race detector on) and every fuzz target briefly.
 	hack/test.sh
 
+# kube-api-linter gets -test=false: the API's tests hold no API types, and with them loaded
+# every finding would print twice (once per package variant).
 .PHONY: lint
-lint: golangci-lint ## Run golangci-lint, then check that no import runs back up the floors (hack/layers).
+lint: golangci-lint kube-api-linter logcheck ## Run golangci-lint, kube-api-linter (API types), logcheck (log calls), then check that no import runs back up the floors (hack/layers).
 	. hack/lib/heartbeat.sh; . hack/estimates.sh; heartbeat_run -v linting -e "$$EST_LINT" golangci-lint \
 	  $(GOLANGCI_LINT) run --allow-parallel-runners ./...
-	for m in $(CONTRACT_MODULES) examples/go-author; do (cd $$m && $(GOLANGCI_LINT) run --allow-parallel-runners ./...) || exit 1; done
+	for m in $(CONTRACT_MODULES) examples/go-author hack/tools; do (cd $$m && $(GOLANGCI_LINT) run --allow-parallel-runners ./...) || exit 1; done
+	. hack/lib/heartbeat.sh; . hack/estimates.sh; heartbeat_run -v linting -e "$$EST_LINT_KAL" kube-api-linter \
+	  $(KAL) -config hack/kube-api-linter.yaml -test=false ./api/v1alpha1/...
+	. hack/lib/heartbeat.sh; . hack/estimates.sh; heartbeat_run -v linting -e "$$EST_LINT_LOGCHECK" logcheck \
+	  $(LOGCHECK) -config=hack/logcheck.conf ./...
 	go run ./hack/layers
 
 .PHONY: lint-fix
@@ -159,6 +171,26 @@ $(CRD_REF_DOCS): | $(LOCALBIN)
 golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into ./bin.
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION),EST_TOOL_GOLANGCI)
+
+.PHONY: logcheck
+logcheck: $(LOGCHECK) ## Install logcheck (structured logging checks) into ./bin.
+$(LOGCHECK): | $(LOCALBIN)
+	$(call go-install-tool,$(LOGCHECK),sigs.k8s.io/logtools/logcheck,$(LOGCHECK_VERSION),EST_TOOL_INSTALL)
+
+# kube-api-linter is a golangci-lint module plugin, and `golangci-lint custom` clones
+# golangci-lint from GitHub; hack/tools/kal runs the same analyzers without it, built from the
+# Go module proxy. The driver's source is a prerequisite, so an edit to it rebuilds the tool,
+# and its tests (nothing else runs that module's) pass before the build is used.
+.PHONY: kube-api-linter
+kube-api-linter: $(KAL) ## Build kube-api-linter (hack/tools/kal, API conventions) into ./bin.
+$(KAL): hack/tools/go.mod hack/tools/go.sum $(wildcard hack/tools/kal/*.go) | $(LOCALBIN)
+	@set -e; \
+	rm -f "$@"; \
+	. hack/lib/heartbeat.sh; . hack/estimates.sh; \
+	heartbeat_run -v building -e "$$EST_TOOL_INSTALL; compiled from source" \
+	  "sigs.k8s.io/kube-api-linter@$(KUBE_API_LINTER_VERSION)" \
+	  bash -c 'go -C hack/tools test ./kal && go -C hack/tools build -o "$$1" ./kal' kal "$@"; \
+	ln -sf "$$(basename "$@")" "$(LOCALBIN)/kal"
 
 # go-install-tool installs package $2 at version $3 into ./bin as $1 (the versioned name) and
 # links the plain name to it, so scripts and editors find the tool either way. The install

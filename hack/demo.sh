@@ -437,7 +437,7 @@ kept_caches() {
   info "         rm -rf $MAO_CLUSTER_DIR"
   info "$(printf '%-6s %s' "$(du_of "$cache")" "$cache: Kubernetes, CoreDNS and other binaries built from source (MAO_CACHE_DIR)")"
   info "         rm -rf $cache"
-  info "$(printf '%-6s %s' "$(du_of bin)" "$PWD/bin: controller-gen, golangci-lint, crd-ref-docs, the project's binaries")"
+  info "$(printf '%-6s %s' "$(du_of bin)" "$PWD/bin: controller-gen, golangci-lint, kal, logcheck, crd-ref-docs, the project's binaries")"
   info "         rm -rf $PWD/bin"
   info "Go's own build and module caches are shared with all Go work on this machine: go clean -cache -modcache"
   info "Debian packages the scripts installed when missing stay too: containerd, runc, containernetworking-plugins, iptables, iproute2, postgresql (make ci also redis-server and npm)"

@@ -130,12 +130,14 @@ type BackendSpec struct {
 type ExternalOptions struct {
 	// command replaces the image's entrypoint in both runs; omitted keeps it.
 	// +optional
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MaxLength=1024
 	Command []string `json:"command,omitempty"`
 
 	// args start the production server (the wire only, never the harness).
 	// +optional
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=1024
 	Args []string `json:"args,omitempty"`
@@ -146,6 +148,7 @@ type ExternalOptions struct {
 	// file. Without a harness, every case needing one is NotApplicable and
 	// the run cannot pass.
 	// +required
+	// +listType=atomic
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=1024
@@ -229,6 +232,7 @@ type KhiveOptions struct {
 	// or "--pack=name"). The operator sets --db and the adapter sets
 	// --namespace (the scope), so neither may appear here.
 	// +optional
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MaxLength=256
 	// +kubebuilder:validation:XValidation:rule="self.all(a, !a.startsWith('--db') && !a.startsWith('--namespace'))",message="khive.args must not set --db or --namespace: the operator sets the database path and the scope is the namespace"

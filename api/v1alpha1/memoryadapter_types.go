@@ -187,11 +187,6 @@ type HealthSpec struct {
 
 // MemoryAdapterStatus is the observed state of a MemoryAdapter.
 type MemoryAdapterStatus struct {
-	// observedGeneration is the metadata.generation the status describes.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-
 	// conditions are ManifestValid, Deployed, Conformant, Healthy and the
 	// summary Available, which is True only when all the others are.
 	// +optional
@@ -199,6 +194,11 @@ type MemoryAdapterStatus struct {
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the metadata.generation the status describes.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// serviceVersion is the backend service version the adapter reports, for
 	// example "16.4" for PostgreSQL.
