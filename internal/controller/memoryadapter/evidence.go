@@ -60,14 +60,18 @@ type HTTPEvidenceReader struct {
 	shared *http.Client
 }
 
-// client is the shared client: one transport, so connections to a pod are reused between
-// reads; the TLS dial verifies each new connection against the name the read expects.
+// client is the shared client. Every read dials afresh and the TLS dial verifies the
+// certificate against the name that read expects: a transport pools connections by address
+// alone, so a kept connection, verified for one adapter's name, would answer a read that
+// expects another's (an address reused by another adapter's pod). A handshake per read is
+// cheap at a read per adapter per period, and no idle connection per adapter is held.
 func (h *HTTPEvidenceReader) client() *http.Client {
 	if h.Client != nil {
 		return h.Client
 	}
 	h.once.Do(func() {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.DisableKeepAlives = true
 		tr.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			name, _ := ctx.Value(serverNameKey{}).(string)
 			if name == "" {
