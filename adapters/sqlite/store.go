@@ -234,6 +234,39 @@ var schema = relstore.Schema{
 		UNIQUE (scope, id)
 	);
 	CREATE INDEX memory_items_scope_seq ON memory_items (scope, seq);`,
+		// The tag index: one (scope, tag, seq) row per distinct string tag of a row, so a tag
+		// search finds a rare or absent tag without reading the scope (a json_each over every
+		// row's tags was 1.16 s at 1M items for a tag no item has; docs/performance.md).
+		// Triggers keep it in the statement that writes the row, hence in its transaction,
+		// whatever writes it (Store's upsert, a bulk load, a harness's DELETE). The CASE
+		// keeps a stored row SQLite's JSON parser refuses from failing its own write; such a
+		// row has no tags to find, as json_each in the search raised on it before.
+		2: `CREATE TABLE memory_item_tags (
+		scope TEXT NOT NULL,
+		tag   TEXT NOT NULL,
+		seq   INTEGER NOT NULL,
+		PRIMARY KEY (scope, tag, seq)
+	) WITHOUT ROWID;
+	INSERT OR IGNORE INTO memory_item_tags (scope, tag, seq)
+		SELECT m.scope, t.value, m.seq FROM memory_items AS m,
+			json_each(CASE WHEN json_valid(m.tags) THEN m.tags ELSE '[]' END) AS t
+		WHERE t.type = 'text';
+	CREATE TRIGGER memory_items_tags_insert AFTER INSERT ON memory_items BEGIN
+		INSERT OR IGNORE INTO memory_item_tags (scope, tag, seq)
+			SELECT new.scope, value, new.seq FROM json_each(CASE WHEN json_valid(new.tags) THEN new.tags ELSE '[]' END)
+			WHERE type = 'text';
+	END;
+	CREATE TRIGGER memory_items_tags_update AFTER UPDATE OF scope, seq, tags ON memory_items BEGIN
+		DELETE FROM memory_item_tags WHERE scope = old.scope AND seq = old.seq AND tag IN
+			(SELECT value FROM json_each(CASE WHEN json_valid(old.tags) THEN old.tags ELSE '[]' END) WHERE type = 'text');
+		INSERT OR IGNORE INTO memory_item_tags (scope, tag, seq)
+			SELECT new.scope, value, new.seq FROM json_each(CASE WHEN json_valid(new.tags) THEN new.tags ELSE '[]' END)
+			WHERE type = 'text';
+	END;
+	CREATE TRIGGER memory_items_tags_delete AFTER DELETE ON memory_items BEGIN
+		DELETE FROM memory_item_tags WHERE scope = old.scope AND seq = old.seq AND tag IN
+			(SELECT value FROM json_each(CASE WHEN json_valid(old.tags) THEN old.tags ELSE '[]' END) WHERE type = 'text');
+	END;`,
 	},
 }
 
@@ -421,11 +454,14 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	single, err := s.singleNumbers(ctx, q)
+	plan, err := s.planSearch(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	sqlText, args, exact := buildSearchWith(s.scope, q, single)
+	if plan.none {
+		return out, nil
+	}
+	sqlText, args, exact := buildSearchWith(s.scope, q, plan)
 	s.traceSQL(sqlText, args)
 	rows, err := s.db.QueryContext(ctx, sqlText, args...)
 	if err != nil {
@@ -479,12 +515,91 @@ func filtersMatch(it memory.Item, filters map[string]json.RawMessage) bool {
 // and array filter values SQL only pre-selects by JSON type and Go decides with
 // memory.JSONEqual; the limit is then applied in Go.
 func buildSearch(scope string, q memory.Query) (string, []any, bool) {
-	return buildSearchWith(scope, q, nil)
+	return buildSearchWith(scope, q, searchPlan{})
 }
 
-// buildSearchWith is buildSearch given singleNumbers' result: a number filter whose key's
-// range holds one stored value becomes an equality on it.
-func buildSearchWith(scope string, q memory.Query, single map[string]any) (string, []any, bool) {
+// searchPlan is what Search learns from the indexes before its statement (planSearch).
+type searchPlan struct {
+	// single maps a number filter whose key's range holds one stored value to that value
+	// (singleNumbers); the statement compares the key's indexed value with it.
+	single map[string]any
+	// tagSeqs, when set, is a JSON array of every seq the tag index holds for the query's
+	// tags (at most relstore.TagProbeLimit + 1 of them); the statement reads only those rows.
+	tagSeqs string
+	// none is set when the tag index holds no row for any of the query's tags: no item can
+	// match, and no statement is needed.
+	none bool
+}
+
+// planSearch probes the indexes for q: the number filters' single values, then the tag
+// index (tagCandidates).
+func (s *Store) planSearch(ctx context.Context, q memory.Query) (searchPlan, error) {
+	var plan searchPlan
+	var err error
+	if plan.single, err = s.singleNumbers(ctx, q); err != nil {
+		return plan, err
+	}
+	if len(q.Tags) > 0 {
+		seqs, err := s.tagCandidates(ctx, q.Tags)
+		if err != nil {
+			return plan, err
+		}
+		switch {
+		case len(seqs) == 0:
+			plan.none = true
+		case len(seqs) <= relstore.TagProbeLimit:
+			enc, err := json.Marshal(seqs)
+			if err != nil {
+				return plan, memory.NewAdapterError("sqlite: search: encode the tag candidates", err)
+			}
+			plan.tagSeqs = string(enc)
+		}
+	}
+	return plan, nil
+}
+
+// tagCandidates returns the seqs the tag index (memory_item_tags, migration 2) holds in
+// this scope for any of tags, at most relstore.TagProbeLimit + 1 of them: a primary-key
+// range per tag, so an absent tag costs one lookup and a common one stops at the bound. A
+// store that commits between this statement and the search is concurrent with the search,
+// which may then miss it.
+func (s *Store) tagCandidates(ctx context.Context, tags []string) ([]int64, error) {
+	var b strings.Builder
+	args := []any{s.scope}
+	b.WriteString(`SELECT seq FROM memory_item_tags WHERE scope = ? AND tag IN (`)
+	for i, t := range tags {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("?")
+		args = append(args, t)
+	}
+	b.WriteString(`) LIMIT ?`)
+	args = append(args, relstore.TagProbeLimit+1)
+	s.traceSQL(b.String(), args)
+	rows, err := s.db.QueryContext(ctx, b.String(), args...)
+	if err != nil {
+		return nil, classify("search", err)
+	}
+	defer rows.Close()
+	var seqs []int64
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return nil, classify("search", err)
+		}
+		seqs = append(seqs, seq)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("search", err)
+	}
+	return seqs, nil
+}
+
+// buildSearchWith is buildSearch given planSearch's result: a number filter whose key's
+// range holds one stored value becomes an equality on it, and a rare tag restricts the
+// statement to the rows the tag index named.
+func buildSearchWith(scope string, q memory.Query, plan searchPlan) (string, []any, bool) {
 	var b strings.Builder
 	args := []any{scope}
 	b.WriteString(`SELECT id, created_at_us, metadata, content, tags FROM memory_items
@@ -504,12 +619,18 @@ func buildSearchWith(scope string, q memory.Query, single map[string]any) (strin
 			args = append(args, t)
 		}
 		b.WriteString(`))`)
+		if plan.tagSeqs != "" {
+			// Implied by the clause above, which still decides: the rows whose tags the tag
+			// index holds for the query, looked up by rowid, instead of a walk of the scope.
+			b.WriteString(` AND seq IN (SELECT value FROM json_each(?))`)
+			args = append(args, plan.tagSeqs)
+		}
 	}
 	exact := true
 	for k, v := range q.Filters {
 		// Before the exact clause: a condition on the key's indexed value that every row the
 		// clause accepts also meets, so the statement can use the key's filter index.
-		if one, ok := single[k]; ok {
+		if one, ok := plan.single[k]; ok {
 			b.WriteString(` AND ` + filterExpr(k) + ` = ?`)
 			args = append(args, one)
 		} else if cond, cargs, ok := filterIndexCondition(k, v); ok {
