@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
@@ -266,6 +267,25 @@ var schema = relstore.Schema{
 	CREATE TRIGGER memory_items_tags_delete AFTER DELETE ON memory_items BEGIN
 		DELETE FROM memory_item_tags WHERE scope = old.scope AND seq = old.seq AND tag IN
 			(SELECT value FROM json_each(CASE WHEN json_valid(old.tags) THEN old.tags ELSE '[]' END) WHERE type = 'text');
+	END;`,
+		// The text index: FTS5's trigram tokenizer over search_text (already lower-cased by
+		// Go), case-sensitive so that it folds nothing itself, contentless with deletes
+		// (SQLite 3.43+) so that it stores only the trigrams and a delete needs no old text.
+		// A text search probes it with the needle as a phrase of trigrams, which every row
+		// containing the needle matches, and instr still decides (textCandidates). Kept by
+		// triggers in the writing statement, like the tag index.
+		3: `CREATE VIRTUAL TABLE memory_items_text USING fts5(search_text, content='', contentless_delete=1,
+		tokenize='trigram case_sensitive 1');
+	INSERT INTO memory_items_text (rowid, search_text) SELECT seq, search_text FROM memory_items;
+	CREATE TRIGGER memory_items_text_insert AFTER INSERT ON memory_items BEGIN
+		INSERT INTO memory_items_text (rowid, search_text) VALUES (new.seq, new.search_text);
+	END;
+	CREATE TRIGGER memory_items_text_update AFTER UPDATE OF seq, search_text ON memory_items BEGIN
+		DELETE FROM memory_items_text WHERE rowid = old.seq;
+		INSERT INTO memory_items_text (rowid, search_text) VALUES (new.seq, new.search_text);
+	END;
+	CREATE TRIGGER memory_items_text_delete AFTER DELETE ON memory_items BEGIN
+		DELETE FROM memory_items_text WHERE rowid = old.seq;
 	END;`,
 	},
 }
@@ -524,15 +544,17 @@ type searchPlan struct {
 	// (singleNumbers); the statement compares the key's indexed value with it.
 	single map[string]any
 	// tagSeqs, when set, is a JSON array of every seq the tag index holds for the query's
-	// tags (at most relstore.TagProbeLimit + 1 of them); the statement reads only those rows.
+	// tags (at most relstore.TagProbeLimit of them); the statement reads only those rows.
 	tagSeqs string
-	// none is set when the tag index holds no row for any of the query's tags: no item can
-	// match, and no statement is needed.
+	// textSeqs is the same from the text index for the query's text.
+	textSeqs string
+	// none is set when the tag index holds no row for any of the query's tags, or the text
+	// index none for its text: no item can match, and no statement is needed.
 	none bool
 }
 
 // planSearch probes the indexes for q: the number filters' single values, then the tag
-// index (tagCandidates).
+// and the text index (probe).
 func (s *Store) planSearch(ctx context.Context, q memory.Query) (searchPlan, error) {
 	var plan searchPlan
 	var err error
@@ -540,32 +562,25 @@ func (s *Store) planSearch(ctx context.Context, q memory.Query) (searchPlan, err
 		return plan, err
 	}
 	if len(q.Tags) > 0 {
-		seqs, err := s.tagCandidates(ctx, q.Tags)
-		if err != nil {
+		query, args := tagProbe(s.scope, q.Tags)
+		if plan.tagSeqs, plan.none, err = s.probe(ctx, query, args); err != nil || plan.none {
 			return plan, err
 		}
-		switch {
-		case len(seqs) == 0:
-			plan.none = true
-		case len(seqs) <= relstore.TagProbeLimit:
-			enc, err := json.Marshal(seqs)
-			if err != nil {
-				return plan, memory.NewAdapterError("sqlite: search: encode the tag candidates", err)
-			}
-			plan.tagSeqs = string(enc)
+	}
+	if q.Text != nil {
+		if query, args, ok := textProbe(memory.Needle(*q.Text)); ok {
+			plan.textSeqs, plan.none, err = s.probe(ctx, query, args)
 		}
 	}
-	return plan, nil
+	return plan, err
 }
 
-// tagCandidates returns the seqs the tag index (memory_item_tags, migration 2) holds in
-// this scope for any of tags, at most relstore.TagProbeLimit + 1 of them: a primary-key
-// range per tag, so an absent tag costs one lookup and a common one stops at the bound. A
-// store that commits between this statement and the search is concurrent with the search,
-// which may then miss it.
-func (s *Store) tagCandidates(ctx context.Context, tags []string) ([]int64, error) {
+// tagProbe is the statement and arguments that read the tag index (memory_item_tags,
+// migration 2) for tags in scope: a primary-key range per tag, so an absent tag costs one
+// lookup.
+func tagProbe(scope string, tags []string) (string, []any) {
 	var b strings.Builder
-	args := []any{s.scope}
+	args := []any{scope}
 	b.WriteString(`SELECT seq FROM memory_item_tags WHERE scope = ? AND tag IN (`)
 	for i, t := range tags {
 		if i > 0 {
@@ -574,26 +589,61 @@ func (s *Store) tagCandidates(ctx context.Context, tags []string) ([]int64, erro
 		b.WriteString("?")
 		args = append(args, t)
 	}
-	b.WriteString(`) LIMIT ?`)
+	b.WriteString(`)`)
+	return b.String(), args
+}
+
+// textProbe is the statement and arguments that read the text index (memory_items_text,
+// migration 3) for a lower-cased needle, or false when the index cannot answer: a needle
+// under three characters has no trigram (FTS5 matches nothing for it, so those searches
+// walk the scope as before), and one that is not valid UTF-8 or holds U+0000 is left to
+// instr's byte comparison. The needle is one quoted phrase: rows whose text holds its
+// trigrams consecutively, every row containing it among them. The index spans all scopes;
+// the search restricts to this one.
+func textProbe(needle string) (string, []any, bool) {
+	if utf8.RuneCountInString(needle) < 3 || !utf8.ValidString(needle) || strings.IndexByte(needle, 0) >= 0 {
+		return "", nil, false
+	}
+	return `SELECT rowid FROM memory_items_text WHERE memory_items_text MATCH ?`,
+		[]any{`"` + strings.ReplaceAll(needle, `"`, `""`) + `"`}, true
+}
+
+// probe runs an index probe (tagProbe, textProbe) that returns seqs, reading at most
+// relstore.TagProbeLimit + 1 of them: none found means no row can match; up to the bound,
+// their JSON array, for the search to read only those rows; more, "" (the search walks the
+// scope in seq order and stops at its limit, as before). A store that commits between the
+// probe and the search is concurrent with the search, which may then miss it.
+func (s *Store) probe(ctx context.Context, query string, args []any) (string, bool, error) {
+	query += ` LIMIT ?`
 	args = append(args, relstore.TagProbeLimit+1)
-	s.traceSQL(b.String(), args)
-	rows, err := s.db.QueryContext(ctx, b.String(), args...)
+	s.traceSQL(query, args)
+	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, classify("search", err)
+		return "", false, classify("search", err)
 	}
 	defer rows.Close()
 	var seqs []int64
 	for rows.Next() {
 		var seq int64
 		if err := rows.Scan(&seq); err != nil {
-			return nil, classify("search", err)
+			return "", false, classify("search", err)
 		}
 		seqs = append(seqs, seq)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, classify("search", err)
+		return "", false, classify("search", err)
 	}
-	return seqs, nil
+	switch {
+	case len(seqs) == 0:
+		return "", true, nil
+	case len(seqs) > relstore.TagProbeLimit:
+		return "", false, nil
+	}
+	enc, err := json.Marshal(seqs)
+	if err != nil {
+		return "", false, memory.NewAdapterError("sqlite: search: encode the index candidates", err)
+	}
+	return string(enc), false, nil
 }
 
 // buildSearchWith is buildSearch given planSearch's result: a number filter whose key's
@@ -608,6 +658,11 @@ func buildSearchWith(scope string, q memory.Query, plan searchPlan) (string, []a
 		// instr is a literal byte search: no pattern characters exist for it.
 		b.WriteString(` AND instr(search_text, ?) > 0`)
 		args = append(args, memory.Needle(*q.Text))
+		if plan.textSeqs != "" {
+			// Implied by instr, which still decides: the rows the text index named.
+			b.WriteString(` AND seq IN (SELECT value FROM json_each(?))`)
+			args = append(args, plan.textSeqs)
+		}
 	}
 	if len(q.Tags) > 0 {
 		b.WriteString(` AND EXISTS (SELECT 1 FROM json_each(memory_items.tags) AS t WHERE t.value IN (`)

@@ -13,9 +13,9 @@ import (
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
-// DifferentialItems is how many items Differential stores: enough that its common tag is on
-// more items than an adapter's tag probe reads (relstore.TagProbeLimit, 1,000), so both the
-// probed and the walking search run.
+// DifferentialItems is how many items Differential stores: enough that its common tag and
+// text are on more items than an adapter's index probe reads (relstore.TagProbeLimit,
+// 1,000), so both the probed and the walking search run.
 const DifferentialItems = 1100
 
 // Differential stores random items, replaces some of them (new tags, text and metadata,
@@ -35,6 +35,7 @@ func Differential(t *testing.T, f Factory, seed uint64) {
 	current := map[uuid.UUID]memory.Item{}
 	gen := func(i int) memory.Item {
 		var text strings.Builder
+		text.WriteString("Item ") // on every item: a text on more items than the probe reads
 		for range 3 + r.IntN(4) {
 			text.WriteString(words[r.IntN(len(words))] + " ")
 		}
@@ -92,7 +93,7 @@ func Differential(t *testing.T, f Factory, seed uint64) {
 		{"branch_id": json.RawMessage(`3.0`)}, {"branch_id": json.RawMessage(`1500`)},
 		{"branch_id": json.RawMessage(`999999`)}, {"branch_id": json.RawMessage(`"3"`)}}
 	textChoices := []*string{nil, Text("alpha"), Text("rarissimo"), Text("RARISSIMO n"), Text("absent text"),
-		Text("a"), Text("Ze"), Text("n10"), Text("eta g"), Text("zzz")}
+		Text("a"), Text("Ze"), Text("n10"), Text("eta g"), Text("zzz"), Text("item"), Text("item delta")}
 	limits := []int{1, 5, 50, 2000}
 	for range 250 {
 		q := memory.Query{Tags: tagChoices[r.IntN(len(tagChoices))], Filters: filterChoices[r.IntN(len(filterChoices))],
