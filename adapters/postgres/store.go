@@ -620,6 +620,12 @@ func storableTags(tags []string) []string {
 	return out
 }
 
+// tagProbeSQL is tagCandidates' statement: $1 the scope, $2 the tags, $3 the bound.
+func (s *Store) tagProbeSQL() string {
+	return `SELECT seq FROM ` + s.tagsTable() + ` WHERE scope = $1
+		AND tag_hash = ANY (ARRAY(SELECT hashtextextended(t, 0) FROM unnest($2::text[]) AS t)) LIMIT $3`
+}
+
 // tagCandidates probes the tag index (migration 5) for q's tags. It returns nil when the
 // query has no tags or they are common (more than relstore.TagProbeLimit entries: the
 // search walks seq order as before), and otherwise every seq the index holds for them, an
@@ -632,9 +638,7 @@ func (s *Store) tagCandidates(ctx context.Context, tags []string) ([]int64, erro
 	if len(tags) == 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT seq FROM `+s.tagsTable()+` WHERE scope = $1
-		AND tag_hash = ANY (ARRAY(SELECT hashtextextended(t, 0) FROM unnest($2::text[]) AS t)) LIMIT $3`,
-		pgx.QueryExecModeCacheDescribe, s.scope, tags, relstore.TagProbeLimit+1)
+	rows, err := s.pool.Query(ctx, s.tagProbeSQL(), pgx.QueryExecModeCacheDescribe, s.scope, tags, relstore.TagProbeLimit+1)
 	if err != nil {
 		return nil, err
 	}
