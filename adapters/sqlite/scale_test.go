@@ -57,7 +57,7 @@ func BenchmarkSQLiteScale(b *testing.B) {
 					return err
 				}
 				if plan.none {
-					return os.WriteFile(path, []byte("-- no statement: the tag index holds none of the query's tags\n"), 0o644)
+					return os.WriteFile(path, []byte("-- no statement: the tag or text index holds no row for the query (a probe answered [])\n"), 0o644)
 				}
 				sqlText, args, _ := buildSearchWith("bench", q, plan)
 				return explainQueryPlan(ctx, raw, sqlText, args, path)
