@@ -578,7 +578,7 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 		// next chunk's, and the first chunk usually fills the limit, so a tag on a few
 		// hundred items reads tens of rows rather than all of them (reading 1,000
 		// scattered rows and sorting them took 8 ms at 100k items, walking seq order 1 ms).
-		size := max(64, 2*min(q.Limit, len(seqs)))
+		size := firstChunk(q.Limit, len(seqs))
 		for start := 0; start < len(seqs) && len(out) < q.Limit; {
 			end := min(start+size, len(seqs))
 			rest := q
@@ -595,6 +595,10 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 	}
 	return out, nil
 }
+
+// firstChunk is how many of n tag candidates Search passes to its first statement for a
+// query with this limit: twice the limit, at least 64, at most n.
+func firstChunk(limit, n int) int { return min(n, max(64, 2*min(limit, n))) }
 
 // searchRows runs q's statement (buildSearch, restricted to tagSeqs when not nil) and
 // appends its items to out.
