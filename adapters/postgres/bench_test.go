@@ -101,7 +101,7 @@ func BenchmarkPostgres(b *testing.B) {
 				return err
 			},
 			Search: func(q memory.Query) func(context.Context) (int, error) {
-				sqlText, args, _ := s.buildSearch(q)
+				sqlText, args, _ := s.buildSearch(q, nil)
 				return func(ctx context.Context) (int, error) {
 					// The adapter's execution mode for searches (custom plans).
 					rows, err := raw.Query(ctx, sqlText, append([]any{pgx.QueryExecModeCacheDescribe}, args...)...)

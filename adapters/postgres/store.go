@@ -234,6 +234,49 @@ var migrations = []string{
 	// The write probe's table (Store.writeProbe): one short-lived row per scope, never
 	// memory_items, so proving a write is durable touches no user data and no search.
 	4: `CREATE TABLE %[1]s.memory_write_probe (scope text PRIMARY KEY, token text NOT NULL);`,
+	// The tag index: one (scope, tag hash, seq) entry per distinct tag of a row, kept by a
+	// trigger in the statement that writes the row, hence in its transaction, whoever writes
+	// it (Store's upsert, COPY, a purge's DELETE). A tag search probes it first and reads at
+	// most relstore.TagProbeLimit + 1 entries, then reads only those rows when the tags are
+	// that rare (tagCandidates). The GIN index on tags cannot serve that probe: a bitmap scan
+	// cannot stop after a bound, and for a tag outside the column's most-common list (an
+	// absent or rare tag) the planner assumes a fixed 0.5 % and walks (scope, seq) instead,
+	// 1.37 s at 1M items for a tag no item has (docs/performance.md). The hash, not the tag,
+	// is indexed because a B-tree entry is limited to about 2.7 KB and a tag may be 4 KB;
+	// two tags with one hash only add candidates, and the search's own tags && condition
+	// still decides. hashtextextended is the hash PostgreSQL's hash partitioning relies on,
+	// stable across versions.
+	5: `CREATE TABLE %[1]s.memory_item_tags (
+		scope    text NOT NULL,
+		tag_hash bigint NOT NULL,
+		seq      bigint NOT NULL,
+		PRIMARY KEY (scope, tag_hash, seq)
+	);
+	INSERT INTO %[1]s.memory_item_tags (scope, tag_hash, seq)
+		SELECT DISTINCT m.scope, hashtextextended(t, 0), m.seq FROM %[1]s.memory_items AS m, unnest(m.tags) AS t
+		WHERE t IS NOT NULL;
+	CREATE FUNCTION %[1]s.memory_item_tags_sync() RETURNS trigger LANGUAGE plpgsql AS $mao$
+	BEGIN
+		IF TG_OP IN ('UPDATE', 'DELETE') THEN
+			DELETE FROM %[1]s.memory_item_tags WHERE scope = OLD.scope AND seq = OLD.seq
+				AND tag_hash IN (SELECT hashtextextended(t, 0) FROM unnest(OLD.tags) AS t);
+		END IF;
+		IF TG_OP IN ('UPDATE', 'INSERT') THEN
+			INSERT INTO %[1]s.memory_item_tags (scope, tag_hash, seq)
+				SELECT DISTINCT NEW.scope, hashtextextended(t, 0), NEW.seq FROM unnest(NEW.tags) AS t
+				WHERE t IS NOT NULL
+				ON CONFLICT DO NOTHING;
+		END IF;
+		RETURN NULL;
+	END
+	$mao$;
+	CREATE TRIGGER memory_items_tags_insert AFTER INSERT ON %[1]s.memory_items
+		FOR EACH ROW EXECUTE FUNCTION %[1]s.memory_item_tags_sync();
+	CREATE TRIGGER memory_items_tags_update AFTER UPDATE OF scope, seq, tags ON %[1]s.memory_items
+		FOR EACH ROW WHEN (OLD.tags IS DISTINCT FROM NEW.tags OR OLD.scope IS DISTINCT FROM NEW.scope OR OLD.seq IS DISTINCT FROM NEW.seq)
+		EXECUTE FUNCTION %[1]s.memory_item_tags_sync();
+	CREATE TRIGGER memory_items_tags_delete AFTER DELETE ON %[1]s.memory_items
+		FOR EACH ROW EXECUTE FUNCTION %[1]s.memory_item_tags_sync();`,
 }
 
 // SchemaVersion is the schema version this build writes and expects.
@@ -517,37 +560,35 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 		}
 		return out, nil
 	}
-	sqlText, args, possible := s.buildSearch(q)
-	if !possible {
+	if _, _, possible := s.buildSearch(q, nil); !possible {
 		return out, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	err := s.retry(ctx, opSearch, func(ctx context.Context) error {
 		out = out[:0]
-		// An unnamed statement is planned with this call's values every time. A cached
-		// prepared statement switches to a generic plan after five runs, and a generic plan
-		// cannot know whether a tag, filter or text is rare (use its index, then sort) or
-		// common (walk seq order and stop at the limit): for a rare text it walked the whole
-		// scope, 12 ms instead of 0.2 ms at 100k items (docs/performance.md). The
-		// description is still cached, so it is one round trip as before.
-		rows, err := s.pool.Query(ctx, sqlText, append([]any{pgx.QueryExecModeCacheDescribe}, args...)...)
-		if err != nil {
+		seqs, err := s.tagCandidates(ctx, q.Tags)
+		if err != nil || seqs == nil {
+			if err == nil {
+				out, err = s.searchRows(ctx, q, nil, out)
+			}
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var r row
-			if err := rows.Scan(&r.id, &r.createdAt, &r.metadata, &r.content, &r.tags); err != nil {
+		// The candidates in seq order, a few at a time: a chunk's hits all come before the
+		// next chunk's, and the first chunk usually fills the limit, so a tag on a few
+		// hundred items reads tens of rows rather than all of them (reading 1,000
+		// scattered rows and sorting them took 8 ms at 100k items, walking seq order 1 ms).
+		size := firstChunk(q.Limit, len(seqs))
+		for start := 0; start < len(seqs) && len(out) < q.Limit; {
+			end := min(start+size, len(seqs))
+			rest := q
+			rest.Limit = q.Limit - len(out)
+			if out, err = s.searchRows(ctx, rest, seqs[start:end], out); err != nil {
 				return err
 			}
-			it, err := r.item()
-			if err != nil {
-				return err
-			}
-			out = append(out, it)
+			start, size = end, size*4
 		}
-		return rows.Err()
+		return nil
 	})
 	if err != nil {
 		return nil, classify("search", err)
@@ -555,11 +596,97 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 	return out, nil
 }
 
+// firstChunk is how many of n tag candidates Search passes to its first statement for a
+// query with this limit: twice the limit, at least 64, at most n.
+func firstChunk(limit, n int) int { return min(n, max(64, 2*min(limit, n))) }
+
+// searchRows runs q's statement (buildSearch, restricted to tagSeqs when not nil) and
+// appends its items to out.
+func (s *Store) searchRows(ctx context.Context, q memory.Query, tagSeqs []int64, out []memory.Item) ([]memory.Item, error) {
+	sqlText, args, _ := s.buildSearch(q, tagSeqs)
+	// An unnamed statement is planned with this call's values every time. A cached
+	// prepared statement switches to a generic plan after five runs, and a generic plan
+	// cannot know whether a tag, filter or text is rare (use its index, then sort) or
+	// common (walk seq order and stop at the limit): for a rare text it walked the whole
+	// scope, 12 ms instead of 0.2 ms at 100k items (docs/performance.md). The
+	// description is still cached, so it is one round trip as before.
+	rows, err := s.pool.Query(ctx, sqlText, append([]any{pgx.QueryExecModeCacheDescribe}, args...)...)
+	if err != nil {
+		return out, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.id, &r.createdAt, &r.metadata, &r.content, &r.tags); err != nil {
+			return out, err
+		}
+		it, err := r.item()
+		if err != nil {
+			return out, err
+		}
+		out = append(out, it)
+	}
+	return out, rows.Err()
+}
+
+// tagsTable is the tag index's table (migration 5).
+func (s *Store) tagsTable() string { return pgx.Identifier{s.schema, "memory_item_tags"}.Sanitize() }
+
+// storableTags are the query tags a stored item can have: PostgreSQL text holds no U+0000
+// and no invalid UTF-8, so other tags match nothing.
+func storableTags(tags []string) []string {
+	out := make([]string, 0, len(tags))
+	for _, t := range tags {
+		if utf8.ValidString(t) && strings.IndexByte(t, 0) < 0 {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// tagProbeSQL is tagCandidates' statement: $1 the scope, $2 the tags, $3 the bound. One
+// range of the primary key per tag, each in seq order and cut at the bound, so the plan is an
+// index (only) scan that stops, never a bitmap of all of a common tag's entries (a bitmap
+// probe of ANY(hashes) cost 5 ms at 1M items for a 1 % tag).
+func (s *Store) tagProbeSQL() string {
+	return `SELECT x.seq FROM unnest($2::text[]) AS q(t), LATERAL (SELECT seq FROM ` + s.tagsTable() + `
+		WHERE scope = $1 AND tag_hash = hashtextextended(q.t, 0) ORDER BY seq LIMIT $3) AS x LIMIT $3`
+}
+
+// tagCandidates probes the tag index (migration 5) for q's tags. It returns nil when the
+// query has no tags or they are common (more than relstore.TagProbeLimit entries: the
+// search walks seq order as before), and otherwise every seq the index holds for them in
+// ascending order, an empty non-nil slice when it holds none. The probe is an index range
+// per tag hash that stops at the bound; its own statement, because a planner cannot pick a
+// plan by a count it learns while running. A store that commits between the probe and the search is
+// concurrent with the search, which may then miss it.
+func (s *Store) tagCandidates(ctx context.Context, tags []string) ([]int64, error) {
+	tags = storableTags(tags)
+	if len(tags) == 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, s.tagProbeSQL(), pgx.QueryExecModeCacheDescribe, s.scope, tags, relstore.TagProbeLimit+1)
+	if err != nil {
+		return nil, err
+	}
+	seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, err
+	}
+	if len(seqs) > relstore.TagProbeLimit {
+		return nil, nil
+	}
+	// Sorted and without the repeats of an item found under two of the query's tags.
+	slices.Sort(seqs)
+	return append([]int64{}, slices.Compact(seqs)...), nil
+}
+
 // buildSearch returns the statement and its arguments, or possible=false when a predicate
 // can match no stored item. jsonb equality (->) compares numbers as exact numerics and
 // objects regardless of key order, which is the contract's JSON equality, so the limit is
-// applied in SQL.
-func (s *Store) buildSearch(q memory.Query) (string, []any, bool) {
+// applied in SQL. tagSeqs, when not nil, are the rows tagCandidates found for the query's
+// tags; the statement then reads only those.
+func (s *Store) buildSearch(q memory.Query, tagSeqs []int64) (string, []any, bool) {
 	var b strings.Builder
 	args := []any{s.scope}
 	arg := func(v any) string {
@@ -578,16 +705,16 @@ func (s *Store) buildSearch(q memory.Query) (string, []any, bool) {
 		b.WriteString(` AND search_text LIKE ` + arg("%"+likeEscaper.Replace(needle)+"%"))
 	}
 	if len(q.Tags) > 0 {
-		tags := make([]string, 0, len(q.Tags))
-		for _, t := range q.Tags {
-			if utf8.ValidString(t) && strings.IndexByte(t, 0) < 0 {
-				tags = append(tags, t)
-			}
-		}
+		tags := storableTags(q.Tags)
 		if len(tags) == 0 {
 			return "", nil, false
 		}
 		b.WriteString(` AND tags && ` + arg(tags) + `::text[]`)
+		if tagSeqs != nil {
+			// Implied by the condition above, which still decides: the few rows the tag
+			// index names, looked up in the (scope, seq) index instead of a walk of the scope.
+			b.WriteString(` AND seq = ANY (` + arg(tagSeqs) + `::bigint[])`)
+		}
 	}
 	// Keys in a fixed order, so one query shape has one statement text (pgx caches the
 	// statement description by text). The jsonb equality decides; the equality of the

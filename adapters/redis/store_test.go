@@ -93,6 +93,15 @@ func TestTextIsLiteral(t *testing.T) { storetest.LiteralText(t, factory) }
 // all through the eventual index.
 func TestSearchPredicatesAndOrder(t *testing.T) { storetest.PredicatesAndOrder(t, factory) }
 
+// TestSearchDifferential compares random searches, with rare and absent tags, filter values
+// and text, against the reference semantics (memory.Matches) over random items, so the
+// index probes in front of the search change no result.
+func TestSearchDifferential(t *testing.T) {
+	for _, seed := range []uint64{1, 20261204} {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { storetest.Differential(t, factory, seed) })
+	}
+}
+
 // TestSearchIsEventual proves that search is served by the asynchronous index: with the
 // only indexer stopped, a stored item is retrievable but not searchable; once an indexer
 // runs and the group caught up, it is found.

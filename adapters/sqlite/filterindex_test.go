@@ -152,7 +152,7 @@ func TestFilterIndexKeepsResults(t *testing.T) {
 		if got, ok := single["source"]; got != tt.single || ok != (tt.single != nil) {
 			t.Errorf("singleNumbers(source=%s) = %#v, want %#v", tt.filter, got, tt.single)
 		}
-		sqlText, args, _ := buildSearchWith(h.scope, q, single)
+		sqlText, args, _ := buildSearchWith(h.scope, q, searchPlan{single: single})
 		plan := queryPlan(t, h, sqlText, args)
 		if !strings.Contains(plan, `memory_items_f_`+"736f75726365") {
 			t.Errorf("the plan of filter source=%s does not use the source index:\n%s", tt.filter, plan)

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
@@ -234,6 +235,58 @@ var schema = relstore.Schema{
 		UNIQUE (scope, id)
 	);
 	CREATE INDEX memory_items_scope_seq ON memory_items (scope, seq);`,
+		// The tag index: one (scope, tag, seq) row per distinct string tag of a row, so a tag
+		// search finds a rare or absent tag without reading the scope (a json_each over every
+		// row's tags was 1.16 s at 1M items for a tag no item has; docs/performance.md).
+		// Triggers keep it in the statement that writes the row, hence in its transaction,
+		// whatever writes it (Store's upsert, a bulk load, a harness's DELETE). The CASE
+		// keeps a stored row SQLite's JSON parser refuses from failing its own write; such a
+		// row has no tags to find, as json_each in the search raised on it before.
+		2: `CREATE TABLE memory_item_tags (
+		scope TEXT NOT NULL,
+		tag   TEXT NOT NULL,
+		seq   INTEGER NOT NULL,
+		PRIMARY KEY (scope, tag, seq)
+	) WITHOUT ROWID;
+	INSERT OR IGNORE INTO memory_item_tags (scope, tag, seq)
+		SELECT m.scope, t.value, m.seq FROM memory_items AS m,
+			json_each(CASE WHEN json_valid(m.tags) THEN m.tags ELSE '[]' END) AS t
+		WHERE t.type = 'text';
+	CREATE TRIGGER memory_items_tags_insert AFTER INSERT ON memory_items BEGIN
+		INSERT OR IGNORE INTO memory_item_tags (scope, tag, seq)
+			SELECT new.scope, value, new.seq FROM json_each(CASE WHEN json_valid(new.tags) THEN new.tags ELSE '[]' END)
+			WHERE type = 'text';
+	END;
+	CREATE TRIGGER memory_items_tags_update AFTER UPDATE OF scope, seq, tags ON memory_items BEGIN
+		DELETE FROM memory_item_tags WHERE scope = old.scope AND seq = old.seq AND tag IN
+			(SELECT value FROM json_each(CASE WHEN json_valid(old.tags) THEN old.tags ELSE '[]' END) WHERE type = 'text');
+		INSERT OR IGNORE INTO memory_item_tags (scope, tag, seq)
+			SELECT new.scope, value, new.seq FROM json_each(CASE WHEN json_valid(new.tags) THEN new.tags ELSE '[]' END)
+			WHERE type = 'text';
+	END;
+	CREATE TRIGGER memory_items_tags_delete AFTER DELETE ON memory_items BEGIN
+		DELETE FROM memory_item_tags WHERE scope = old.scope AND seq = old.seq AND tag IN
+			(SELECT value FROM json_each(CASE WHEN json_valid(old.tags) THEN old.tags ELSE '[]' END) WHERE type = 'text');
+	END;`,
+		// The text index: FTS5's trigram tokenizer over search_text (already lower-cased by
+		// Go), case-sensitive so that it folds nothing itself, contentless with deletes
+		// (SQLite 3.43+) so that it stores only the trigrams and a delete needs no old text.
+		// A text search probes it with the needle as a phrase of trigrams, which every row
+		// containing the needle matches, and instr still decides (textCandidates). Kept by
+		// triggers in the writing statement, like the tag index.
+		3: `CREATE VIRTUAL TABLE memory_items_text USING fts5(search_text, content='', contentless_delete=1,
+		tokenize='trigram case_sensitive 1');
+	INSERT INTO memory_items_text (rowid, search_text) SELECT seq, search_text FROM memory_items;
+	CREATE TRIGGER memory_items_text_insert AFTER INSERT ON memory_items BEGIN
+		INSERT INTO memory_items_text (rowid, search_text) VALUES (new.seq, new.search_text);
+	END;
+	CREATE TRIGGER memory_items_text_update AFTER UPDATE OF seq, search_text ON memory_items BEGIN
+		DELETE FROM memory_items_text WHERE rowid = old.seq;
+		INSERT INTO memory_items_text (rowid, search_text) VALUES (new.seq, new.search_text);
+	END;
+	CREATE TRIGGER memory_items_text_delete AFTER DELETE ON memory_items BEGIN
+		DELETE FROM memory_items_text WHERE rowid = old.seq;
+	END;`,
 	},
 }
 
@@ -421,11 +474,14 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	single, err := s.singleNumbers(ctx, q)
+	plan, err := s.planSearch(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	sqlText, args, exact := buildSearchWith(s.scope, q, single)
+	if plan.none {
+		return out, nil
+	}
+	sqlText, args, exact := buildSearchWith(s.scope, q, plan)
 	s.traceSQL(sqlText, args)
 	rows, err := s.db.QueryContext(ctx, sqlText, args...)
 	if err != nil {
@@ -479,12 +535,121 @@ func filtersMatch(it memory.Item, filters map[string]json.RawMessage) bool {
 // and array filter values SQL only pre-selects by JSON type and Go decides with
 // memory.JSONEqual; the limit is then applied in Go.
 func buildSearch(scope string, q memory.Query) (string, []any, bool) {
-	return buildSearchWith(scope, q, nil)
+	return buildSearchWith(scope, q, searchPlan{})
 }
 
-// buildSearchWith is buildSearch given singleNumbers' result: a number filter whose key's
-// range holds one stored value becomes an equality on it.
-func buildSearchWith(scope string, q memory.Query, single map[string]any) (string, []any, bool) {
+// searchPlan is what Search learns from the indexes before its statement (planSearch).
+type searchPlan struct {
+	// single maps a number filter whose key's range holds one stored value to that value
+	// (singleNumbers); the statement compares the key's indexed value with it.
+	single map[string]any
+	// tagSeqs, when set, is a JSON array of every seq the tag index holds for the query's
+	// tags (at most relstore.TagProbeLimit of them); the statement reads only those rows.
+	tagSeqs string
+	// textSeqs is the same from the text index for the query's text.
+	textSeqs string
+	// none is set when the tag index holds no row for any of the query's tags, or the text
+	// index none for its text: no item can match, and no statement is needed.
+	none bool
+}
+
+// planSearch probes the indexes for q: the number filters' single values, then the tag
+// and the text index (probe).
+func (s *Store) planSearch(ctx context.Context, q memory.Query) (searchPlan, error) {
+	var plan searchPlan
+	var err error
+	if plan.single, err = s.singleNumbers(ctx, q); err != nil {
+		return plan, err
+	}
+	if len(q.Tags) > 0 {
+		query, args := tagProbe(s.scope, q.Tags)
+		if plan.tagSeqs, plan.none, err = s.probe(ctx, query, args); err != nil || plan.none {
+			return plan, err
+		}
+	}
+	if q.Text != nil {
+		if query, args, ok := textProbe(memory.Needle(*q.Text)); ok {
+			plan.textSeqs, plan.none, err = s.probe(ctx, query, args)
+		}
+	}
+	return plan, err
+}
+
+// tagProbe is the statement and arguments that read the tag index (memory_item_tags,
+// migration 2) for tags in scope: a primary-key range per tag, so an absent tag costs one
+// lookup.
+func tagProbe(scope string, tags []string) (string, []any) {
+	var b strings.Builder
+	args := []any{scope}
+	b.WriteString(`SELECT seq FROM memory_item_tags WHERE scope = ? AND tag IN (`)
+	for i, t := range tags {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("?")
+		args = append(args, t)
+	}
+	b.WriteString(`)`)
+	return b.String(), args
+}
+
+// textProbe is the statement and arguments that read the text index (memory_items_text,
+// migration 3) for a lower-cased needle, or false when the index cannot answer: a needle
+// under three characters has no trigram (FTS5 matches nothing for it, so those searches
+// walk the scope as before), and one that is not valid UTF-8 or holds U+0000 is left to
+// instr's byte comparison. The needle is one quoted phrase: rows whose text holds its
+// trigrams consecutively, every row containing it among them. The index spans all scopes;
+// the search restricts to this one.
+func textProbe(needle string) (string, []any, bool) {
+	if utf8.RuneCountInString(needle) < 3 || !utf8.ValidString(needle) || strings.IndexByte(needle, 0) >= 0 {
+		return "", nil, false
+	}
+	return `SELECT rowid FROM memory_items_text WHERE memory_items_text MATCH ?`,
+		[]any{`"` + strings.ReplaceAll(needle, `"`, `""`) + `"`}, true
+}
+
+// probe runs an index probe (tagProbe, textProbe) that returns seqs, reading at most
+// relstore.TagProbeLimit + 1 of them: none found means no row can match; up to the bound,
+// their JSON array, for the search to read only those rows; more, "" (the search walks the
+// scope in seq order and stops at its limit, as before). A store that commits between the
+// probe and the search is concurrent with the search, which may then miss it.
+func (s *Store) probe(ctx context.Context, query string, args []any) (string, bool, error) {
+	query += ` LIMIT ?`
+	args = append(args, relstore.TagProbeLimit+1)
+	s.traceSQL(query, args)
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return "", false, classify("search", err)
+	}
+	defer rows.Close()
+	var seqs []int64
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return "", false, classify("search", err)
+		}
+		seqs = append(seqs, seq)
+	}
+	if err := rows.Err(); err != nil {
+		return "", false, classify("search", err)
+	}
+	switch {
+	case len(seqs) == 0:
+		return "", true, nil
+	case len(seqs) > relstore.TagProbeLimit:
+		return "", false, nil
+	}
+	enc, err := json.Marshal(seqs)
+	if err != nil {
+		return "", false, memory.NewAdapterError("sqlite: search: encode the index candidates", err)
+	}
+	return string(enc), false, nil
+}
+
+// buildSearchWith is buildSearch given planSearch's result: a number filter whose key's
+// range holds one stored value becomes an equality on it, and a rare tag restricts the
+// statement to the rows the tag index named.
+func buildSearchWith(scope string, q memory.Query, plan searchPlan) (string, []any, bool) {
 	var b strings.Builder
 	args := []any{scope}
 	b.WriteString(`SELECT id, created_at_us, metadata, content, tags FROM memory_items
@@ -493,6 +658,11 @@ func buildSearchWith(scope string, q memory.Query, single map[string]any) (strin
 		// instr is a literal byte search: no pattern characters exist for it.
 		b.WriteString(` AND instr(search_text, ?) > 0`)
 		args = append(args, memory.Needle(*q.Text))
+		if plan.textSeqs != "" {
+			// Implied by instr, which still decides: the rows the text index named.
+			b.WriteString(` AND seq IN (SELECT value FROM json_each(?))`)
+			args = append(args, plan.textSeqs)
+		}
 	}
 	if len(q.Tags) > 0 {
 		b.WriteString(` AND EXISTS (SELECT 1 FROM json_each(memory_items.tags) AS t WHERE t.value IN (`)
@@ -504,12 +674,18 @@ func buildSearchWith(scope string, q memory.Query, single map[string]any) (strin
 			args = append(args, t)
 		}
 		b.WriteString(`))`)
+		if plan.tagSeqs != "" {
+			// Implied by the clause above, which still decides: the rows whose tags the tag
+			// index holds for the query, looked up by rowid, instead of a walk of the scope.
+			b.WriteString(` AND seq IN (SELECT value FROM json_each(?))`)
+			args = append(args, plan.tagSeqs)
+		}
 	}
 	exact := true
 	for k, v := range q.Filters {
 		// Before the exact clause: a condition on the key's indexed value that every row the
 		// clause accepts also meets, so the statement can use the key's filter index.
-		if one, ok := single[k]; ok {
+		if one, ok := plan.single[k]; ok {
 			b.WriteString(` AND ` + filterExpr(k) + ` = ?`)
 			args = append(args, one)
 		} else if cond, cargs, ok := filterIndexCondition(k, v); ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -61,6 +62,15 @@ func TestLiteralTextSearch(t *testing.T) { storetest.LiteralText(t, factory) }
 
 // TestSearchPredicatesAndOrder: predicates alone and together, insertion order, replacement.
 func TestSearchPredicatesAndOrder(t *testing.T) { storetest.PredicatesAndOrder(t, factory) }
+
+// TestSearchDifferential compares random searches, with rare and absent tags, filter values
+// and text, against the reference semantics (memory.Matches) over random items, so the
+// index probes in front of the search change no result.
+func TestSearchDifferential(t *testing.T) {
+	for _, seed := range []uint64{1, 20261204} {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { storetest.Differential(t, factory, seed) })
+	}
+}
 
 // TestRejectsBeforeIO: unsupported queries and malformed or oversized items are refused.
 func TestRejectsBeforeIO(t *testing.T) {

@@ -16,14 +16,25 @@ import (
 var BenchSizes = []int{1_000, 100_000}
 
 // BenchItem is item i of the benchmark data set: the text word w<i%50> hits 2% of items, the
-// tag t<i%100> 1%, the filter source s<i%10> 10%.
+// tag t<i%100> 1%, the filter source s<i%10> 10%, and item RareIndex alone has the tag
+// RareTag.
 func BenchItem(i int) memory.Item {
-	it := memory.NewItem(json.RawMessage(fmt.Sprintf(`{"text":"item %d lorem ipsum w%d dolor"}`, i, i%50)),
-		fmt.Sprintf("t%d", i%100), "common")
+	tags := []string{fmt.Sprintf("t%d", i%100), "common"}
+	if i == RareIndex {
+		tags = append(tags, RareTag)
+	}
+	it := memory.NewItem(json.RawMessage(fmt.Sprintf(`{"text":"item %d lorem ipsum w%d dolor"}`, i, i%50)), tags...)
 	it.Metadata["source"] = json.RawMessage(fmt.Sprintf(`"s%d"`, i%10))
 	it.Metadata["branch_id"] = json.RawMessage(fmt.Sprint(i))
 	return it
 }
+
+// RareIndex is the one [BenchItem] with the tag RareTag, and the one whose branch_id and
+// text the scale benchmark's rare filter and rare text find.
+const RareIndex = 4242
+
+// RareTag is the tag only [BenchItem] RareIndex has.
+const RareTag = "rare"
 
 // BenchQueries are the searches the benchmarks time, by name; each matches at least one
 // [BenchItem] in any loaded data set.

@@ -24,28 +24,42 @@ type ScaleQuery struct {
 	Name string
 	// Query is the search, always with limit 20.
 	Query memory.Query
+	// Want is the exact number of hits over BenchItem(0..n-1) for any n of [ScaleSizes]: a
+	// search that answers a different count, zero included, fails the benchmark, so an
+	// adapter cannot look fast by missing hits.
+	Want int
 }
 
 // ScaleQueries are the searches the scale benchmarks time, in order, all with limit 20,
 // over [BenchItem] data: the tag t42 is on 1 % of items, the filter source s3 on 10 %, the
 // filter branch_id 4242 on one item, the tag t42 with the filter source s2 on 1 % (every
 // t42 item is s2), the text "w7 " on 2 %, the text "item 4242 lorem" on one item, and the
-// empty query matches everything.
+// empty query matches everything. Then the shapes whose answer is one item or none, which
+// an index must find without reading the scope: [RareTag] (one item), a tag, a source and a
+// text no item has; "zebra" shares no three-character sequence with any item's text,
+// "lorem item" is made only of sequences every item has (the worst case for a trigram
+// index, which can then exclude nothing).
 func ScaleQueries() []ScaleQuery {
 	s := func(v string) json.RawMessage { return json.RawMessage(strconv.Quote(v)) }
 	return []ScaleQuery{
-		{"tag", memory.Query{Tags: []string{"t42"}, Limit: 20}},
-		{"filter", memory.Query{Filters: map[string]json.RawMessage{"source": s("s3")}, Limit: 20}},
-		{"filter-rare", memory.Query{Filters: map[string]json.RawMessage{"branch_id": json.RawMessage(`4242`)}, Limit: 20}},
-		{"tag+filter", memory.Query{Tags: []string{"t42"}, Filters: map[string]json.RawMessage{"source": s("s2")}, Limit: 20}},
-		{"text", memory.Query{Text: Text("W7 "), Limit: 20}},
-		{"text-rare", memory.Query{Text: Text("item 4242 lorem"), Limit: 20}},
-		{"empty", memory.Query{Limit: 20}},
+		{"tag", memory.Query{Tags: []string{"t42"}, Limit: 20}, 20},
+		{"filter", memory.Query{Filters: map[string]json.RawMessage{"source": s("s3")}, Limit: 20}, 20},
+		{"filter-rare", memory.Query{Filters: map[string]json.RawMessage{"branch_id": json.RawMessage(`4242`)}, Limit: 20}, 1},
+		{"tag+filter", memory.Query{Tags: []string{"t42"}, Filters: map[string]json.RawMessage{"source": s("s2")}, Limit: 20}, 20},
+		{"text", memory.Query{Text: Text("W7 "), Limit: 20}, 20},
+		{"text-rare", memory.Query{Text: Text("item 4242 lorem"), Limit: 20}, 1},
+		{"empty", memory.Query{Limit: 20}, 20},
+		{"tag-rare", memory.Query{Tags: []string{RareTag}, Limit: 20}, 1},
+		{"tag-absent", memory.Query{Tags: []string{"no-such-tag"}, Limit: 20}, 0},
+		{"filter-absent", memory.Query{Filters: map[string]json.RawMessage{"source": s("no-such-source")}, Limit: 20}, 0},
+		{"text-absent", memory.Query{Text: Text("zebra"), Limit: 20}, 0},
+		{"text-absent-common", memory.Query{Text: Text("lorem item"), Limit: 20}, 0},
 	}
 }
 
 // ScaleSizes reads MAO_BENCH_SCALE_SIZES (comma-separated item counts, each at least 5,000
-// so that every [ScaleQueries] search has a hit); the default leaves out the 1M scope, whose
+// so that every [ScaleQueries] count holds: item RareIndex exists and every common search
+// fills its limit); the default leaves out the 1M scope, whose
 // load takes minutes on a small machine.
 func ScaleSizes(tb testing.TB) []int {
 	spec := os.Getenv("MAO_BENCH_SCALE_SIZES")
@@ -105,16 +119,50 @@ func Scale(b *testing.B, backend string, load ScaleLoad) {
 						b.Fatal(err)
 					}
 				}
+				checkScaleHits(ctx, b, sc.Store, sq)
 				b.Run(sq.Name, func(b *testing.B) {
 					for b.Loop() {
-						if hits, err := sc.Store.Search(ctx, sq.Query); err != nil || len(hits) == 0 {
-							b.Fatal(len(hits), err)
+						if hits, err := sc.Store.Search(ctx, sq.Query); err != nil || len(hits) != sq.Want {
+							b.Fatalf("%s: %d hits, want %d (error %v)", sq.Name, len(hits), sq.Want, err)
 						}
 					}
 				})
 			}
 			logMemory(ctx, b, n, "after searches", sc)
 		})
+	}
+}
+
+// checkScaleHits runs sq once, untimed, and fails b unless it answers exactly sq.Want items,
+// each of which memory.Matches accepts, in insertion order (BenchItem's text names its
+// index).
+func checkScaleHits(ctx context.Context, b *testing.B, s memory.Store, sq ScaleQuery) {
+	b.Helper()
+	hits, err := s.Search(ctx, sq.Query)
+	if err != nil {
+		b.Fatalf("%s: %v", sq.Name, err)
+	}
+	if len(hits) != sq.Want {
+		b.Fatalf("%s: %d hits, want %d", sq.Name, len(hits), sq.Want)
+	}
+	var lower string
+	if sq.Query.Text != nil {
+		lower = memory.Needle(*sq.Query.Text)
+	}
+	last := -1
+	for _, it := range hits {
+		if !memory.Matches(it, sq.Query, lower) {
+			b.Fatalf("%s: hit %s does not match the query", sq.Name, it.ID)
+		}
+		var c struct{ Text string }
+		var i int
+		if err := json.Unmarshal(it.Content, &c); err != nil {
+			b.Fatalf("%s: hit content: %v", sq.Name, err)
+		}
+		if _, err := fmt.Sscanf(c.Text, "item %d ", &i); err != nil || i <= last {
+			b.Fatalf("%s: hit %q out of insertion order", sq.Name, c.Text)
+		}
+		last = i
 	}
 }
 

@@ -51,3 +51,26 @@ func TestBenchQueriesMatch(t *testing.T) {
 		}
 	}
 }
+
+// TestScaleQueriesWant checks each scale query's expected count against the reference
+// semantics at the smallest and a larger allowed size, so a zero the benchmark accepts is the
+// right answer and not a broken expectation.
+func TestScaleQueriesWant(t *testing.T) {
+	for _, n := range []int{5000, 20000} {
+		for _, sq := range ScaleQueries() {
+			var lower string
+			if sq.Query.Text != nil {
+				lower = memory.Needle(*sq.Query.Text)
+			}
+			hits := 0
+			for i := range n {
+				if memory.Matches(BenchItem(i), sq.Query, lower) {
+					hits++
+				}
+			}
+			if got := min(hits, sq.Query.Limit); got != sq.Want {
+				t.Errorf("n=%d %s: the reference finds %d (of %d matches), Want is %d", n, sq.Name, got, hits, sq.Want)
+			}
+		}
+	}
+}
