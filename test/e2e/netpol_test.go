@@ -91,7 +91,9 @@ func adapterAddrs(ctx context.Context, c client.Client, ns, name string) (podAdd
 // positive control.
 var dnsAddr = net.JoinHostPort(clusterDNSIP, "53")
 
-var _ = Describe("the adapter's NetworkPolicy, enforced by kube-network-policies", Ordered, func() {
+// ContinueOnFailure: past the first spec each one probes on its own, and a wrong policy should
+// show every direction it gets wrong, not only the first.
+var _ = Describe("the adapter's NetworkPolicy, enforced by kube-network-policies", Ordered, ContinueOnFailure, func() {
 	const adapter = "sqlite-memory"
 	var (
 		c       client.Client
