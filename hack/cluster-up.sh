@@ -56,7 +56,7 @@ CACHE_ROOT="${MAO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/memory-adapter-oper
 # directory it is given), and the build then compiles that package instead.
 go_program() {
   local name=$1 module=$2 version=$3 expected=$4 ldflags=${5:-} variant=${MAIN:-}
-  local key=$version${variant:+-$variant}
+  local key=$version${variant:+-$variant}${MAIN_KEY:+-$MAIN_KEY}
   local bin="$CACHE_ROOT/$name/$key/$name"
   if [ ! -x "$bin" ]; then
     mkdir -p "$(dirname "$bin")" "$CACHE_ROOT/build"
@@ -108,6 +108,16 @@ COREDNS_BIN=$(MAIN=cluster go_program coredns github.com/coredns/coredns "$CORED
 # Its release build stamps the tag into main.VERSION (--version); otherwise it says 0.0.1.
 LOCAL_PATH_BIN=$(go_program local-path-provisioner github.com/rancher/local-path-provisioner "$LOCAL_PATH_PROVISIONER_VERSION" "$EST_LOCAL_PATH" \
   "-X main.VERSION=$LOCAL_PATH_PROVISIONER_VERSION")
+
+# The NetworkPolicy agent: kube-network-policies's controller package behind our main
+# (hack/cluster/netpolagent/main.go: a kubeconfig instead of in-cluster credentials, and the
+# -cleanup/-check-clean of its nftables table). Keyed by that file's hash too, so an edit
+# rebuilds. The tool runs it from the state directory, where down finds it without flags.
+NETPOL_MAIN=hack/cluster/netpolagent/main.go
+netpolagent() { grep -v '^//go:build ignore$' "$NETPOL_MAIN" >"$1/main.go"; }
+NETPOL_BIN=$(MAIN=netpolagent MAIN_KEY=$(sha256sum "$NETPOL_MAIN" | cut -c1-12) go_program kube-network-policies \
+  sigs.k8s.io/kube-network-policies "$KUBE_NETWORK_POLICIES_VERSION" "$EST_NETPOL_AGENT")
+install -m 0755 "$NETPOL_BIN" "$MAO_CLUSTER_DIR/tools/kube-network-policies"
 
 # 4. The provisioner's helper pods run /bin/sh scripts (mkdir, rm) on the node's disk, so their
 # image needs a real shell: Debian's busybox-static, a single static binary. The package is

@@ -70,6 +70,9 @@ EST_K8S_MODULES="1-3 min with a cold module cache"
 # CoreDNS with the cluster's plugins: 1m07s-1m39s; local-path-provisioner 1m18s-1m24s.
 EST_COREDNS="1-2 min cold on 2 cores"
 EST_LOCAL_PATH="1-2 min cold on 2 cores"
+# kube-network-policies v0.8.0 with hack/cluster/netpolagent: 10m39s wall, 5m53s CPU, empty
+# build cache, load 4-11 (2026-12-04); about 3 min on an idle machine.
+EST_NETPOL_AGENT="3-11 min cold on 2 cores"
 
 # --- make verify, make lint and make test ---------------------------------------------------
 # controller-gen and crd-ref-docs together 1m21s (make verify, cold make ci).

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -34,7 +35,9 @@ func (c *cluster) down(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	// kube-proxy and the kubelet go first so nothing recreates what we remove next.
+	// The agent, kube-proxy and the kubelet go first so nothing recreates what we remove
+	// next. The agent's rules stay until the sweep: pods still running meanwhile fail closed.
+	keep(c.stop(ctx, netpolAgent, 10*time.Second))
 	keep(c.stop(ctx, "kube-proxy", 10*time.Second))
 	keep(c.stop(ctx, "kubelet", 20*time.Second))
 	if _, ok := c.running("containerd"); ok {
@@ -58,6 +61,9 @@ func (c *cluster) down(ctx context.Context) error {
 		}
 	}
 	keep(c.sweepIPTables(ctx))
+	if left, err := c.netpolTableLeft(ctx, true); err != nil || left != "" {
+		keep(errors.Join(err, errorIf(left)))
+	}
 	keep(c.deleteLinks(ctx))
 	keep(c.restoreIPForward())
 	c.removeCgroups()
@@ -180,11 +186,24 @@ func (c *cluster) unmountAll() error {
 	return err
 }
 
-// ourChain reports whether an iptables chain was made by the kubelet, kube-proxy or the
-// CNI plugins. Nothing else on these machines uses these prefixes.
+// ourChain reports whether an iptables chain was made by the kubelet, kube-proxy, the CNI
+// plugins or this tool (MAO-, the NetworkPolicy agent's queue). Nothing else on these
+// machines uses these prefixes.
 func ourChain(name string) bool {
-	return strings.HasPrefix(name, "KUBE-") || strings.HasPrefix(name, "CNI-")
+	return strings.HasPrefix(name, "KUBE-") || strings.HasPrefix(name, "CNI-") || strings.HasPrefix(name, "MAO-")
 }
+
+// errorIf is an error saying msg, or nil for no message.
+func errorIf(msg string) error {
+	if msg == "" {
+		return nil
+	}
+	return errors.New(msg)
+}
+
+// ourQueue is the NFQUEUE target of the agent's rules, as iptables-save prints it: a rule
+// feeding that queue is ours wherever it sits.
+var ourQueue = "NFQUEUE --queue-num " + strconv.Itoa(netpolQueue)
 
 // ruleIsOurs reports whether a rule in a built-in chain belongs to the cluster: it jumps to
 // one of our chains or names our bridge or address ranges.
@@ -371,7 +390,7 @@ func (c *cluster) leftovers() ([]string, error) {
 			return nil, fmt.Errorf("%s: %w", tool, err)
 		}
 		for _, line := range strings.Split(string(b), "\n") {
-			if strings.Contains(line, "KUBE-") || strings.Contains(line, "CNI-") ||
+			if strings.Contains(line, "KUBE-") || strings.Contains(line, "CNI-") || strings.Contains(line, "MAO-") || strings.Contains(line, ourQueue) ||
 				strings.Contains(line, bridgeName) || strings.Contains(line, podCIDR) || strings.Contains(line, serviceCIDR) {
 				out = append(out, tool+": "+line)
 			}
@@ -384,6 +403,11 @@ func (c *cluster) leftovers() ([]string, error) {
 				out = append(out, "nftables: "+line)
 			}
 		}
+	}
+	if left, err := c.netpolTableLeft(context.Background(), false); err != nil {
+		return nil, err
+	} else if left != "" {
+		out = append(out, "nftables: "+left)
 	}
 	if exec.Command("ip", "link", "show", bridgeName).Run() == nil {
 		out = append(out, "bridge "+bridgeName)

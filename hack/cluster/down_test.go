@@ -43,6 +43,7 @@ func TestRuleIsOurs(t *testing.T) {
 		want bool
 	}{
 		"jump to kube chain":    {args: []string{"-m", "comment", "--comment", "x", "-j", "KUBE-SERVICES"}, want: true},
+		"jump to the agent's":   {args: []string{"-m", "comment", "--comment", netpolComment, "-j", netpolChain}, want: true},
 		"goto cni chain":        {args: []string{"-g", "CNI-abc"}, want: true},
 		"names our bridge":      {args: []string{"-i", bridgeName, "-j", "ACCEPT"}, want: true},
 		"names pod cidr":        {args: []string{"-s", podCIDR, "-j", "MASQUERADE"}, want: true},
@@ -76,11 +77,28 @@ func TestUnescapeMount(t *testing.T) {
 
 func TestOurChain(t *testing.T) {
 	for name, want := range map[string]bool{
-		"KUBE-SERVICES": true, "KUBE-KUBELET-CANARY": true, "CNI-HOSTPORT-DNAT": true,
+		"KUBE-SERVICES": true, "KUBE-KUBELET-CANARY": true, "CNI-HOSTPORT-DNAT": true, netpolChain: true,
 		"INPUT": false, "DOCKER": false, "kube-services": false, "MY-KUBE-X": false,
 	} {
 		if got := ourChain(name); got != want {
 			t.Errorf("ourChain(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestNetpolRulesQueueEveryPodConnection keeps the exemptions before the queue (a rule after
+// them would never see established flows) and the queue without --queue-bypass (fail closed).
+func TestNetpolRulesQueueEveryPodConnection(t *testing.T) {
+	rules := netpolRules()
+	if len(rules) != 4 || !slices.Contains(rules[0], "ESTABLISHED,RELATED") || !slices.Contains(rules[1], "--uid-owner") {
+		t.Fatalf("exemptions must come first: %q", rules)
+	}
+	for _, r := range rules[2:] {
+		if !slices.Contains(r, podCIDR) || !slices.Contains(r, "NFQUEUE") || slices.Contains(r, "--queue-bypass") {
+			t.Errorf("rule %q: want pod traffic queued, fail closed", r)
+		}
+		if !ruleIsOurs(r) {
+			t.Errorf("rule %q: the sweep would not recognise it", r)
 		}
 	}
 }

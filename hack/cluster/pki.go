@@ -48,6 +48,7 @@ func (c *cluster) certSpecs() []certSpec {
 		{name: "controller-manager", cn: "system:kube-controller-manager", client: true},
 		{name: "scheduler", cn: "system:kube-scheduler", client: true},
 		{name: "kube-proxy", cn: "system:kube-proxy", client: true},
+		{name: netpolAgent, cn: "system:" + netpolAgent, client: true},
 		{name: "kubelet-client", cn: "system:node:" + nodeName, orgs: []string{"system:nodes"}, client: true},
 		{name: "kubelet", cn: nodeName, server: true, ips: []net.IP{nodeIP, net.IPv4(127, 0, 0, 1)},
 			dns: []string{nodeName, "localhost"}},
@@ -143,6 +144,7 @@ func (c *cluster) ensurePKI() error {
 		{"controller-manager.kubeconfig", "controller-manager"},
 		{"scheduler.kubeconfig", "scheduler"},
 		{"kube-proxy.kubeconfig", "kube-proxy"},
+		{netpolAgent + ".kubeconfig", netpolAgent},
 		{"kubelet.kubeconfig", "kubelet-client"},
 	} {
 		if err := c.writeKubeconfig(filepath.Join(c.dir, kc.file), kc.cert); err != nil {
@@ -159,7 +161,7 @@ func (c *cluster) pkiCurrent() bool {
 	if err != nil || string(bytes.TrimSpace(b)) != c.nodeIP {
 		return false
 	}
-	for _, f := range []string{"ca.crt", "sa.key", "sa.pub", "apiserver.crt", "kubelet.crt"} {
+	for _, f := range []string{"ca.crt", "sa.key", "sa.pub", "apiserver.crt", "kubelet.crt", netpolAgent + ".crt"} {
 		if _, err := os.Stat(filepath.Join(c.pkiDir(), f)); err != nil {
 			return false
 		}

@@ -203,6 +203,11 @@ func (c *cluster) up(ctx context.Context, images []string) error {
 	if err := c.waitHTTP(ctx, "kube-proxy", fmt.Sprintf("http://127.0.0.1:%d/healthz", proxyHealth), nil, 2*time.Minute); err != nil {
 		return err
 	}
+	// Before any pod of the cluster's own starts, so every pod is under enforcement from
+	// its first packet.
+	if err := c.startNetpolAgent(ctx); err != nil {
+		return err
+	}
 	if err := c.waitAPIObject(ctx, "default service account (serviceaccount controller)", "/api/v1/namespaces/default/serviceaccounts/default", 2*time.Minute); err != nil {
 		return err
 	}
@@ -236,6 +241,7 @@ func (c *cluster) checkPorts() error {
 		{"kubelet", fmt.Sprintf("127.0.0.1:%d", kubeletHealth)},
 		{"kube-proxy", fmt.Sprintf("127.0.0.1:%d", proxyHealth)},
 		{"kube-proxy", fmt.Sprintf("127.0.0.1:%d", proxyMetrics)},
+		{netpolAgent, fmt.Sprintf("127.0.0.1:%d", netpolMetrics)},
 	} {
 		if _, ok := c.running(p.owner); ok {
 			continue
@@ -457,4 +463,4 @@ func (c *cluster) anyRunning() bool {
 }
 
 // components in start order; down stops them in reverse, except as noted there.
-var components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet", "kube-proxy"}
+var components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet", "kube-proxy", netpolAgent}

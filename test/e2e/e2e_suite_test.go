@@ -217,7 +217,9 @@ func leftovers() []string {
 			continue
 		}
 		for _, line := range strings.Split(string(out), "\n") {
-			if strings.Contains(line, "KUBE-") || strings.Contains(line, "CNI-") || strings.Contains(line, bridgeName) ||
+			// MAO- and the queue: the NetworkPolicy agent's chain and the rules feeding it.
+			if strings.Contains(line, "KUBE-") || strings.Contains(line, "CNI-") || strings.Contains(line, "MAO-") ||
+				strings.Contains(line, "NFQUEUE --queue-num "+netpolQueue) || strings.Contains(line, bridgeName) ||
 				strings.Contains(line, podCIDR) || strings.Contains(line, serviceCIDR) {
 				left = append(left, tool+": "+line)
 			}

@@ -285,7 +285,7 @@ func printDiagnostics(namespaces ...string) {
 			}
 		}
 	}
-	for _, c := range []string{"kubelet", "containerd", "kube-proxy", "kube-controller-manager", "kube-scheduler"} {
+	for _, c := range []string{"kubelet", "containerd", "kube-proxy", "kube-network-policies", "kube-controller-manager", "kube-scheduler"} {
 		fmt.Fprintf(GinkgoWriter, "--- %s log tail:\n%s\n", c, tailFile(filepath.Join(clusterDir, "logs", c+".log"), 25))
 	}
 }
