@@ -23,9 +23,12 @@ EST_DEMO_WARM="1-3 min"
 # end-to-end specs (3-minute outage, in-place upgrade, read-only volumes, failover, Prometheus):
 # warm 22m16s on 2026-12-04 (c3cf371; make test-e2e 17m14s of it, its specs 1034 s). A cold run
 # adds the Kubernetes, tools and image builds (about 25 min idle), so cold is estimated, not yet
-# measured, with that suite.
-EST_CI_COLD="45-60 min"
-EST_CI_WARM="20-25 min"
+# measured, with that suite. With 30 specs (TLS renewal, NetworkPolicy reachability) and the
+# policy agent, 2026-12-04: verify, lint and test 10m04s on a fresh clone; the end-to-end suite
+# alone 962 s (26 specs, TLS) and 970 s (30 specs, no TLS spec) at load 4-11; the policy
+# agent's cold build adds about 11 min to a cold run.
+EST_CI_COLD="55-70 min"
+EST_CI_WARM="25-32 min"
 
 # --- make demo's and make cluster-up's steps ------------------------------------------------
 # The cluster from nothing: Kubernetes, CoreDNS and local-path-provisioner built 12m50s in the
