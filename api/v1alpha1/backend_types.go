@@ -105,8 +105,11 @@ type BackendSpec struct {
 //
 //	MEMORY_ADAPTER_LISTEN      0.0.0.0:<port>, where the wire must listen
 //	MEMORY_ADAPTER_PORT        <port>
-//	MEMORY_ADAPTER_TOKEN_FILE  /var/run/memory-adapter/binding/token, the
-//	                           bearer token every data request must carry
+//	MEMORY_ADAPTER_TOKEN_FILE  /var/run/memory-adapter/binding/accepted-tokens:
+//	                           the bearer tokens a data request may carry, one
+//	                           a line (two during a token rotation); rewritten
+//	                           in place at each rotation step, which the
+//	                           server must pick up without a restart
 //	MEMORY_ADAPTER_SCOPE       spec.backend.scope
 //	MEMORY_ADAPTER_TLS_CERT_FILE, MEMORY_ADAPTER_TLS_KEY_FILE
 //	                           with spec.tls mode Operator (the default): the

@@ -72,6 +72,75 @@ type MemoryAdapterSpec struct {
 	// bearer token crosses the network in clear, and status.tls says so.
 	// +optional
 	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// token controls the adapter's bearer token: changing token.rotation
+	// rotates it, with a grace period for the old one (docs/operator.md,
+	// Rotating the token).
+	// +optional
+	Token *TokenSpec `json:"token,omitempty"`
+}
+
+// TokenSpec controls the adapter's bearer token. The token is derived from
+// the adapter's identity and rotation under the operator's key, so it is
+// never stored anywhere the operator reads.
+type TokenSpec struct {
+	// rotation names the token's generation; set it to a new value (a date,
+	// a counter) to rotate the token. The operator first makes every adapter
+	// pod accept the new token, then switches the binding Secret's token to
+	// it, and keeps accepting the old one for gracePeriodSeconds so that
+	// bound pods pick up the new Secret before the old token stops working.
+	// Omitted (or removed), the token stays the current one: the one the
+	// adapter was created with, or the last rotation's.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`
+	Rotation string `json:"rotation,omitempty"`
+
+	// gracePeriodSeconds is how long the adapter still accepts the previous
+	// token after the binding switched to the new one: long enough for the
+	// kubelet to deliver the new Secret to bound pods (its sync period, about
+	// a minute by default) and for them to re-read it. 0 refuses the old
+	// token as soon as the switch reaches the adapter, for a token known to
+	// be compromised. Defaults to 600.
+	// +optional
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	GracePeriodSeconds *int32 `json:"gracePeriodSeconds,omitempty"`
+}
+
+// TokenStatus is where the adapter's token rotation stands.
+type TokenStatus struct {
+	// rotation is the spec.token.rotation the binding Secret's token is
+	// derived from; empty for the token the adapter was created with.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Rotation string `json:"rotation,omitempty"`
+
+	// pendingRotation is a rotation the adapter pods are being given: the
+	// binding switches to its token once every pod accepts it. A server that
+	// does not re-read its token file keeps a rotation pending until its
+	// pods restart.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	PendingRotation string `json:"pendingRotation,omitempty"`
+
+	// previousRotation is the rotation whose token the adapter still accepts
+	// until previousExpiresAt ("" with previousExpiresAt set is the token the
+	// adapter was created with).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	PreviousRotation string `json:"previousRotation,omitempty"`
+
+	// previousExpiresAt is when the previous token stops being accepted;
+	// unset when no previous token is.
+	// +optional
+	PreviousExpiresAt *metav1.Time `json:"previousExpiresAt,omitempty"`
+
+	// rotatedAt is when the binding Secret last switched to a new token.
+	// +optional
+	RotatedAt *metav1.Time `json:"rotatedAt,omitempty"`
 }
 
 // TLSSpec says how an adapter's endpoint is secured.
@@ -243,6 +312,10 @@ type MemoryAdapterStatus struct {
 	// serving certificate's expiry and renewal, or plain HTTP by opt-out.
 	// +optional
 	TLS *TLSStatus `json:"tls,omitempty"`
+
+	// token is where the adapter's token rotation stands.
+	// +optional
+	Token *TokenStatus `json:"token,omitempty"`
 
 	// workloads counts the pods bound to this adapter through the
 	// memory.agentmem.io/adapter label and requires annotation

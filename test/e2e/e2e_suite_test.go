@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,6 +81,35 @@ func readVersions(path string) (map[string]string, error) {
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "End-to-end suite (real single-node cluster)")
+	printFailureDigest(os.Stdout)
+}
+
+// failures holds the failed specs' reports for printFailureDigest.
+var failures []types.SpecReport
+
+var _ = ReportAfterSuite("failure digest", func(r Report) {
+	for _, s := range r.SpecReports {
+		if s.Failed() {
+			failures = append(failures, s)
+		}
+	}
+})
+
+// printFailureDigest repeats each failure's message after Ginkgo's summary, which names only
+// the failing line: a log cut to its last lines (a CI report) then still says why each spec
+// failed, and the ordering seed to reproduce it.
+func printFailureDigest(w io.Writer) {
+	if len(failures) == 0 {
+		return
+	}
+	_, _ = fmt.Fprintf(w, "\nFailure digest (random seed %d; rerun with -ginkgo.seed=%d):\n", GinkgoRandomSeed(), GinkgoRandomSeed())
+	for _, s := range failures {
+		msg := strings.Join(strings.Fields(s.Failure.Message), " ")
+		if len(msg) > 600 {
+			msg = msg[:600] + "..."
+		}
+		_, _ = fmt.Fprintf(w, "- %s [%s] at %s:%d: %s\n", s.FullText(), s.State, filepath.Base(s.Failure.Location.FileName), s.Failure.Location.LineNumber, msg)
+	}
 }
 
 // run executes a command from the repository root, streaming its output into the Ginkgo

@@ -53,14 +53,22 @@ const (
 // kubectl runs the project-built kubectl against the local cluster, as a user would.
 func kubectl(ctx context.Context, args ...string) string {
 	GinkgoHelper()
+	out, err := runKubectl(ctx, args...)
+	Expect(err).NotTo(HaveOccurred(), "kubectl %s:\n%s", strings.Join(args, " "), out)
+	return out
+}
+
+// runKubectl runs the cluster's kubectl from the repository root against the local cluster.
+func runKubectl(ctx context.Context, args ...string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(clusterDir, "bin-dir"))
-	Expect(err).NotTo(HaveOccurred())
+	if err != nil {
+		return "", err
+	}
 	cmd := exec.CommandContext(ctx, filepath.Join(strings.TrimSpace(string(b)), "kubectl"), args...)
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(clusterDir, "admin.kubeconfig"))
 	out, err := cmd.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), "kubectl %s:\n%s", strings.Join(args, " "), out)
-	return string(out)
+	return string(out), err
 }
 
 // waitAvailable is the user's check: kubectl wait on the Available condition.
@@ -278,6 +286,14 @@ func deployOperator(ctx context.Context, prefix string) (client.Client, string) 
 	GinkgoHelper()
 	By("installing the operator with make deploy")
 	makeTarget(ctx, "deploy")
+	// A MemoryAdapter is refused until its CRD is established and served, and refused for
+	// good while an older copy of the CRD is still terminating: wait for the API, not for a
+	// first create to fail.
+	kubectl(ctx, "wait", "--for=condition=Established", "crd/memoryadapters.memory.agentmem.io", "--timeout=2m")
+	Eventually(func() error {
+		_, err := clientset.Discovery().ServerResourcesForGroupVersion("memory.agentmem.io/v1alpha1")
+		return err
+	}).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "the MemoryAdapter API is not served")
 	kubectl(ctx, "rollout", "status", "-n", operatorNamespace, "deployment/"+managerDeployment, "--timeout=5m")
 	c := loopClient()
 	n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix, Labels: map[string]string{
@@ -298,6 +314,24 @@ func undeployOperator(ctx context.Context, c client.Client, ns string) {
 		_ = c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
 	makeTarget(ctx, "undeploy")
+	// The next suite's make deploy must find no CRD left terminating: its adapters would be
+	// refused ("create not allowed while custom resource definition is terminating").
+	Eventually(func() error {
+		_, err := clientset.Discovery().ServerResourcesForGroupVersion("memory.agentmem.io/v1alpha1")
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("the MemoryAdapter API is still served (%v); adapters left: %s", err, kubectlQuiet(ctx, "get", "madp", "-A", "-o", "custom-columns=NS:.metadata.namespace,NAME:.metadata.name,FINALIZERS:.metadata.finalizers,DELETING:.metadata.deletionTimestamp"))
+	}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+}
+
+// kubectlQuiet runs kubectl for a message: its output, or its error, never a failure.
+func kubectlQuiet(ctx context.Context, args ...string) string {
+	out, err := runKubectl(ctx, args...)
+	if err != nil {
+		return fmt.Sprintf("%s (%v)", strings.TrimSpace(out), err)
+	}
+	return strings.TrimSpace(out)
 }
 
 var _ = Describe("the operator loop", Ordered, func() {

@@ -2,7 +2,6 @@ package memoryadapter
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -34,25 +33,16 @@ const MinTokenKeyBytes = 32
 // operator derives no longer matches the one the adapter serves with.
 var ErrUnauthorized = errors.New("the adapter refused the operator's token")
 
-// deriveToken is an adapter's bearer token: an HMAC of the adapter's identity under the
-// operator's key. Deriving it, rather than generating and storing it, is what lets the
-// operator write the binding Secret without any right to read Secrets back: the token is
-// recomputed on every reconcile, and a recreated adapter (new UID) gets a new one.
-func deriveToken(key []byte, ma *memoryv1alpha1.MemoryAdapter) string {
-	m := hmac.New(sha256.New, key)
-	// NUL separators: no namespace, name or UID contains one, so no two identities collide.
-	_, _ = fmt.Fprintf(m, "memory-adapter-token/v1\x00%s\x00%s\x00%s", ma.Namespace, ma.Name, ma.UID)
-	return hex.EncodeToString(m.Sum(nil))
-}
-
 // bindingData is the binding Secret's content: the Service Binding specification's
-// Provisioned Service keys, and ca.crt (its convention for a CA) when the adapter serves TLS.
-func bindingData(ma *memoryv1alpha1.MemoryAdapter, token string, caPEM []byte) map[string][]byte {
+// Provisioned Service keys, ca.crt (its convention for a CA) when the adapter serves TLS, and
+// the tokens the adapter accepts, which only the adapter's own pods mount.
+func bindingData(ma *memoryv1alpha1.MemoryAdapter, tokens tokenPlan, caPEM []byte) map[string][]byte {
 	d := map[string][]byte{
-		"type":     []byte("memory-adapter"),
-		"provider": []byte("agentmem"),
-		"url":      []byte(serviceURL(ma)),
-		"token":    []byte(token),
+		"type":            []byte("memory-adapter"),
+		"provider":        []byte("agentmem"),
+		"url":             []byte(serviceURL(ma)),
+		"token":           []byte(tokens.current),
+		acceptedTokensKey: acceptedTokensFile(tokens.accepted),
 	}
 	if usesTLS(ma) {
 		d["ca.crt"] = caPEM
@@ -62,10 +52,10 @@ func bindingData(ma *memoryv1alpha1.MemoryAdapter, token string, caPEM []byte) m
 
 // bindingApply is the binding Secret as the operator applies it: content, type, labels and
 // the controller reference, so the garbage collector removes it with the adapter.
-func bindingApply(ma *memoryv1alpha1.MemoryAdapter, token string, caPEM []byte) *corev1ac.SecretApplyConfiguration {
+func bindingApply(ma *memoryv1alpha1.MemoryAdapter, tokens tokenPlan, caPEM []byte) *corev1ac.SecretApplyConfiguration {
 	return ownedSecretApply(ma, bindingName(ma)).
 		WithType(BindingSecretType).
-		WithData(bindingData(ma, token, caPEM))
+		WithData(bindingData(ma, tokens, caPEM))
 }
 
 // ownedSecretApply is a Secret the adapter controls, with the operator's labels: what the
@@ -83,10 +73,10 @@ func ownedSecretApply(ma *memoryv1alpha1.MemoryAdapter, name string) *corev1ac.S
 }
 
 // bindingDigest identifies what was applied, so an unchanged binding is not applied again.
-func bindingDigest(ma *memoryv1alpha1.MemoryAdapter, token string, caPEM []byte) string {
+func bindingDigest(ma *memoryv1alpha1.MemoryAdapter, tokens tokenPlan, caPEM []byte) string {
 	h := sha256.New()
 	_, _ = fmt.Fprintf(h, "%s\x00%s\x00", ma.UID, BindingSecretType)
-	data := bindingData(ma, token, caPEM)
+	data := bindingData(ma, tokens, caPEM)
 	keys := make([]string, 0, len(data))
 	for k := range data {
 		keys = append(keys, k)
@@ -107,55 +97,82 @@ func bindingDigest(ma *memoryv1alpha1.MemoryAdapter, token string, caPEM []byte)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// ensureBinding makes the binding Secret hold the adapter's derived token, url, type and
-// provider, and returns the token (never logged). The operator has no right to read Secrets,
-// so it does not look: it creates the Secret, or applies it server-side when it exists, once
-// per manager process and whenever the desired content changes; a hand edit is repaired
-// when the adapter refuses the operator's token (see forgetBinding), when the manager
-// restarts, or when the adapter's spec changes.
-func (r *Reconciler) ensureBinding(ctx context.Context, s *scope) (string, error) {
+// ensureBinding makes the binding Secret hold the adapter's derived token, the tokens its
+// server accepts, url, type and provider, and returns the token plan (tokens are never
+// logged). The operator has no right to read Secrets, so it does not look: it creates the
+// Secret, or applies it server-side when it exists, once per manager process and whenever
+// the desired content changes; a hand edit is repaired when the adapter refuses the
+// operator's token (see forgetBinding), when the manager restarts, or when the adapter's
+// spec changes.
+func (r *Reconciler) ensureBinding(ctx context.Context, s *scope) (tokenPlan, error) {
 	ma := s.ma
 	if len(r.TokenKey) < MinTokenKeyBytes {
-		return "", fmt.Errorf("binding Secret %s: the operator's token key has %d bytes, fewer than %d", bindingName(ma), len(r.TokenKey), MinTokenKeyBytes)
+		return tokenPlan{}, fmt.Errorf("binding Secret %s: the operator's token key has %d bytes, fewer than %d", bindingName(ma), len(r.TokenKey), MinTokenKeyBytes)
 	}
-	token := deriveToken(r.TokenKey, ma)
 	var caPEM []byte
 	if usesTLS(ma) {
 		if r.CA == nil {
-			return "", fmt.Errorf("binding Secret %s: the adapter serves TLS and the operator has no CA", bindingName(ma))
+			return tokenPlan{}, fmt.Errorf("binding Secret %s: the adapter serves TLS and the operator has no CA", bindingName(ma))
 		}
 		caPEM = r.CA.CertPEM
 	}
-	digest := bindingDigest(ma, token, caPEM)
+	nextAccepted, serving := "", false
+	if r.Prober != nil {
+		nextAccepted, serving = r.Prober.nextTokenState(ma.UID)
+	}
+	tokens := planTokens(r.TokenKey, ma, nextAccepted, serving, s.now)
+	if tokens.recheckAfter > 0 {
+		s.requeue(tokens.recheckAfter)
+	}
+	digest := bindingDigest(ma, tokens, caPEM)
 	key := client.ObjectKeyFromObject(ma)
 	prev, known := r.bindings.Load(key)
 	if known && prev.(string) == digest {
-		return token, nil
+		return tokens, nil
 	}
 	sec := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: bindingName(ma), Namespace: ma.Namespace, Labels: commonLabels(ma),
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: memoryv1alpha1.GroupVersion.String(), Kind: "MemoryAdapter",
 				Name: ma.Name, UID: ma.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
 		Type: BindingSecretType,
-		Data: bindingData(ma, token, caPEM),
+		Data: bindingData(ma, tokens, caPEM),
 	}
 	err := r.Client.Create(ctx, sec, client.FieldOwner(FieldOwner))
 	switch {
 	case err == nil:
 		r.Recorder.Eventf(ma, sec, corev1.EventTypeNormal, "Created", "Create", "created Secret %s", sec.Name)
 	case apierrors.IsAlreadyExists(err):
-		if err := r.Client.Apply(ctx, bindingApply(ma, token, caPEM), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-			return "", fmt.Errorf("apply Secret %s: %w", sec.Name, err)
+		if err := r.Client.Apply(ctx, bindingApply(ma, tokens, caPEM), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			return tokenPlan{}, fmt.Errorf("apply Secret %s: %w", sec.Name, err)
 		}
 		if known {
 			// A digest already applied in this process differs: the desired content changed.
 			r.Recorder.Eventf(ma, sec, corev1.EventTypeNormal, "Updated", "Update", "applied Secret %s", sec.Name)
 		}
 	default:
-		return "", fmt.Errorf("create Secret %s: %w", sec.Name, err)
+		return tokenPlan{}, fmt.Errorf("create Secret %s: %w", sec.Name, err)
 	}
 	r.bindings.Store(key, digest)
-	return token, nil
+	recordRotation(r, ma, tokens)
+	return tokens, nil
+}
+
+// recordRotation tells the adapter's events what a rotation step did, once it is in the
+// Secret: the binding's switch, or the start of a rotation.
+func recordRotation(r *Reconciler, ma *memoryv1alpha1.MemoryAdapter, tokens tokenPlan) {
+	old := ma.Status.Token
+	switch {
+	case tokens.switched:
+		grace := "the previous token is refused from now on"
+		if e := tokens.status.PreviousExpiresAt; e != nil {
+			grace = "the previous token is accepted until " + e.UTC().Format(time.RFC3339)
+		}
+		r.Recorder.Eventf(ma, nil, corev1.EventTypeNormal, "TokenRotated", "RotateToken",
+			"the binding Secret's token is now rotation %q; %s", tokens.status.Rotation, grace)
+	case tokens.next != "" && (old == nil || old.PendingRotation != tokens.status.PendingRotation):
+		r.Recorder.Eventf(ma, nil, corev1.EventTypeNormal, "TokenRotationStarted", "RotateToken",
+			"the adapter pods are given the token of rotation %q; the binding switches once every pod accepts it", tokens.status.PendingRotation)
+	}
 }
 
 // forgetBinding makes the next reconcile apply the binding Secret again.

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -470,6 +471,72 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 			g.Expect(k8sClient.Get(ctx, secKey, sec)).To(Succeed())
 			g.Expect(string(sec.Data["token"])).To(Equal(derived))
 		}, timeout, poll).Should(Succeed())
+		evidence.setRefusal(nil)
+		markAvailable(ctx, key)
+	})
+
+	It("rotates the token on spec.token.rotation: every pod accepts the next token before the binding switches, the previous one only through the grace period", func() {
+		secKey := types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-binding"}
+		binding := func(g Gomega) (string, []string) {
+			sec := &corev1.Secret{}
+			g.Expect(k8sClient.Get(ctx, secKey, sec)).To(Succeed())
+			return string(sec.Data["token"]), strings.Fields(string(sec.Data[acceptedTokensKey]))
+		}
+		t0, accepted := binding(Default)
+		Expect(accepted).To(Equal([]string{t0}))
+		dep := &appsv1.Deployment{}
+		Expect(k8sClient.Get(ctx, key, dep)).To(Succeed())
+		template := dep.Spec.Template.DeepCopy()
+
+		By("the pods have not read the next token yet: they refuse it")
+		var podsHaveNext atomic.Bool
+		evidence.setRefusal(func(token string) bool { return token != t0 && !podsHaveNext.Load() })
+		DeferCleanup(func() { evidence.setRefusal(nil) })
+		ma := getMA(key)
+		patch := client.MergeFrom(ma.DeepCopy())
+		ma.Spec.Token = &memoryv1alpha1.TokenSpec{Rotation: "2026-12-04", GracePeriodSeconds: ptr.To[int32](3)}
+		Expect(k8sClient.Patch(ctx, ma, patch)).To(Succeed())
+		var t1 string
+		Eventually(func(g Gomega) {
+			st := getMA(key).Status.Token
+			g.Expect(st).NotTo(BeNil())
+			g.Expect(st.PendingRotation).To(Equal("2026-12-04"))
+			token, accepted := binding(g)
+			g.Expect(token).To(Equal(t0), "the binding switched before the pods accept the next token")
+			g.Expect(accepted).To(HaveLen(2))
+			g.Expect(accepted[0]).To(Equal(t0))
+			t1 = accepted[1]
+		}, timeout, poll).Should(Succeed())
+		Expect(t1).NotTo(Equal(t0))
+		Consistently(func(g Gomega) {
+			token, _ := binding(g)
+			g.Expect(token).To(Equal(t0))
+		}).WithTimeout(3 * time.Second).WithPolling(300 * time.Millisecond).Should(Succeed())
+
+		By("every pod accepts it: the binding switches, and the old token stays accepted")
+		podsHaveNext.Store(true)
+		Eventually(func(g Gomega) {
+			st := getMA(key).Status.Token
+			g.Expect(st.Rotation).To(Equal("2026-12-04"))
+			g.Expect(st.PendingRotation).To(BeEmpty())
+			g.Expect(st.RotatedAt).NotTo(BeNil())
+			token, accepted := binding(g)
+			g.Expect(token).To(Equal(t1))
+			if st.PreviousExpiresAt != nil { // the 3 s grace may already be over
+				g.Expect(accepted).To(Equal([]string{t1, t0}))
+			}
+		}, timeout, poll).Should(Succeed())
+
+		By("after the grace period only the new token is accepted")
+		Eventually(func(g Gomega) {
+			g.Expect(getMA(key).Status.Token.PreviousExpiresAt).To(BeNil())
+			_, accepted := binding(g)
+			g.Expect(accepted).To(Equal([]string{t1}))
+		}, timeout, poll).Should(Succeed())
+		evidence.setRefusal(func(token string) bool { return token != t1 })
+		Eventually(evidence.lastToken, timeout, poll).Should(Equal(t1), "the operator reads evidence with the new token")
+		Expect(k8sClient.Get(ctx, key, dep)).To(Succeed())
+		Expect(dep.Spec.Template).To(Equal(*template), "a rotation must not roll the pods: the server re-reads its token file")
 		evidence.setRefusal(nil)
 		markAvailable(ctx, key)
 	})

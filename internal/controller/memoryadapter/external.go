@@ -66,7 +66,7 @@ func externalServerContainer(ma *memoryv1alpha1.MemoryAdapter, s settings, name 
 		env = append(env,
 			corev1.EnvVar{Name: envListen, Value: fmt.Sprintf("0.0.0.0:%d", ports.data)},
 			corev1.EnvVar{Name: envPort, Value: strconv.Itoa(int(ports.data))},
-			corev1.EnvVar{Name: envTokenFile, Value: bindingMountDir + "/token"},
+			corev1.EnvVar{Name: envTokenFile, Value: bindingMountDir + "/" + acceptedTokensKey},
 		)
 		if usesTLS(ma) {
 			// The server must serve HTTPS with these files and pick up a renewed pair

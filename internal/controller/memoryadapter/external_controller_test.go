@@ -80,7 +80,7 @@ var _ = Describe("an External adapter", Ordered, func() {
 		Expect(c.Args).To(Equal(ma.Spec.Backend.External.Args))
 		Expect(c.Env).To(ContainElements(
 			corev1.EnvVar{Name: envListen, Value: "0.0.0.0:8080"},
-			corev1.EnvVar{Name: envTokenFile, Value: "/var/run/memory-adapter/binding/token"},
+			corev1.EnvVar{Name: envTokenFile, Value: "/var/run/memory-adapter/binding/accepted-tokens"},
 			corev1.EnvVar{Name: envScope, Value: "agents"},
 			// TLS by default: the user's server is told where the operator's certificate is.
 			corev1.EnvVar{Name: envTLSCertFile, Value: tlsMountDir + "/tls.crt"},

@@ -126,7 +126,9 @@ func runExternal(t *testing.T, adapter string, manifest memoryv1alpha1.ManifestS
 			t.Fatal(err)
 		}
 	}
-	writeTestFile(t, filepath.Join(dir, "binding", "token"), deriveToken([]byte(strings.Repeat("k", MinTokenKeyBytes)), ma))
+	token := deriveToken([]byte(strings.Repeat("k", MinTokenKeyBytes)), ma, "")
+	writeTestFile(t, filepath.Join(dir, "binding", "token"), token)
+	writeTestFile(t, filepath.Join(dir, "binding", acceptedTokensKey), token+"\n")
 	writeTestFile(t, filepath.Join(dir, "binding", "ca.crt"), string(ca.CertPEM))
 	writeTestFile(t, filepath.Join(dir, "tls", corev1.TLSCertKey), string(serving.CertPEM))
 	writeTestFile(t, filepath.Join(dir, "tls", corev1.TLSPrivateKeyKey), string(serving.KeyPEM))
@@ -147,7 +149,7 @@ func runExternal(t *testing.T, adapter string, manifest memoryv1alpha1.ManifestS
 
 	// The production instance: on the pod network it listens on 0.0.0.0:port behind the
 	// Service; here its own loopback port stands in for both.
-	dep := desiredDeployment(ma, s, "hash")
+	dep := desiredDeployment(ma, s)
 	prod := run(dep.Spec.Template.Spec.Containers[0], map[string]string{envListen: prodAddr})
 	startBackground(t, prod)
 

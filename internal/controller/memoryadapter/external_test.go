@@ -70,7 +70,7 @@ func TestExternalResources(t *testing.T) {
 			if usesDataClaim(ma) {
 				t.Error("an External adapter keeps no data in the operator's volume")
 			}
-			dep := desiredDeployment(ma, s, "hash")
+			dep := desiredDeployment(ma, s)
 			if dep.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
 				t.Errorf("strategy %s, want RollingUpdate", dep.Spec.Strategy.Type)
 			}
@@ -80,7 +80,7 @@ func TestExternalResources(t *testing.T) {
 			}
 			for name, want := range map[string]string{
 				envListen: "0.0.0.0:" + itoa(tc.dataPort), envPort: itoa(tc.dataPort),
-				envTokenFile: "/var/run/memory-adapter/binding/token", envScope: "agents",
+				envTokenFile: "/var/run/memory-adapter/binding/accepted-tokens", envScope: "agents",
 			} {
 				if got, ok := envValue(c.Env, name); !ok || got != want {
 					t.Errorf("production %s=%q, want %q", name, got, want)

@@ -160,6 +160,8 @@ type scope struct {
 	manifestErr error
 	deploy      deployObservation
 	token       string
+	// nextToken is a rotation's token the adapter pods are being given; empty when none is.
+	nextToken string
 	// tls is the endpoint's transport security as this reconcile left it; nil when unknown.
 	tls     *memoryv1alpha1.TLSStatus
 	health  healthObservation

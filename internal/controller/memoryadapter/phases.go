@@ -2,8 +2,6 @@ package memoryadapter
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -78,9 +76,13 @@ func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: ma.Namespace}}
 	add(r.ensure(ctx, s, sa, true, func() { sa.AutomountServiceAccountToken = want.AutomountServiceAccountToken }))
 
-	token, err := r.ensureBinding(ctx, s)
+	tokens, err := r.ensureBinding(ctx, s)
 	add(err)
-	s.token = token
+	s.token, s.nextToken = tokens.current, tokens.next
+	if tokens.status != nil {
+		s.ma.Status.Token = tokens.status
+	}
+	token := tokens.current
 
 	manifestJSON, err := json.Marshal(ma.Spec.Manifest.ToMemory())
 	add(err)
@@ -123,8 +125,7 @@ func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 		return errors.Join(append(errs, err)...)
 	}
 
-	sum := sha256.Sum256([]byte(token))
-	wantDep := desiredDeployment(ma, s.settings, hex.EncodeToString(sum[:8]))
+	wantDep := desiredDeployment(ma, s.settings)
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: wantDep.Name, Namespace: ma.Namespace}}
 	add(r.ensure(ctx, s, dep, true, func() {
 		// A restart ordered after a verified version change stays in the template.
@@ -178,7 +179,7 @@ func (r *Reconciler) ensureDataClaim(ctx context.Context, s *scope, want *corev1
 func (r *Reconciler) reconcileHealth(_ context.Context, s *scope) error {
 	deployed := deployedCondition(s.deploy).Status == metav1.ConditionTrue
 	spec := probeSpec{
-		key: client.ObjectKeyFromObject(s.ma), token: s.token, period: s.settings.healthPeriod, threshold: s.settings.failureThreshold,
+		key: client.ObjectKeyFromObject(s.ma), token: s.token, nextToken: s.nextToken, period: s.settings.healthPeriod, threshold: s.settings.failureThreshold,
 		immediate: s.ma.Spec.Manifest.SearchConsistency == memoryv1alpha1.SearchConsistency(memory.ConsistencyImmediate),
 	}
 	if r.ServiceURL != nil {

@@ -55,6 +55,9 @@ type probeSpec struct {
 	// endpoints are the addresses to read, one per serving pod (or one override address).
 	endpoints []probeEndpoint
 	token     string
+	// nextToken is a rotation's token the adapter pods are being given: each read presents
+	// it first, so a read that succeeds proves the pod accepts it; empty when none is.
+	nextToken string
 	// serverName is the name an https adapter's certificate carries; empty for plain HTTP.
 	serverName string
 	period     time.Duration
@@ -84,6 +87,11 @@ type healthState struct {
 	addresses string
 	// unauthorized is set when an adapter refused the token the operator derives.
 	unauthorized bool
+	// nextAccepted is the rotation token every endpoint accepted in the last round; empty
+	// when none was probed or a pod refused it.
+	nextAccepted string
+	// endpoints is how many endpoints the last round read.
+	endpoints int
 	// rehydrated is set while the state comes from status.evidence and no read has answered
 	// yet: the controller then leaves Healthy as it stands.
 	rehydrated bool
@@ -172,7 +180,7 @@ func (p *Prober) track(ma *memoryv1alpha1.MemoryAdapter, spec probeSpec) healthS
 
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	changed := t.spec.token != spec.token || t.spec.period != spec.period || !slices.Equal(t.spec.endpoints, spec.endpoints)
+	changed := t.spec.token != spec.token || t.spec.nextToken != spec.nextToken || t.spec.period != spec.period || !slices.Equal(t.spec.endpoints, spec.endpoints)
 	t.spec = spec
 	if changed {
 		select {
@@ -181,6 +189,21 @@ func (p *Prober) track(ma *memoryv1alpha1.MemoryAdapter, spec probeSpec) healthS
 		}
 	}
 	return t.state
+}
+
+// nextTokenState reports the rotation token every endpoint of the adapter accepted in the
+// last round (empty if none) and whether that round read any endpoint at all.
+func (p *Prober) nextTokenState(uid types.UID) (accepted string, serving bool) {
+	p.init()
+	p.mu.Lock()
+	t, ok := p.targets[uid]
+	p.mu.Unlock()
+	if !ok {
+		return "", false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.state.nextAccepted, t.state.endpoints > 0
 }
 
 // forget stops reading the adapter with that name and drops what was known of it.
@@ -250,11 +273,11 @@ func (p *Prober) loop(ctx context.Context, t *probeTarget) {
 		now := p.now()
 		wait := time.Duration(-1) // nothing to read: wait for a wake
 		if len(spec.endpoints) > 0 && spec.token != "" {
-			wait = max(readInterval(st, spec.period)-now.Sub(st.lastAttempt), 0)
+			wait = max(readInterval(st, spec)-now.Sub(st.lastAttempt), 0)
 			if st.lastAttempt.IsZero() || wait == 0 {
 				p.round(ctx, t, spec)
 				t.mu.Lock()
-				wait = readInterval(t.state, spec.period)
+				wait = readInterval(t.state, spec)
 				t.mu.Unlock()
 			}
 		}
@@ -276,9 +299,14 @@ func (p *Prober) loop(ctx context.Context, t *probeTarget) {
 // first failed read: an adapter that never answers would otherwise be read every
 // firstReadRetry plus the deadline for good, and at scale such adapters fill the pool and
 // delay every healthy adapter's reads (the scale benchmark saw 33 s instead of 30 s with 500
-// of 5,000 adapters hanging).
-func readInterval(st healthState, period time.Duration) time.Duration {
+// of 5,000 adapters hanging). A pending rotation is also read every firstReadRetry until
+// every pod accepts its token, since the binding waits on that read.
+func readInterval(st healthState, spec probeSpec) time.Duration {
+	period := spec.period
 	if (st.evidence == nil || st.rehydrated) && st.failures <= 1 {
+		return min(period, firstReadRetry)
+	}
+	if spec.nextToken != "" && st.nextAccepted != spec.nextToken {
 		return min(period, firstReadRetry)
 	}
 	return period
@@ -289,6 +317,8 @@ type podRead struct {
 	name string
 	ev   *memory.EvidenceReport
 	err  error
+	// next is set when the pod answered the rotation's next token.
+	next bool
 }
 
 // round reads every endpoint of t, each in a slot of the bounded pool, and folds the answers
@@ -309,10 +339,23 @@ func (p *Prober) round(ctx context.Context, t *probeTarget, spec probeSpec) {
 				return
 			}
 			defer func() { <-p.sem }()
+			if spec.nextToken != "" {
+				reads[i].ev, reads[i].err = p.Reader.ReadEvidence(ctx, EvidenceTarget{URL: e.url, Token: spec.nextToken, ServerName: spec.serverName})
+				reads[i].next = reads[i].err == nil
+				if !errors.Is(reads[i].err, ErrUnauthorized) {
+					return
+				}
+			}
 			reads[i].ev, reads[i].err = p.Reader.ReadEvidence(ctx, EvidenceTarget{URL: e.url, Token: spec.token, ServerName: spec.serverName})
 		}()
 	}
 	wg.Wait()
+	nextAccepted := spec.nextToken
+	for _, r := range reads {
+		if !r.next {
+			nextAccepted = ""
+		}
+	}
 	ev, mixed, err := foldReads(reads)
 
 	t.mu.Lock()
@@ -321,6 +364,7 @@ func (p *Prober) round(ctx context.Context, t *probeTarget, spec probeSpec) {
 	st.lastAttempt = start
 	st.addresses = endpointNames(spec.endpoints)
 	st.unauthorized = false
+	st.nextAccepted, st.endpoints = nextAccepted, len(spec.endpoints)
 	for _, r := range reads {
 		st.unauthorized = st.unauthorized || errors.Is(r.err, ErrUnauthorized)
 	}
@@ -361,6 +405,7 @@ func (p *Prober) round(ctx context.Context, t *probeTarget, spec probeSpec) {
 func verdictChanged(before, after healthState, immediate bool) bool {
 	return before.rehydrated != after.rehydrated || before.mixed != after.mixed || before.failures != after.failures ||
 		before.unauthorized != after.unauthorized || (before.lastErr == "") != (after.lastErr == "") ||
+		before.nextAccepted != after.nextAccepted ||
 		before.addresses != after.addresses ||
 		!sameEvidence(before.evidence, after.evidence, immediate)
 }

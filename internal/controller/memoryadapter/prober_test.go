@@ -270,19 +270,19 @@ func TestProberCountsFailuresUpToTheThreshold(t *testing.T) {
 
 func TestProberRetriesQuicklyOnlyWithinTheFirstFailedPeriod(t *testing.T) {
 	never := healthState{}
-	if got := readInterval(never, time.Minute); got != firstReadRetry {
+	if got := readInterval(never, probeSpec{period: time.Minute}); got != firstReadRetry {
 		t.Errorf("before any read: %s, want the quick retry %s", got, firstReadRetry)
 	}
 	never.failures = 1
-	if got := readInterval(never, time.Minute); got != firstReadRetry {
+	if got := readInterval(never, probeSpec{period: time.Minute}); got != firstReadRetry {
 		t.Errorf("within the first failed period: %s, want the quick retry %s", got, firstReadRetry)
 	}
 	never.failures = 2
-	if got := readInterval(never, time.Minute); got != time.Minute {
+	if got := readInterval(never, probeSpec{period: time.Minute}); got != time.Minute {
 		t.Errorf("an adapter that has not answered for a period: %s, want the period: quick retries for good fill the pool", got)
 	}
 	answered := healthState{evidence: &memory.EvidenceReport{}, failures: 2}
-	if got := readInterval(answered, time.Minute); got != time.Minute {
+	if got := readInterval(answered, probeSpec{period: time.Minute}); got != time.Minute {
 		t.Errorf("after evidence: %s, want the period", got)
 	}
 }

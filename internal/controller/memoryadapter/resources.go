@@ -37,9 +37,6 @@ const (
 	// annotationRestartedFor is set on the adapter pod template to restart the pods after a
 	// run verified a new service version: the server's version invalidation is sticky.
 	annotationRestartedFor = "memory.agentmem.io/restarted-for-service-version"
-	// annotationTokenHash rolls the pods when the binding token changes, since the server
-	// reads its token file at start.
-	annotationTokenHash = "memory.agentmem.io/token-sha256"
 	// annotationRunKey records the run key on a conformance Job.
 	annotationRunKey = "memory.agentmem.io/run-key"
 	// annotationRerunToken records the rerun annotation value a Job answers.
@@ -219,7 +216,7 @@ func emptyDir(name string) corev1.Volume {
 }
 
 func bindingVolume(ma *memoryv1alpha1.MemoryAdapter) corev1.Volume {
-	items := []corev1.KeyToPath{{Key: "token", Path: "token"}}
+	items := []corev1.KeyToPath{{Key: "token", Path: "token"}, {Key: acceptedTokensKey, Path: acceptedTokensKey}}
 	if usesTLS(ma) {
 		items = append(items, corev1.KeyToPath{Key: "ca.crt", Path: "ca.crt"})
 	}
@@ -265,12 +262,12 @@ func operationBound(l memoryv1alpha1.LifecycleSpec) time.Duration {
 
 // desiredDeployment is the adapter Deployment: `memory-adapter serve` with the binding token,
 // the connection Secret by reference, and for SQLite the data claim with one writer.
-func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings, tokenHash string) *appsv1.Deployment {
+func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings) *appsv1.Deployment {
 	args := append([]string{"serve"}, backendArgs(ma)...)
 	args = append(args,
 		"--scope", ma.Spec.Backend.Scope,
 		"--listen", fmt.Sprintf(":%d", adapterPort),
-		"--token-file", bindingMountDir+"/token",
+		"--token-file", bindingMountDir+"/"+acceptedTokensKey,
 		"--request-timeout", s.lifecycle.RequestTimeout.Or(defaultHealthPeriod).String(),
 		"--operation-timeout", operationBound(s.lifecycle).String(),
 		"--open-timeout", s.lifecycle.ConnectTimeout.Or(defaultHealthPeriod).String(),
@@ -331,7 +328,9 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings, tokenHash s
 			Selector: &metav1.LabelSelector{MatchLabels: selectorLabels(ma)},
 			Strategy: strategy,
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: componentLabels(ma, componentAdapter), Annotations: map[string]string{annotationTokenHash: tokenHash}},
+				// The server re-reads its token and certificate files, so neither a rotated
+				// token nor a renewed certificate rolls the pods.
+				ObjectMeta: metav1.ObjectMeta{Labels: componentLabels(ma, componentAdapter), Annotations: map[string]string{}},
 				Spec: corev1.PodSpec{
 					ServiceAccountName:           ma.Name,
 					AutomountServiceAccountToken: ptr.To(false),

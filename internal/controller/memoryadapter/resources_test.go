@@ -86,7 +86,7 @@ func TestBackendResources(t *testing.T) {
 					l.RequestTimeout.Or(0) != 35*time.Second || l.ConnectTimeout.Or(0) != 20*time.Second || *l.Retry.Store.MaxAttempts != 1) {
 				t.Errorf("khive lifecycle does not match docs/adapters/khive.md: %+v", l)
 			}
-			dep := desiredDeployment(ma, s, "hash")
+			dep := desiredDeployment(ma, s)
 			c := dep.Spec.Template.Spec.Containers[0]
 			if !inOrder(c.Args, tc.serveArgs) {
 				t.Errorf("serve args %q lack %q in order", c.Args, tc.serveArgs)

@@ -1,0 +1,122 @@
+package memoryadapter
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+)
+
+// acceptedTokensKey is the binding Secret key the adapter's server reads its accepted tokens
+// from, one per line: the binding's token, and during a rotation the next or the previous
+// one. Bound workloads use "token"; only the adapter needs the list.
+const acceptedTokensKey = "accepted-tokens"
+
+// defaultTokenGrace is spec.token.gracePeriodSeconds when omitted (the CRD defaults it too;
+// this covers objects written before the field existed).
+const defaultTokenGrace = 600 * time.Second
+
+// deriveToken is an adapter's bearer token for a rotation: an HMAC of the adapter's identity
+// and the rotation under the operator's key. Deriving it, rather than generating and storing
+// it, is what lets the operator write the binding Secret without any right to read Secrets
+// back: the token is recomputed on every reconcile, and a recreated adapter (new UID) gets a
+// new one. The empty rotation keeps the input the operator has always used, so an adapter
+// that never rotates keeps its token across the operator's upgrade.
+func deriveToken(key []byte, ma *memoryv1alpha1.MemoryAdapter, rotation string) string {
+	m := hmac.New(sha256.New, key)
+	// NUL separators: no namespace, name, UID or rotation contains one, so no two
+	// identities collide.
+	_, _ = fmt.Fprintf(m, "memory-adapter-token/v1\x00%s\x00%s\x00%s", ma.Namespace, ma.Name, ma.UID)
+	if rotation != "" {
+		_, _ = fmt.Fprintf(m, "\x00%s", rotation)
+	}
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// tokenPlan is the binding's tokens at one step of a rotation.
+type tokenPlan struct {
+	// current is the binding's token: what workloads, the conformance Job and the operator's
+	// own evidence reads present.
+	current string
+	// next is the token the adapter pods are being given before the binding switches to it;
+	// empty when no rotation is pending.
+	next string
+	// accepted is what the adapter accepts, current first.
+	accepted []string
+	// status is where the rotation stands after this step.
+	status *memoryv1alpha1.TokenStatus
+	// switched is set when this step moved the binding to a new token.
+	switched bool
+	// recheckAfter is when the plan changes by itself (the previous token expires); 0 if never.
+	recheckAfter time.Duration
+}
+
+// planTokens moves an adapter's token rotation one step. The order is what keeps every
+// client working: the adapter first accepts the next token beside the current one; only
+// once every pod accepts it (nextAccepted, the prober's reads with it) does the binding
+// switch, keeping the old token accepted for the grace period, long enough for the kubelet
+// to bring bound pods the new Secret. Status is where the step is remembered, since the
+// operator never reads the Secret: a status lost starts from the spec's rotation, with no
+// grace for an older token, which errs toward refusing it.
+func planTokens(key []byte, ma *memoryv1alpha1.MemoryAdapter, nextAccepted string, serving bool, now time.Time) tokenPlan {
+	desired, grace := "", defaultTokenGrace
+	if t := ma.Spec.Token; t != nil {
+		desired = t.Rotation
+		if t.GracePeriodSeconds != nil {
+			grace = time.Duration(*t.GracePeriodSeconds) * time.Second
+		}
+	}
+	st := &memoryv1alpha1.TokenStatus{Rotation: desired}
+	if ma.Status.Token != nil {
+		st = ma.Status.Token.DeepCopy()
+	}
+	if desired == "" {
+		// No rotation asked for (or the field removed): keep whatever token is current.
+		desired = st.Rotation
+	}
+	if st.PreviousExpiresAt != nil && !now.Before(st.PreviousExpiresAt.Time) {
+		st.PreviousRotation, st.PreviousExpiresAt = "", nil
+	}
+	p := tokenPlan{}
+	switch {
+	case desired == st.Rotation:
+		st.PendingRotation = "" // a rotation taken back before it switched
+	case st.PendingRotation != desired:
+		st.PendingRotation = desired
+	case !serving || nextAccepted == deriveToken(key, ma, desired):
+		// Every serving pod accepts the next token (or none serves, and a pod that starts
+		// reads the list as it stands): workloads may have it.
+		p.switched = true
+		st.PreviousRotation, st.PreviousExpiresAt = st.Rotation, nil
+		if grace > 0 {
+			st.PreviousExpiresAt = &metav1.Time{Time: now.Add(grace).Truncate(time.Second)}
+		}
+		st.Rotation, st.PendingRotation = desired, ""
+		st.RotatedAt = &metav1.Time{Time: now.Truncate(time.Second)}
+	}
+	p.current = deriveToken(key, ma, st.Rotation)
+	p.accepted = []string{p.current}
+	if st.PendingRotation != "" {
+		p.next = deriveToken(key, ma, st.PendingRotation)
+		p.accepted = append(p.accepted, p.next)
+	}
+	if st.PreviousExpiresAt != nil {
+		if prev := deriveToken(key, ma, st.PreviousRotation); prev != p.next {
+			p.accepted = append(p.accepted, prev)
+		}
+		p.recheckAfter = st.PreviousExpiresAt.Sub(now)
+	}
+	p.status = st
+	return p
+}
+
+// acceptedTokensFile is the accepted-tokens key's content: one token a line.
+func acceptedTokensFile(tokens []string) []byte {
+	return []byte(strings.Join(tokens, "\n") + "\n")
+}
