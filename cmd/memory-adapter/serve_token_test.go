@@ -4,22 +4,12 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
-)
 
-// swapFile replaces path by a rename, as the kubelet replaces a mounted Secret's files.
-func swapFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path+".new", []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(path+".new", path); err != nil {
-		t.Fatal(err)
-	}
-}
+	"github.com/agentmem/memory-adapter-operator/internal/server/tokentest"
+)
 
 // TestServeFollowsARotatedTokenFile rotates the token file under a running `serve`: the new
 // token is accepted next to the old one, then the old one is refused, without a restart. The
@@ -30,36 +20,18 @@ func TestServeFollowsARotatedTokenFile(t *testing.T) {
 	startServe(t, addr, "--backend", "inmemory", "--token-file", tok, "--log-level", "error")
 	status := func(token string) int {
 		t.Helper()
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/v1/manifest", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode
-	}
-	until := func(what string, done func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !done(); time.Sleep(100 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("not within 10s: %s", what)
-			}
-		}
+		return tokentest.Status(t, nil, "http://"+addr, "Bearer "+token)
 	}
 	if a, b := status("token-a"), status("token-b"); a != http.StatusOK || b != http.StatusUnauthorized {
 		t.Fatalf("before the rotation: token-a %d, token-b %d", a, b)
 	}
-	swapFile(t, tok, "token-a\ntoken-b\n")
-	until("token-b accepted", func() bool { return status("token-b") == http.StatusOK })
+	tokentest.ReplaceFile(t, tok, "token-a\ntoken-b\n")
+	tokentest.Eventually(t, "token-b accepted", func() bool { return status("token-b") == http.StatusOK })
 	if got := status("token-a"); got != http.StatusOK {
 		t.Fatalf("token-a answered %d during the grace period", got)
 	}
-	swapFile(t, tok, "token-b\n")
-	until("token-a refused", func() bool { return status("token-a") == http.StatusUnauthorized })
+	tokentest.ReplaceFile(t, tok, "token-b\n")
+	tokentest.Eventually(t, "token-a refused", func() bool { return status("token-a") == http.StatusUnauthorized })
 	if got := status("token-b"); got != http.StatusOK {
 		t.Fatalf("token-b answered %d after the rotation", got)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
+	"github.com/agentmem/memory-adapter-operator/internal/server/tokentest"
 )
 
 func TestParseTokens(t *testing.T) {
@@ -297,26 +297,10 @@ func TestServerFollowsARotatedTokenFile(t *testing.T) {
 	}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
-	status := func(authorization string) int {
-		t.Helper()
-		req, err := http.NewRequest(http.MethodGet, hs.URL+"/v1/manifest", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if authorization != "" {
-			req.Header.Set("Authorization", authorization)
-		}
-		resp, err := hs.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode
-	}
 	expect := func(step string, want map[string]int) {
 		t.Helper()
 		for authorization, code := range want {
-			if got := status(authorization); got != code {
+			if got := tokentest.Status(t, hs.Client(), hs.URL, authorization); got != code {
 				t.Errorf("%s: %q answered %d, want %d", step, authorization, got, code)
 			}
 		}
