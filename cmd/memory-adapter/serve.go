@@ -54,7 +54,8 @@ func newServeCommand() *cobra.Command {
 	fs := cmd.Flags()
 	f.backend.addFlags(fs, "the namespace this instance's items live in, fixed for its life (default \"default\")")
 	fs.StringVar(&f.listen, "listen", ":8080", "address to listen on")
-	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token /v1 routes require (required unless --insecure-no-token)")
+	fs.StringVar(&f.tokenFile, "token-file", "",
+		"file holding the bearer tokens /v1 routes accept, one a line (at most 4), re-read when it changes so a rotation needs no restart (required unless --insecure-no-token)")
 	fs.BoolVar(&f.insecureNoToken, "insecure-no-token", false, "serve /v1 without authentication, for local development only")
 	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "request body limit; larger bodies get 413")
 	fs.DurationVar(&f.operationTimeout, "operation-timeout", server.DefaultOperationTimeout, "bound on one backend call")
@@ -109,16 +110,16 @@ func runServe(parent context.Context, f *serveFlags) error {
 	}
 	// Refusing to start without a token is the safe default: an open /v1 lets anyone who can
 	// reach the listener read and write every item of the scope.
-	var token []byte
+	var tokens server.TokenSource
 	switch {
 	case f.tokenFile != "" && f.insecureNoToken:
 		return usageError("--token-file and --insecure-no-token exclude each other")
 	case f.tokenFile != "":
-		s, err := readSecretFile(f.tokenFile)
+		tf, err := server.LoadTokenFile(f.tokenFile, log)
 		if err != nil {
 			return usageError("--token-file: %v", err)
 		}
-		token = []byte(s)
+		tokens = tf
 	case f.insecureNoToken:
 		log.Warn("Serving without a bearer token", "reason", "--insecure-no-token: /v1 routes are open to anyone who can reach the listener; for local development only")
 	default:
@@ -157,7 +158,7 @@ func runServe(parent context.Context, f *serveFlags) error {
 		}
 	}()
 	cfg := server.Config{
-		Store: store, AdapterVersion: adapterVersion(), Token: token,
+		Store: store, AdapterVersion: adapterVersion(), Tokens: tokens,
 		MaxBodyBytes: f.maxBodyBytes, OperationTimeout: f.operationTimeout,
 		MaxIndexLag: f.maxIndexLag, Logger: log,
 	}
@@ -188,7 +189,7 @@ func runServe(parent context.Context, f *serveFlags) error {
 	t.Shutdown = f.shutdownTimeout
 	m := srv.Manifest()
 	log.Info("Serving", "address", l.Addr().String(), "backend", f.backend.Backend, "adapter", m.Adapter,
-		"manifestHash", m.Hash(), "adapterVersion", adapterVersion(), "auth", len(token) > 0, "tls", certs != nil)
+		"manifestHash", m.Hash(), "adapterVersion", adapterVersion(), "auth", tokens != nil, "tls", certs != nil)
 	if hstore != nil {
 		return serveWithHarness(ctx, log, srv, hstore, l, t, f)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 
 	"github.com/spf13/pflag"
 
@@ -24,7 +25,7 @@ type harnessFlags struct {
 func (h *harnessFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&h.enabled, "harness", false, "harness mode: serve a fresh disposable scope (never --scope or --sqlite-path) and the harness protocol on --harness-listen, for conformance --target; never on a production instance")
 	fs.StringVar(&h.listen, "harness-listen", "", "harness mode: address of the separate harness listener (/harness/v1)")
-	fs.StringVar(&h.tokenFile, "harness-token-file", "", "harness mode: file holding the harness listener's bearer token (required; must differ from --token-file's)")
+	fs.StringVar(&h.tokenFile, "harness-token-file", "", "harness mode: file holding the harness listener's bearer token (required; must differ from every token in --token-file)")
 }
 
 // resolve checks the harness flags. Harness mode refuses an explicit --scope or
@@ -50,8 +51,10 @@ func (h *harnessFlags) resolve(fs *pflag.FlagSet, dataTokenFile string) error {
 	if err != nil {
 		return usageError("--harness-token-file: %v", err)
 	}
+	// A data token file that does not read is refused by serve itself, with its own message.
 	if dataTokenFile != "" {
-		if d, err := readSecretFile(dataTokenFile); err == nil && d == s {
+		data, _ := server.ReadTokenFile(dataTokenFile)
+		if slices.ContainsFunc(data, func(d []byte) bool { return string(d) == s }) {
 			return usageError("--harness-token-file must hold another token than --token-file: a data client must not be able to reset the scope")
 		}
 	}

@@ -49,6 +49,28 @@ func writeFile(t *testing.T, dir, name, content string) string {
 	return p
 }
 
+// startServe runs `serve --listen addr` with args until the test ends (an error it exits with
+// fails the test) and returns once it listens.
+func startServe(t *testing.T, addr string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() {
+		_, err := executeCtx(ctx, append([]string{"serve", "--listen", addr}, args...)...)
+		served <- err
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	// The command's own readiness wait (--target-wait), polling to a deadline.
+	if err := waitForTarget(context.Background(), targetFlags{url: "http://" + addr, wait: 10 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // runTargetCommand runs `conformance --target` and parses the report it wrote.
 func runTargetCommand(t *testing.T, args ...string) (*conformance.Report, string, error) {
 	t.Helper()
@@ -73,23 +95,8 @@ func TestTargetCommandAgainstServeHarness(t *testing.T) {
 	dir := t.TempDir()
 	tok, htok := writeFile(t, dir, "token", "data\n"), writeFile(t, dir, "harness-token", "harness\n")
 	data, harness := freeAddr(t), freeAddr(t)
-	ctx, cancel := context.WithCancel(t.Context())
-	served := make(chan error, 1)
-	go func() {
-		_, err := executeCtx(ctx, "serve", "--backend", "inmemory", "--listen", data, "--token-file", tok,
-			"--harness", "--harness-listen", harness, "--harness-token-file", htok, "--log-level", "error")
-		served <- err
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	// The command's own readiness wait (--target-wait), polling to a deadline.
-	if err := waitForTarget(context.Background(), targetFlags{url: "http://" + data, wait: 10 * time.Second}); err != nil {
-		t.Fatal(err)
-	}
+	startServe(t, data, "--backend", "inmemory", "--token-file", tok,
+		"--harness", "--harness-listen", harness, "--harness-token-file", htok, "--log-level", "error")
 
 	r, out, err := runTargetCommand(t, "--target", "http://"+data, "--token-file", tok,
 		"--harness-url", "http://"+harness, "--harness-token-file", htok)

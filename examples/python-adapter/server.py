@@ -459,7 +459,7 @@ class Handler(BaseHTTPRequestHandler):
     # response waits for the client's delayed ACK.
     disable_nagle_algorithm = True
     adapter = None  # set per server class
-    token = None
+    tokens = None  # a TokenFile, or None for no authentication
     harness = False
 
     def log_message(self, fmt, *args):  # quiet: the test reads stdout only
@@ -506,10 +506,10 @@ class Handler(BaseHTTPRequestHandler):
         return self._body
 
     def authorized(self):
-        if self.token is None or (self.adapter.lie == "no-token-check" and not self.harness):
+        if self.tokens is None or (self.adapter.lie == "no-token-check" and not self.harness):
             return True
         scheme, _, tok = (self.headers.get("Authorization") or "").partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(tok.strip().encode(), self.token.encode())
+        return scheme.lower() == "bearer" and self.tokens.accepts(tok.strip().encode())
 
     def do_GET(self):
         self.dispatch("GET")
@@ -656,12 +656,95 @@ class TooLarge(Exception):
     """The request body is over MAX_BODY."""
 
 
-def read_token(path):
-    with open(path, encoding="utf-8") as f:
-        tok = f.read(64 << 10).strip()
-    if not tok:
-        sys.exit("empty token file " + path)
-    return tok
+MAX_TOKENS = 4
+MAX_TOKEN_BYTES = 512
+MAX_TOKEN_FILE_BYTES = 64 << 10
+
+
+def parse_tokens(data):
+    """The tokens of a token file, one a line. The errors never quote the file: it is secret."""
+    tokens = []
+    for n, line in enumerate(data.split(b"\n"), 1):
+        tok = line.strip()
+        if not tok:
+            continue
+        if len(tok) > MAX_TOKEN_BYTES:
+            raise ValueError("line %d: a token is longer than %d bytes" % (n, MAX_TOKEN_BYTES))
+        if len(tokens) == MAX_TOKENS:
+            raise ValueError("more than %d tokens" % MAX_TOKENS)
+        tokens.append(tok)
+    if not tokens:
+        raise ValueError("no token in the file")
+    return tokens
+
+
+def read_tokens(path):
+    with open(path, "rb") as f:
+        data = f.read(MAX_TOKEN_FILE_BYTES + 1)
+    if len(data) > MAX_TOKEN_FILE_BYTES:
+        raise ValueError("larger than %d bytes" % MAX_TOKEN_FILE_BYTES)
+    return parse_tokens(data)
+
+
+def file_stamp(path):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+class TokenFile:
+    """The bearer tokens in a file, one a line, followed as the file changes.
+
+    The operator rotates a token by rewriting the mounted Secret with both the current and the
+    next token; a request looks at the file (at most once a second) and reads it again when
+    its mtime or size changed, so no restart is needed. A version that does not read or holds
+    no acceptable token (caught between two writes) keeps the previous set, and says so once.
+    """
+
+    def __init__(self, path, clock=time.monotonic):
+        self.path, self.clock = path, clock
+        self.lock = threading.Lock()
+        self.checked = clock()
+        self.stamp = file_stamp(path)
+        self.digests = self._digests(read_tokens(path))
+
+    @staticmethod
+    def _digests(tokens):
+        return [hashlib.sha256(t).digest() for t in tokens]
+
+    def _current(self):
+        with self.lock:
+            now = self.clock()
+            if now - self.checked < 1.0:
+                return self.digests
+            self.checked = now
+            stamp = file_stamp(self.path)
+            if stamp == self.stamp:
+                return self.digests
+            self.stamp = stamp
+            try:
+                self.digests = self._digests(read_tokens(self.path))
+            except (OSError, ValueError) as e:
+                print("keeping the previous bearer tokens: %s: %s" % (self.path, e), file=sys.stderr, flush=True)
+            return self.digests
+
+    def accepts(self, presented):
+        # Digests make every comparison one length, and every accepted token is compared
+        # without stopping at a match, so the time taken tells neither length nor which one.
+        sum_ = hashlib.sha256(presented).digest()
+        ok = False
+        for d in self._current():
+            ok |= hmac.compare_digest(sum_, d)
+        return ok
+
+
+def load_tokens(flag, path):
+    try:
+        return TokenFile(path)
+    except (OSError, ValueError) as e:
+        sys.exit("%s %s: %s" % (flag, path, e))
 
 
 class CertificateFiles:
@@ -734,7 +817,7 @@ def check_vectors(path):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--listen", default="127.0.0.1:8080")
-    p.add_argument("--token-file")
+    p.add_argument("--token-file", help="bearer tokens of the data listener, one a line (at most 4), re-read when the file changes")
     p.add_argument("--harness-listen")
     p.add_argument("--harness-token-file")
     p.add_argument("--adapter-id", default="python-example")
@@ -752,7 +835,7 @@ def main():
         sys.exit("--harness-listen needs --harness-token-file")
     adapter = Adapter(args.adapter_id, args.lie)
     data_cls = type("DataHandler", (Handler,), {"adapter": adapter, "harness": False,
-                                                "token": read_token(args.token_file) if args.token_file else None})
+                                                "tokens": load_tokens("--token-file", args.token_file) if args.token_file else None})
     if bool(args.tls_cert_file) != bool(args.tls_key_file):
         sys.exit("--tls-cert-file and --tls-key-file go together")
     certs = CertificateFiles(args.tls_cert_file, args.tls_key_file) if args.tls_cert_file else None
@@ -760,7 +843,7 @@ def main():
     print("LISTEN=%s:%d" % data.server_address[:2], flush=True)
     if args.harness_listen:
         h_cls = type("HarnessHandler", (Handler,), {"adapter": adapter, "harness": True,
-                                                    "token": read_token(args.harness_token_file)})
+                                                    "tokens": load_tokens("--harness-token-file", args.harness_token_file)})
         h = serve(args.harness_listen, h_cls)
         print("HARNESS_LISTEN=%s:%d" % h.server_address[:2], flush=True)
     try:

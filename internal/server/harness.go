@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -175,8 +174,7 @@ func (s *Server) HarnessHandler(cfg HarnessConfig) (http.Handler, error) {
 		return nil, errors.New("server: harness mode needs a harness store and a harness token")
 	}
 	hs, inner := cfg.Store, cfg.Store.inner
-	guard := &Server{cfg: Config{Token: cfg.Token}, log: s.log, metrics: s.metrics}
-	guard.tokenSum = sha256.Sum256(cfg.Token)
+	guard := &Server{log: s.log, metrics: s.metrics, tokens: fixedToken(cfg.Token)}
 	caps := capabilitiesBody{DuplicateIDBehaviour: cfg.DuplicateIDBehaviour, Scope: cfg.Scope}
 	for _, c := range alwaysCapabilities {
 		caps.Capabilities = append(caps.Capabilities, string(c))

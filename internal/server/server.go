@@ -3,8 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,8 +44,13 @@ type Config struct {
 	Prober memory.Prober
 	// AdapterVersion is reported in the evidence.
 	AdapterVersion string
-	// Token, when non-empty, is the bearer token every /v1 route requires.
+	// Token, when non-empty, is the bearer token every /v1 route requires, for the server's
+	// whole life.
 	Token []byte
+	// Tokens, when set, supplies the bearer tokens every /v1 route accepts, asked on each
+	// request so that a rotated set takes effect without a restart (a TokenFile). It
+	// excludes Token.
+	Tokens TokenSource
 	// MaxBodyBytes bounds request bodies; zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// OperationTimeout bounds one backend call; zero means DefaultOperationTimeout.
@@ -72,7 +75,8 @@ type Server struct {
 	hash     string
 	log      *slog.Logger
 	now      func() time.Time
-	tokenSum [sha256.Size]byte
+	// tokens is nil when /v1 is open (no Token, no Tokens).
+	tokens TokenSource
 
 	registry *prometheus.Registry
 	metrics  *metrics
@@ -92,6 +96,9 @@ type Server struct {
 func New(cfg Config) (*Server, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("server: a store is required")
+	}
+	if len(cfg.Token) > 0 && cfg.Tokens != nil {
+		return nil, errors.New("server: Token and Tokens exclude each other")
 	}
 	m := cfg.Store.Manifest().Normalize()
 	if err := m.Validate(); err != nil {
@@ -121,8 +128,11 @@ func New(cfg Config) (*Server, error) {
 		now:      cfg.Now,
 		registry: prometheus.NewRegistry(),
 	}
-	if len(cfg.Token) > 0 {
-		s.tokenSum = sha256.Sum256(cfg.Token)
+	switch {
+	case len(cfg.Token) > 0:
+		s.tokens = fixedToken(cfg.Token)
+	case cfg.Tokens != nil:
+		s.tokens = cfg.Tokens
 	}
 	s.metrics = newMetrics(s.registry)
 	s.evidence = s.baseEvidence()
@@ -269,7 +279,7 @@ func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) requireToken(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(s.cfg.Token) > 0 && !s.tokenOK(r.Header.Get("Authorization")) {
+		if s.tokens != nil && !s.tokenOK(r.Header.Get("Authorization")) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="memory-adapter"`)
 			s.problem(w, http.StatusUnauthorized, memory.ProblemUnauthorized, "missing or wrong bearer token", nil)
 			return
@@ -278,15 +288,12 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 	})
 }
 
-// tokenOK compares digests in constant time, so neither the token's bytes nor its length
-// leak through timing.
 func (s *Server) tokenOK(header string) bool {
 	scheme, tok, ok := strings.Cut(header, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false
 	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-	return subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1
+	return tokenMatches([]byte(strings.TrimSpace(tok)), s.tokens.TokenDigests())
 }
 
 func (s *Server) getManifest(w http.ResponseWriter, _ *http.Request) {

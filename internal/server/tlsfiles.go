@@ -35,6 +35,16 @@ type fileStamp struct {
 // second, however many connections arrive.
 const recheckEvery = time.Second
 
+// recheckDue reports whether a look at the files is due, and if so counts it as taken; the
+// caller holds the lock that guards checked.
+func recheckDue(checked *time.Time, now time.Time) bool {
+	if now.Sub(*checked) < recheckEvery {
+		return false
+	}
+	*checked = now
+	return true
+}
+
 // LoadCertificateFiles reads the pair once, failing if it does not load, so a server never
 // starts without a certificate.
 func LoadCertificateFiles(certFile, keyFile string, log *slog.Logger) (*CertificateFiles, error) {
@@ -48,6 +58,8 @@ func LoadCertificateFiles(certFile, keyFile string, log *slog.Logger) (*Certific
 	return c, nil
 }
 
+func stampOf(fi os.FileInfo) fileStamp { return fileStamp{mod: fi.ModTime(), size: fi.Size()} }
+
 func (c *CertificateFiles) stamps() ([2]fileStamp, error) {
 	var s [2]fileStamp
 	for i, f := range []string{c.certFile, c.keyFile} {
@@ -55,7 +67,7 @@ func (c *CertificateFiles) stamps() ([2]fileStamp, error) {
 		if err != nil {
 			return s, err
 		}
-		s[i] = fileStamp{mod: fi.ModTime(), size: fi.Size()}
+		s[i] = stampOf(fi)
 	}
 	return s, nil
 }
@@ -79,10 +91,9 @@ func (c *CertificateFiles) reload() error {
 func (c *CertificateFiles) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.now().Sub(c.checked) < recheckEvery {
+	if !recheckDue(&c.checked, c.now()) {
 		return c.cert, nil
 	}
-	c.checked = c.now()
 	s, err := c.stamps()
 	if err != nil || s == c.stamp {
 		return c.cert, nil
