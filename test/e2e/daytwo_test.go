@@ -145,6 +145,10 @@ var _ = Describe("day two: status explains failures and stays true", Ordered, fu
 		tlsRenewalSpec(ctx, c, ns)
 	}, SpecTimeout(12*time.Minute))
 
+	It("rotates an adapter's token: the bound agent follows its projected binding, the old token works through the grace period only, no pod restarts", func(ctx SpecContext) {
+		tokenRotationSpec(ctx, c, ns)
+	}, SpecTimeout(10*time.Minute))
+
 	It("a manager restart during an outage leaves true conditions", func(ctx SpecContext) {
 		pg, conn := startStoppable(ctx, "postgres-server.sh", "MAO_TEST_POSTGRES_LISTEN_URL=")
 		Expect(c.Create(ctx, connectionSecret(ctx, ns, "pgrestart-db", "pgrestart", conn))).To(Succeed())

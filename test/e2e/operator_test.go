@@ -321,7 +321,7 @@ func undeployOperator(ctx context.Context, c client.Client, ns string) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("the MemoryAdapter API is still served (%v); adapters left: %s", err, kubectlQuiet(ctx, "get", "madp", "-A", "-o", "custom-columns=NS:.metadata.namespace,NAME:.metadata.name,FINALIZERS:.metadata.finalizers,DELETING:.metadata.deletionTimestamp"))
+		return fmt.Errorf("the MemoryAdapter API is still served (%w); adapters left: %s", err, kubectlQuiet(ctx, "get", "madp", "-A", "-o", "custom-columns=NS:.metadata.namespace,NAME:.metadata.name,FINALIZERS:.metadata.finalizers,DELETING:.metadata.deletionTimestamp"))
 	}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 }
 
