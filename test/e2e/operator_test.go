@@ -311,7 +311,17 @@ func deployOperator(ctx context.Context, prefix string) (client.Client, string) 
 func undeployOperator(ctx context.Context, c client.Client, ns string) {
 	GinkgoHelper()
 	if ns != "" {
+		// The namespace goes first, and entirely, while the manager still runs: an adapter
+		// under deletionPolicy Delete holds its finalizer until the manager has purged its
+		// scope, and with the manager gone first it would hold the CRD's deletion forever.
 		_ = c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		Eventually(func() error {
+			err := c.Get(ctx, types.NamespacedName{Name: ns}, &corev1.Namespace{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("namespace %s is still there (%w); adapters in it: %s", ns, err, kubectlQuiet(ctx, "get", "madp", "-n", ns, "-o", "custom-columns=NAME:.metadata.name,FINALIZERS:.metadata.finalizers,DELETING:.metadata.deletionTimestamp"))
+		}).WithContext(ctx).WithTimeout(5 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 	}
 	makeTarget(ctx, "undeploy")
 	// The next suite's make deploy must find no CRD left terminating: its adapters would be
