@@ -312,7 +312,7 @@ func UnmarshalItem(data []byte) (Item, error) {
 		err := json.Unmarshal(data, &it)
 		return it, err
 	}
-	err := it.UnmarshalJSON(data)
+	err := it.unmarshalValid(data)
 	return it, err
 }
 
@@ -361,6 +361,27 @@ func appendJSONString(b *bytes.Buffer, s string) {
 // a missing id or created_at, or an out-of-range timestamp are errors. Missing metadata,
 // content and tags take lionagi's defaults ({}, null, []).
 func (it *Item) UnmarshalJSON(data []byte) error {
+	if json.Valid(data) {
+		return it.unmarshalValid(data)
+	}
+	return it.unmarshalSlow(data)
+}
+
+// unmarshalValid is UnmarshalJSON for data known to be valid JSON: the common shape in one
+// pass (decodeValidItem), anything else through encoding/json.
+func (it *Item) unmarshalValid(data []byte) error {
+	if utf8.Valid(data) {
+		if out, ok := decodeValidItem(data); ok {
+			*it = out
+			return nil
+		}
+	}
+	return it.unmarshalSlow(data)
+}
+
+// unmarshalSlow is UnmarshalJSON through encoding/json's strict decoder: the reference the
+// one-pass path is tested against, and the path of every error.
+func (it *Item) unmarshalSlow(data []byte) error {
 	var w itemWire
 	if err := decodeStrict(data, &w); err != nil {
 		return fmt.Errorf("decode item: %w", err)
