@@ -108,9 +108,14 @@ func decodeValidItem(data []byte) (Item, bool) {
 			if c := val[0]; c != '-' && (c < '0' || c > '9') {
 				return it, false
 			}
-			ts, err := ParseTimestamp(string(val))
-			if err != nil {
-				return it, false
+			// val is a valid number literal, for which ParseTimestamp takes this path first;
+			// the conversion does not escape, so a short literal is not copied to the heap.
+			ts, ok := parsePlainTimestamp(string(val))
+			if !ok {
+				var err error
+				if ts, err = ParseTimestamp(string(val)); err != nil {
+					return it, false
+				}
 			}
 			it.CreatedAt = ts
 		case "metadata":
