@@ -447,8 +447,9 @@ func getBuffer(length, limit int64) *bytes.Buffer {
 	buf := bodies.Get().(*bytes.Buffer)
 	buf.Reset()
 	if length > 0 && length <= limit {
-		// ReadFrom wants bytes.MinRead free before each read, the final one included.
-		buf.Grow(int(length) + bytes.MinRead)
+		// ReadFrom wants bytes.MinRead free before each read, the final one included; an
+		// announcement is not yet bytes received, so what it reserves is bounded.
+		buf.Grow(int(min(length, maxPooled)) + bytes.MinRead)
 	}
 	return buf
 }
