@@ -143,7 +143,7 @@ type stringList []string
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (l *stringList) UnmarshalJSON(data []byte) error {
-	if out, ok := plainStrings(data); ok {
+	if out, ok := plainStrings(data, ""); ok {
 		*l = out
 		return nil
 	}
@@ -167,10 +167,11 @@ func (l *stringList) UnmarshalJSON(data []byte) error {
 }
 
 // plainStrings decodes the common shape of a tag list, an array of strings none of which
-// holds an escape, a control character or a byte outside ASCII, in one pass and two
-// allocations (the list and one string its tags share); anything else (null, escapes, other types, Unicode, malformed input)
+// holds an escape, a control character or a byte outside ASCII, in one pass: the tags are
+// slices of text, which holds data's bytes, or when text is empty of one copy of data made
+// here, so the list costs two allocations at most; anything else (null, escapes, other types, Unicode, malformed input)
 // reports false and takes encoding/json's path, so results and errors stay encoding/json's.
-func plainStrings(data []byte) ([]string, bool) {
+func plainStrings(data []byte, text string) ([]string, bool) {
 	i := 0
 	ws := func() {
 		for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
@@ -188,9 +189,10 @@ func plainStrings(data []byte) ([]string, bool) {
 		ws()
 		return []string{}, i == len(data)
 	}
-	// One string holds every tag's bytes and the tags are slices of it; commas bound the
-	// count from above.
-	all := string(data)
+	if text == "" {
+		text = string(data)
+	}
+	// Commas bound the count from above.
 	out := make([]string, 0, bytes.Count(data, []byte(","))+1)
 	for {
 		if i == len(data) || data[i] != '"' {
@@ -205,7 +207,7 @@ func plainStrings(data []byte) ([]string, bool) {
 		if i == len(data) {
 			return nil, false
 		}
-		out = append(out, all[start:i])
+		out = append(out, text[start:i])
 		i++
 		ws()
 		if i == len(data) {
@@ -413,7 +415,7 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 // pass (decodeValidItem), anything else through encoding/json.
 func (it *Item) unmarshalValid(data []byte) error {
 	if utf8.Valid(data) {
-		if out, ok := decodeValidItem(data); ok {
+		if out, ok := decodeValidItem(data, nil, ""); ok {
 			*it = out
 			return nil
 		}

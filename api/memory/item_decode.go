@@ -25,10 +25,17 @@ func UnmarshalItems(data []byte) ([]Item, error) {
 		}
 	}
 	items := make([]Item, n)
+	// One copy of the array backs every item's raw values, and for a page of usual size one
+	// string every key and tag, instead of a few allocations per item.
+	buf, text := bytes.Clone(data), shareText(data)
 	i = skipWS(data, i+1)
 	for k := range items {
 		end := skipValue(data, i)
-		it, ok := decodeValidItem(data[i:end])
+		var sub string
+		if text != "" {
+			sub = text[i:end]
+		}
+		it, ok := decodeValidItem(data[i:end], buf[i:end], sub)
 		if !ok {
 			if err := it.unmarshalSlow(data[i:end]); err != nil {
 				// Errors are rare: encoding/json's own run gives its exact error and value.
@@ -50,6 +57,19 @@ func unmarshalItemsSlow(data []byte) ([]Item, error) {
 	return items, err
 }
 
+// shareLimit bounds the text whose one copy keys and tags may share: a retained key keeps
+// the whole copy alive, so a large item's keys get copies of their own.
+const shareLimit = 64 << 10
+
+// shareText returns a copy of data as a string for keys and tags to slice, or "" when data
+// is over shareLimit.
+func shareText(data []byte) string {
+	if len(data) > shareLimit {
+		return ""
+	}
+	return string(data)
+}
+
 // decodeValidItem decodes an item in one pass from data, which must be one valid JSON value
 // in valid UTF-8, when it has the shape every encoder of this contract writes: an object
 // whose keys are exactly the wire's lowercase field names, each at most once and without
@@ -58,15 +78,21 @@ func unmarshalItemsSlow(data []byte) ([]Item, error) {
 // reports false for anything else, which then takes UnmarshalJSON's encoding/json path, so
 // that every error, every case-folded key and every duplicate key is still decided there.
 // On success the result is the one that path gives: raw values are the value's exact bytes,
-// copied once into one buffer of the item's own and capped so that appending to one cannot
-// overwrite the next.
-func decodeValidItem(data []byte) (Item, bool) {
+// sliced from buf (a copy of data, made here when nil) and capped so that appending to one
+// cannot overwrite the next; keys and tags are slices of text (data's bytes as a string,
+// made here when empty and data is within shareLimit) or copies of their own.
+func decodeValidItem(data, buf []byte, text string) (Item, bool) {
 	var it Item
 	i := skipWS(data, 0)
 	if i == len(data) || data[i] != '{' {
 		return it, false
 	}
-	buf := bytes.Clone(data)
+	if buf == nil {
+		buf = bytes.Clone(data)
+	}
+	if text == "" {
+		text = shareText(data)
+	}
 	const (
 		hasID = 1 << iota
 		hasCreatedAt
@@ -121,7 +147,7 @@ func decodeValidItem(data []byte) (Item, bool) {
 		case "metadata":
 			field = hasMetadata
 			if val[0] != 'n' {
-				m, ok := decodeRawObject(data, buf, vs, ve)
+				m, ok := decodeRawObject(data, buf, text, vs, ve)
 				if !ok {
 					return it, false
 				}
@@ -132,11 +158,19 @@ func decodeValidItem(data []byte) (Item, bool) {
 			it.Content = buf[vs:ve:ve]
 		case "tags":
 			field = hasTags
-			var l stringList
-			if l.UnmarshalJSON(val) != nil {
-				return it, false
+			var sub string
+			if text != "" {
+				sub = text[vs:ve]
 			}
-			it.Tags = l
+			tags, ok := plainStrings(val, sub)
+			if !ok {
+				var l stringList
+				if l.UnmarshalJSON(val) != nil {
+					return it, false
+				}
+				tags = l
+			}
+			it.Tags = tags
 		default:
 			return it, false
 		}
@@ -167,12 +201,20 @@ func decodeValidItem(data []byte) (Item, bool) {
 }
 
 // decodeRawObject decodes the object data[start:end] as a map of raw values, the values
-// sliced from buf (a copy of data); false for any key with an escape or seen twice.
-func decodeRawObject(data, buf []byte, start, end int) (map[string]json.RawMessage, bool) {
+// sliced from buf (a copy of data) and the keys from text when it is not empty; false for
+// any key with an escape or seen twice.
+func decodeRawObject(data, buf []byte, text string, start, end int) (map[string]json.RawMessage, bool) {
 	if data[start] != '{' {
 		return nil, false
 	}
-	m := map[string]json.RawMessage{}
+	n := 0
+	for i := skipWS(data, start+1); i < end && data[i] == '"'; n++ {
+		i = skipWS(data, skipValue(data, skipWS(data, skipWS(data, skipString(data, i))+1)))
+		if data[i] == ',' {
+			i = skipWS(data, i+1)
+		}
+	}
+	m := make(map[string]json.RawMessage, n)
 	i := skipWS(data, start+1)
 	for i < end && data[i] == '"' {
 		ke := skipString(data, i)
@@ -186,7 +228,11 @@ func decodeRawObject(data, buf []byte, start, end int) (map[string]json.RawMessa
 		// Past the colon, which valid JSON puts right after the key's whitespace.
 		vs := skipWS(data, skipWS(data, ke)+1)
 		ve := skipValue(data, vs)
-		m[string(key)] = buf[vs:ve:ve]
+		if text != "" {
+			m[text[i+1:ke-1]] = buf[vs:ve:ve]
+		} else {
+			m[string(key)] = buf[vs:ve:ve]
+		}
 		i = skipWS(data, ve)
 		if data[i] == ',' {
 			i = skipWS(data, i+1)

@@ -52,7 +52,7 @@ func checkOnePass(t *testing.T, data []byte) {
 	var ref Item
 	refErr := ref.unmarshalSlow(data)
 	if utf8.Valid(data) && json.Valid(data) {
-		if got, ok := decodeValidItem(data); ok {
+		if got, ok := decodeValidItem(data, nil, ""); ok {
 			if refErr != nil {
 				t.Fatalf("%q: the one-pass decoder accepted what encoding/json refuses (%v)", data, refErr)
 			}
@@ -96,8 +96,12 @@ func TestOnePassItemDecodeAgreesWithEncodingJSON(t *testing.T) {
 	for _, in := range itemDecodeCases {
 		checkOnePass(t, []byte(in))
 	}
-	for _, in := range itemDecodeCases[:7] {
-		if _, ok := decodeValidItem([]byte(in)); !ok {
+	// Over shareLimit, keys and tags get copies of their own; the value is the same.
+	large := `{"id":"6f1c0f6e-8a55-4c39-9a39-2a0b6f0d4b1e","created_at":1,"metadata":{"k":1},"tags":["t"],"content":"` +
+		strings.Repeat("x", shareLimit) + `"}`
+	checkOnePass(t, []byte(large))
+	for _, in := range append(itemDecodeCases[:7], large) {
+		if _, ok := decodeValidItem([]byte(in), nil, ""); !ok {
 			t.Errorf("%q: the one-pass decoder declined a common shape", in)
 		}
 	}
@@ -118,7 +122,7 @@ func TestOnePassItemDecodeAgreesWithEncodingJSON(t *testing.T) {
 // TestOnePassRawValuesDoNotShareCapacity: raw values come from one buffer, so appending to
 // one must not write into the next.
 func TestOnePassRawValuesDoNotShareCapacity(t *testing.T) {
-	it, ok := decodeValidItem([]byte(`{"id":"6f1c0f6e-8a55-4c39-9a39-2a0b6f0d4b1e","created_at":1,"metadata":{"a":1,"b":2},"content":3}`))
+	it, ok := decodeValidItem([]byte(`{"id":"6f1c0f6e-8a55-4c39-9a39-2a0b6f0d4b1e","created_at":1,"metadata":{"a":1,"b":2},"content":3}`), nil, "")
 	if !ok {
 		t.Fatal("declined")
 	}
