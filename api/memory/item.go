@@ -414,8 +414,9 @@ func (it *Item) UnmarshalJSON(data []byte) error {
 // unmarshalValid is UnmarshalJSON for data known to be valid JSON: the common shape in one
 // pass (decodeValidItem), anything else through encoding/json.
 func (it *Item) unmarshalValid(data []byte) error {
-	if utf8.Valid(data) {
-		if out, ok := decodeValidItem(data, nil, ""); ok {
+	if start := skipWS(data, 0); start < len(data) && data[start] == '{' && utf8.Valid(data) {
+		out, end, ok := decodeValidItem(data, bytes.Clone(data), shareText(data), start)
+		if ok && skipWS(data, end) == len(data) {
 			*it = out
 			return nil
 		}

@@ -17,32 +17,22 @@ func UnmarshalItems(data []byte) ([]Item, error) {
 	if !utf8.Valid(data) || !json.Valid(data) || data[i] != '[' {
 		return unmarshalItemsSlow(data)
 	}
-	n := 0
-	for j := skipWS(data, i+1); data[j] != ']'; n++ {
-		j = skipWS(data, skipValue(data, j))
-		if data[j] == ',' {
-			j = skipWS(data, j+1)
-		}
-	}
-	items := make([]Item, n)
+	// No item is shorter than minItemBytes, which bounds a small page's length without
+	// walking it; a page longer than the default limit grows by append.
+	items := make([]Item, 0, min(len(data)/minItemBytes+1, DefaultLimit))
 	// One copy of the array backs every item's raw values, and for a page of usual size one
 	// string every key and tag, instead of a few allocations per item.
 	buf, text := bytes.Clone(data), shareText(data)
-	i = skipWS(data, i+1)
-	for k := range items {
-		end := skipValue(data, i)
-		var sub string
-		if text != "" {
-			sub = text[i:end]
-		}
-		it, ok := decodeValidItem(data[i:end], buf[i:end], sub)
+	for i = skipWS(data, i+1); data[i] != ']'; {
+		it, end, ok := decodeValidItem(data, buf, text, i)
 		if !ok {
+			end = skipValue(data, i)
 			if err := it.unmarshalSlow(data[i:end]); err != nil {
 				// Errors are rare: encoding/json's own run gives its exact error and value.
 				return unmarshalItemsSlow(data)
 			}
 		}
-		items[k] = it
+		items = append(items, it)
 		i = skipWS(data, end)
 		if data[i] == ',' {
 			i = skipWS(data, i+1)
@@ -50,6 +40,9 @@ func UnmarshalItems(data []byte) ([]Item, error) {
 	}
 	return items, nil
 }
+
+// minItemBytes is the length of the shortest item: {"id":"<36 characters>","created_at":0}.
+const minItemBytes = 60
 
 func unmarshalItemsSlow(data []byte) ([]Item, error) {
 	var items []Item
@@ -70,28 +63,22 @@ func shareText(data []byte) string {
 	return string(data)
 }
 
-// decodeValidItem decodes an item in one pass from data, which must be one valid JSON value
-// in valid UTF-8, when it has the shape every encoder of this contract writes: an object
+// decodeValidItem decodes an item in one pass from the value at data[start:], data being
+// valid JSON in valid UTF-8, and returns the index just past it, when it has the shape every encoder of this contract writes: an object
 // whose keys are exactly the wire's lowercase field names, each at most once and without
 // escapes, an id in the canonical form, created_at a number ParseTimestamp accepts, metadata
 // an object (or null) with unescaped, distinct keys, and tags a list stringList accepts. It
 // reports false for anything else, which then takes UnmarshalJSON's encoding/json path, so
 // that every error, every case-folded key and every duplicate key is still decided there.
 // On success the result is the one that path gives: raw values are the value's exact bytes,
-// sliced from buf (a copy of data, made here when nil) and capped so that appending to one
-// cannot overwrite the next; keys and tags are slices of text (data's bytes as a string,
-// made here when empty and data is within shareLimit) or copies of their own.
-func decodeValidItem(data, buf []byte, text string) (Item, bool) {
+// sliced from buf (a copy of data) and capped so that appending to one cannot overwrite the
+// next; keys and tags are slices of text (data as a string) when it is not empty, copies of
+// their own otherwise.
+func decodeValidItem(data, buf []byte, text string, start int) (Item, int, bool) {
 	var it Item
-	i := skipWS(data, 0)
+	i := start
 	if i == len(data) || data[i] != '{' {
-		return it, false
-	}
-	if buf == nil {
-		buf = bytes.Clone(data)
-	}
-	if text == "" {
-		text = shareText(data)
+		return it, i, false
 	}
 	const (
 		hasID = 1 << iota
@@ -107,13 +94,13 @@ func decodeValidItem(data, buf []byte, text string) (Item, bool) {
 		key := data[i+1 : end-1]
 		i = skipWS(data, end)
 		if i == len(data) || data[i] != ':' {
-			return it, false
+			return it, i, false
 		}
 		vs := skipWS(data, i+1)
 		ve := skipValue(data, vs)
 		val := data[vs:ve]
 		if len(val) == 0 {
-			return it, false
+			return it, i, false
 		}
 		var field int
 		switch string(key) {
@@ -122,17 +109,17 @@ func decodeValidItem(data, buf []byte, text string) (Item, bool) {
 			// 36 characters between quotes: any escape would make the literal longer or put
 			// a backslash where uuid wants a hex digit or a dash.
 			if len(val) != 38 || val[0] != '"' {
-				return it, false
+				return it, i, false
 			}
 			id, err := uuid.ParseBytes(val[1:37])
 			if err != nil {
-				return it, false
+				return it, i, false
 			}
 			it.ID = id
 		case "created_at":
 			field = hasCreatedAt
 			if c := val[0]; c != '-' && (c < '0' || c > '9') {
-				return it, false
+				return it, i, false
 			}
 			// val is a valid number literal, for which ParseTimestamp takes this path first;
 			// the conversion does not escape, so a short literal is not copied to the heap.
@@ -140,7 +127,7 @@ func decodeValidItem(data, buf []byte, text string) (Item, bool) {
 			if !ok {
 				var err error
 				if ts, err = ParseTimestamp(string(val)); err != nil {
-					return it, false
+					return it, i, false
 				}
 			}
 			it.CreatedAt = ts
@@ -149,7 +136,7 @@ func decodeValidItem(data, buf []byte, text string) (Item, bool) {
 			if val[0] != 'n' {
 				m, ok := decodeRawObject(data, buf, text, vs, ve)
 				if !ok {
-					return it, false
+					return it, i, false
 				}
 				it.Metadata = m
 			}
@@ -166,16 +153,16 @@ func decodeValidItem(data, buf []byte, text string) (Item, bool) {
 			if !ok {
 				var l stringList
 				if l.UnmarshalJSON(val) != nil {
-					return it, false
+					return it, i, false
 				}
 				tags = l
 			}
 			it.Tags = tags
 		default:
-			return it, false
+			return it, i, false
 		}
 		if seen&field != 0 {
-			return it, false
+			return it, i, false
 		}
 		seen |= field
 		i = skipWS(data, ve)
@@ -183,8 +170,8 @@ func decodeValidItem(data, buf []byte, text string) (Item, bool) {
 			i = skipWS(data, i+1)
 		}
 	}
-	if i == len(data) || data[i] != '}' || skipWS(data, i+1) != len(data) || seen&(hasID|hasCreatedAt) != hasID|hasCreatedAt {
-		return it, false
+	if i == len(data) || data[i] != '}' || seen&(hasID|hasCreatedAt) != hasID|hasCreatedAt {
+		return it, i, false
 	}
 	// The defaults UnmarshalJSON's slow path gives: {} for metadata, [] for tags, null for
 	// content.
@@ -197,7 +184,7 @@ func decodeValidItem(data, buf []byte, text string) (Item, bool) {
 	if it.Content == nil {
 		it.Content = json.RawMessage("null")
 	}
-	return it, true
+	return it, i + 1, true
 }
 
 // decodeRawObject decodes the object data[start:end] as a map of raw values, the values
@@ -207,14 +194,7 @@ func decodeRawObject(data, buf []byte, text string, start, end int) (map[string]
 	if data[start] != '{' {
 		return nil, false
 	}
-	n := 0
-	for i := skipWS(data, start+1); i < end && data[i] == '"'; n++ {
-		i = skipWS(data, skipValue(data, skipWS(data, skipWS(data, skipString(data, i))+1)))
-		if data[i] == ',' {
-			i = skipWS(data, i+1)
-		}
-	}
-	m := make(map[string]json.RawMessage, n)
+	m := map[string]json.RawMessage{}
 	i := skipWS(data, start+1)
 	for i < end && data[i] == '"' {
 		ke := skipString(data, i)

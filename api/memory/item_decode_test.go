@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -52,7 +53,7 @@ func checkOnePass(t *testing.T, data []byte) {
 	var ref Item
 	refErr := ref.unmarshalSlow(data)
 	if utf8.Valid(data) && json.Valid(data) {
-		if got, ok := decodeValidItem(data, nil, ""); ok {
+		if got, _, ok := decodeValidItem(data, bytes.Clone(data), "", skipWS(data, 0)); ok {
 			if refErr != nil {
 				t.Fatalf("%q: the one-pass decoder accepted what encoding/json refuses (%v)", data, refErr)
 			}
@@ -101,7 +102,7 @@ func TestOnePassItemDecodeAgreesWithEncodingJSON(t *testing.T) {
 		strings.Repeat("x", shareLimit) + `"}`
 	checkOnePass(t, []byte(large))
 	for _, in := range append(itemDecodeCases[:7], large) {
-		if _, ok := decodeValidItem([]byte(in), nil, ""); !ok {
+		if _, _, ok := decodeValidItem([]byte(in), []byte(in), "", skipWS([]byte(in), 0)); !ok {
 			t.Errorf("%q: the one-pass decoder declined a common shape", in)
 		}
 	}
@@ -119,10 +120,20 @@ func TestOnePassItemDecodeAgreesWithEncodingJSON(t *testing.T) {
 	}
 }
 
+// TestMinItemBytes: the shortest item the decoder accepts is minItemBytes long, so a page's
+// length bounds its item count.
+func TestMinItemBytes(t *testing.T) {
+	shortest := `{"id":"6f1c0f6e-8a55-4c39-9a39-2a0b6f0d4b1e","created_at":0}`
+	if _, err := UnmarshalItem([]byte(shortest)); err != nil || len(shortest) != minItemBytes {
+		t.Fatalf("%s: %d bytes, %v", shortest, len(shortest), err)
+	}
+}
+
 // TestOnePassRawValuesDoNotShareCapacity: raw values come from one buffer, so appending to
 // one must not write into the next.
 func TestOnePassRawValuesDoNotShareCapacity(t *testing.T) {
-	it, ok := decodeValidItem([]byte(`{"id":"6f1c0f6e-8a55-4c39-9a39-2a0b6f0d4b1e","created_at":1,"metadata":{"a":1,"b":2},"content":3}`), nil, "")
+	data := []byte(`{"id":"6f1c0f6e-8a55-4c39-9a39-2a0b6f0d4b1e","created_at":1,"metadata":{"a":1,"b":2},"content":3}`)
+	it, _, ok := decodeValidItem(data, data, string(data), 0)
 	if !ok {
 		t.Fatal("declined")
 	}
