@@ -6,12 +6,17 @@
 # the arms are interleaved and why a median of several runs is reported, never one run.
 #
 # usage: hack/perf/wire.sh [COUNT] [BENCHTIME]   (defaults 5 and 6000x: 2,000 calls per arm)
+# env:   BIN, a test binary of adapters/remote to run instead of building the tree's
 set -euo pipefail
 count=${1:-5} benchtime=${2:-6000x}
 cd "$(dirname "$0")/../.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-go test -c -o "$tmp/remote.test" ./adapters/remote/
+if [ -n "${BIN:-}" ]; then
+	cp "$BIN" "$tmp/remote.test" # a test binary built elsewhere, e.g. of an earlier commit
+else
+	go test -c -o "$tmp/remote.test" ./adapters/remote/
+fi
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$tmp/remote.test" -test.run '^$' -test.bench '^BenchmarkWireInterleaved$' \
 	-test.benchtime "$benchtime" -test.count "$count" | tee "$tmp/interleaved.txt" >&2
