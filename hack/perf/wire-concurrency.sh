@@ -9,7 +9,8 @@
 # assert.
 #
 # usage: hack/perf/wire-concurrency.sh [RUNS] [BACKEND]   (defaults 5 and inmemory)
-# env:   SERVER_CPU, CLIENT_CPU (defaults 1 and 0), CALLS_store, CALLS_retrieve, CALLS_search
+# env:   SERVER_CPU, CLIENT_CPU (defaults 1 and 0), CALLS_store, CALLS_retrieve, CALLS_search,
+#        WIRELOAD (a wireload binary to run instead of building the tree's)
 set -euo pipefail
 runs=${1:-5} backend=${2:-inmemory}
 server_cpu=${SERVER_CPU:-1} client_cpu=${CLIENT_CPU:-0}
@@ -20,7 +21,11 @@ if [ "$(nproc)" -lt 2 ] || [ "$server_cpu" = "$client_cpu" ]; then
 	exit 1
 fi
 tmp=$(mktemp -d)
-go build -o "$tmp/wireload" ./hack/perf/wireload/
+if [ -n "${WIRELOAD:-}" ]; then
+	cp "$WIRELOAD" "$tmp/wireload" # built elsewhere, e.g. against an earlier commit
+else
+	go build -o "$tmp/wireload" ./hack/perf/wireload/
+fi
 # The server lives as long as its stdin pipe; closing it ends the server.
 mkfifo "$tmp/in"
 taskset -c "$server_cpu" env GOMAXPROCS=1 "$tmp/wireload" serve -backend "$backend" <"$tmp/in" >"$tmp/url" &

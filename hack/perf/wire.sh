@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs adapters/remote's BenchmarkWireInterleaved COUNT times (direct, wire and floor arms
-# interleaved within every iteration) and prints, per operation and metric, the median, min
+# interleaved in blocks within one loop) and prints, per operation and metric, the median, min
 # and max over the runs as markdown rows; then BenchmarkWireArms once for each arm's exact
 # B/op and allocs/op. Wall-clock figures on a shared machine move with load, which is why
 # the arms are interleaved and why a median of several runs is reported, never one run.
