@@ -87,9 +87,10 @@ func newWireBench(b *testing.B) *wireBench {
 		if err := wb.call(ctx, capture, op, 0); err != nil {
 			b.Fatalf("capturing %s: %v", op, err)
 		}
-		if rec.last == nil {
+		if rec.last == nil || rec.last.recorded.Len() == 0 {
 			b.Fatalf("capturing %s: no exchange recorded", op)
 		}
+		rec.last.respBody = rec.last.recorded.Bytes()
 		wb.floor[op] = rec.last
 	}
 	startFloor(b, wb.floor)
@@ -229,9 +230,10 @@ type floorCall struct {
 	respHeader   http.Header
 	respBody     []byte
 
-	url    string
-	client *http.Client
-	buf    bytes.Buffer
+	url      string
+	client   *http.Client
+	buf      bytes.Buffer
+	recorded bytes.Buffer
 }
 
 // do sends the recorded request and fails unless the recorded response came back.
@@ -299,7 +301,8 @@ func startFloor(b *testing.B, calls map[string]*floorCall) {
 	}
 }
 
-// recordingTransport keeps the last exchange that went through it.
+// recordingTransport keeps the last exchange that went through it; the response body is
+// copied as the caller reads it, which remote does to the end.
 type recordingTransport struct {
 	base http.RoundTripper
 	last *floorCall
@@ -307,27 +310,21 @@ type recordingTransport struct {
 
 func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c := &floorCall{method: req.Method, path: req.URL.Path, reqHeader: req.Header.Clone()}
-	if req.Body != nil {
-		body, err := io.ReadAll(req.Body)
-		_ = req.Body.Close()
+	if req.GetBody != nil {
+		// A fresh reader of the same bytes; req.Body is left to the transport.
+		rc, err := req.GetBody()
 		if err != nil {
 			return nil, err
 		}
-		c.reqBody = body
-		req = req.Clone(req.Context())
-		req.Body = io.NopCloser(bytes.NewReader(body))
+		if c.reqBody, err = io.ReadAll(rc); err != nil {
+			return nil, err
+		}
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		return nil, err
 	}
-	body, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	c.status, c.respBody = resp.StatusCode, body
+	c.status = resp.StatusCode
 	// The content headers the server chose; Date and Content-Length net/http writes itself.
 	c.respHeader = http.Header{}
 	for _, k := range []string{"Content-Type", "X-Content-Type-Options"} {
@@ -338,6 +335,10 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	if len(c.respHeader) != 2 {
 		return nil, fmt.Errorf("recorded response lacks content headers: %v", resp.Header)
 	}
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.TeeReader(resp.Body, &c.recorded), resp.Body}
 	t.last = c
 	return resp, nil
 }

@@ -26,22 +26,38 @@ if [ -n "${WIRELOAD:-}" ]; then
 else
 	go build -o "$tmp/wireload" ./hack/perf/wireload/
 fi
-# The server lives as long as its stdin pipe; closing it ends the server.
-mkfifo "$tmp/in"
-taskset -c "$server_cpu" env GOMAXPROCS=1 "$tmp/wireload" serve -backend "$backend" <"$tmp/in" >"$tmp/url" &
-server=$!
-exec 3>"$tmp/in"
-trap 'exec 3>&-; wait "$server" 2>/dev/null; rm -rf "$tmp"' EXIT
-for _ in $(seq 50); do [ -s "$tmp/url" ] && break; sleep 0.1; done
-url=$(head -1 "$tmp/url")
-[ -n "$url" ] || { echo "the server printed no URL" >&2; exit 1; }
+# Each wire measurement gets a fresh server, as each direct one gets a fresh store: a store
+# that kept growing across measurements would make later searches scan more (the in-memory
+# store scans in insertion order) and compare unlike with like. A server lives as long as
+# its stdin pipe; closing the pipe ends it.
+server=""
+start_server() {
+	rm -f "$tmp/in" "$tmp/url"
+	mkfifo "$tmp/in"
+	taskset -c "$server_cpu" env GOMAXPROCS=1 "$tmp/wireload" serve -backend "$backend" <"$tmp/in" >"$tmp/url" &
+	server=$!
+	exec 3>"$tmp/in"
+	for _ in $(seq 50); do [ -s "$tmp/url" ] && break; sleep 0.1; done
+	url=$(head -1 "$tmp/url")
+	[ -n "$url" ] || { echo "the server printed no URL" >&2; exit 1; }
+}
+stop_server() {
+	if [ -n "$server" ]; then
+		exec 3>&-
+		wait "$server" || true
+		server=""
+	fi
+}
+trap 'stop_server; rm -rf "$tmp"' EXIT
 echo "backend $backend, server on cpu $server_cpu, clients on cpu $client_cpu, $runs runs; load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for run in $(seq "$runs"); do
 	for op in store retrieve search; do
 		for clients in 1 8 64; do
 			n=${calls[$op]}
 			d=$(taskset -c "$server_cpu" env GOMAXPROCS=1 "$tmp/wireload" direct -backend "$backend" -op "$op" -clients "$clients" -calls "$n")
+			start_server
 			w=$(taskset -c "$client_cpu" env GOMAXPROCS=1 "$tmp/wireload" load -url "$url" -op "$op" -clients "$clients" -calls "$n")
+			stop_server
 			echo "$run ${d##* } ${w##* } $op $clients" | tee -a "$tmp/raw" >&2
 		done
 	done
