@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -178,9 +179,7 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 	if err != nil {
 		return uuid.Nil, memory.NewAdapterError("remote: store: the item cannot be encoded", err)
 	}
-	var res struct {
-		ID *string `json:"id"`
-	}
+	var res storeAnswer
 	if err := s.do(ctx, http.MethodPost, "/v1/items", body, http.StatusCreated, &res); err != nil {
 		return uuid.Nil, err
 	}
@@ -222,13 +221,13 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 	if q.Limit == 0 {
 		return []memory.Item{}, nil
 	}
-	body, err := json.Marshal(q)
+	// Query.MarshalJSON's output is json.Marshal's (compact, HTML-escaped), so json.Marshal
+	// would only copy it once more.
+	body, err := q.MarshalJSON()
 	if err != nil {
 		return nil, memory.NewAdapterError("remote: search: the query cannot be encoded", err)
 	}
-	var res struct {
-		Items *[]memory.Item `json:"items"`
-	}
+	var res searchAnswer
 	if err := s.do(ctx, http.MethodPost, "/v1/search", body, http.StatusOK, &res); err != nil {
 		return nil, err
 	}
@@ -276,7 +275,12 @@ func (s *Store) do(ctx context.Context, method, path string, body []byte, want i
 		return memory.NewUnavailable(fmt.Sprintf("remote: %s %s", method, path), stripURL(err))
 	}
 	defer func() { _ = resp.Body.Close() }()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, s.maxBody+1))
+	// Every decoder below copies what it keeps (encoding/json's contract for UnmarshalJSON),
+	// so the body's buffer goes back to the pool when the call returns.
+	buf := getBuffer(resp.ContentLength, s.maxBody)
+	defer putBuffer(buf)
+	_, err = buf.ReadFrom(io.LimitReader(resp.Body, s.maxBody+1))
+	data := buf.Bytes()
 	if err != nil {
 		return memory.NewUnavailable(fmt.Sprintf("remote: %s %s: reading the response", method, path), stripURL(err))
 	}
@@ -364,12 +368,109 @@ func describeBody(contentType string, data []byte) string {
 	return fmt.Sprintf("%.64s: %q", contentType, b.String())
 }
 
+// searchFields is a search answer's envelope as encoding/json decodes it.
+type searchFields struct {
+	Items *[]memory.Item `json:"items"`
+}
+
+// searchAnswer decodes a search answer: the shape the server writes, {"items":[…]} with any
+// whitespace, has its array decoded by memory.UnmarshalItems, which validates it once and
+// decodes each item in one pass; anything else, and any error, takes the strict envelope
+// decoder, which decides duplicate and unknown keys and gives the errors. When the array
+// between that prefix and suffix is one valid JSON value, the body is exactly an object
+// with the one member "items", so both paths give the same items.
+type searchAnswer searchFields
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (a *searchAnswer) UnmarshalJSON(data []byte) error {
+	if arr, ok := itemsArray(data); ok {
+		if items, err := memory.UnmarshalItems(arr); err == nil {
+			a.Items = &items
+			return nil
+		}
+	}
+	return decodeFields(data, (*searchFields)(a))
+}
+
+// itemsArray returns the text between `{"items":` and `}`, whitespace allowed around each
+// token, when it starts an array.
+func itemsArray(data []byte) ([]byte, bool) {
+	const ws = " \t\r\n"
+	rest, ok := bytes.CutSuffix(bytes.TrimRight(data, ws), []byte("}"))
+	for _, tok := range []string{"{", `"items"`, ":"} {
+		if !ok {
+			return nil, false
+		}
+		rest, ok = bytes.CutPrefix(bytes.TrimLeft(rest, ws), []byte(tok))
+	}
+	rest = bytes.TrimLeft(rest, ws)
+	return rest, ok && len(rest) > 0 && rest[0] == '['
+}
+
+// storeFields is a store answer as encoding/json decodes it.
+type storeFields struct {
+	ID *string `json:"id"`
+}
+
+// storeAnswer decodes a store answer: exactly {"id":"…"} with 36 hex digits and dashes
+// between the quotes, as the server writes it, is read directly; anything else takes the
+// strict decoder.
+type storeAnswer storeFields
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (a *storeAnswer) UnmarshalJSON(data []byte) error {
+	const prefix, suffix, idLen = `{"id":"`, `"}`, 36
+	if len(data) == len(prefix)+idLen+len(suffix) && string(data[:len(prefix)]) == prefix && string(data[len(data)-len(suffix):]) == suffix {
+		id := data[len(prefix) : len(prefix)+idLen]
+		plain := true
+		for _, c := range id {
+			plain = plain && (c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F')
+		}
+		if plain {
+			s := string(id)
+			a.ID = &s
+			return nil
+		}
+	}
+	return decodeFields(data, (*storeFields)(a))
+}
+
+// bodies recycles response buffers; one over maxPooled is left to the collector, so a rare
+// large answer does not stay pinned in the pool.
+var bodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooled = 1 << 20
+
+// getBuffer returns an empty pooled buffer with room for a body of the announced length
+// (when known and within the bound).
+func getBuffer(length, limit int64) *bytes.Buffer {
+	buf := bodies.Get().(*bytes.Buffer)
+	buf.Reset()
+	if length > 0 && length <= limit {
+		// ReadFrom wants bytes.MinRead free before each read, the final one included; an
+		// announcement is not yet bytes received, so what it reserves is bounded.
+		buf.Grow(int(min(length, maxPooled)) + bytes.MinRead)
+	}
+	return buf
+}
+
+func putBuffer(buf *bytes.Buffer) {
+	if buf.Cap() <= maxPooled {
+		bodies.Put(buf)
+	}
+}
+
 func decodeStrict(data []byte, v any) error {
 	// A type with its own strict decoder (memory.Item) checks unknown fields and trailing
 	// data itself; a json.Decoder around it would only scan the body twice more first.
 	if u, ok := v.(json.Unmarshaler); ok {
 		return u.UnmarshalJSON(data)
 	}
+	return decodeFields(data, v)
+}
+
+// decodeFields is encoding/json's strict decoding: unknown fields and trailing data refused.
+func decodeFields(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

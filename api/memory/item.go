@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math/big"
 	"slices"
 	"strconv"
@@ -144,7 +143,7 @@ type stringList []string
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (l *stringList) UnmarshalJSON(data []byte) error {
-	if out, ok := plainStrings(data); ok {
+	if out, ok := plainStrings(data, ""); ok {
 		*l = out
 		return nil
 	}
@@ -168,10 +167,11 @@ func (l *stringList) UnmarshalJSON(data []byte) error {
 }
 
 // plainStrings decodes the common shape of a tag list, an array of strings none of which
-// holds an escape, a control character or a byte outside ASCII, in one pass and one
-// allocation per tag; anything else (null, escapes, other types, Unicode, malformed input)
+// holds an escape, a control character or a byte outside ASCII, in one pass: the tags are
+// slices of text, which holds data's bytes, or when text is empty of one copy of data made
+// here, so the list costs two allocations at most; anything else (null, escapes, other types, Unicode, malformed input)
 // reports false and takes encoding/json's path, so results and errors stay encoding/json's.
-func plainStrings(data []byte) ([]string, bool) {
+func plainStrings(data []byte, text string) ([]string, bool) {
 	i := 0
 	ws := func() {
 		for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
@@ -183,13 +183,17 @@ func plainStrings(data []byte) ([]string, bool) {
 		return nil, false
 	}
 	i++
-	out := []string{}
 	ws()
 	if i < len(data) && data[i] == ']' {
 		i++
 		ws()
-		return out, i == len(data)
+		return []string{}, i == len(data)
 	}
+	if text == "" {
+		text = string(data)
+	}
+	// Commas bound the count from above.
+	out := make([]string, 0, bytes.Count(data, []byte(","))+1)
 	for {
 		if i == len(data) || data[i] != '"' {
 			return nil, false
@@ -203,7 +207,7 @@ func plainStrings(data []byte) ([]string, bool) {
 		if i == len(data) {
 			return nil, false
 		}
-		out = append(out, string(data[start:i]))
+		out = append(out, text[start:i])
 		i++
 		ws()
 		if i == len(data) {
@@ -231,63 +235,101 @@ func isNull(raw json.RawMessage) bool {
 // MarshalJSON writes the wire form of contract.md §4: created_at as float seconds with
 // microsecond precision, metadata defaulting to {}, content to null and tags to [].
 func (it Item) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.Grow(sizeHint(&it))
+	if err := appendItem(&b, &it); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// appendItem writes MarshalJSON's bytes for it to b; on error b holds a partial item.
+// Characters that encoding/json would HTML-escape are left as they are, because every
+// caller either goes through json.Marshal or json.HTMLEscape, which escapes them in the same
+// pass that re-compacts the whole value, so the bytes on the wire are unchanged.
+func appendItem(b *bytes.Buffer, it *Item) error {
 	if it.CreatedAt.Before(minCreatedAt) || it.CreatedAt.After(maxCreatedAt) {
 		// The decoder rejects these, so writing one would produce an item nobody can read.
-		return nil, errors.New("created_at: out of range (years 1 to 9999)")
+		return errors.New("created_at: out of range (years 1 to 9999)")
 	}
-	// One buffer sized for the common case: the fixed fields plus the raw values.
-	var b bytes.Buffer
-	b.Grow(128 + len(it.Content) + 16*len(it.Tags) + 32*len(it.Metadata))
 	// A canonical UUID string is hex digits and dashes, so it needs no JSON escaping.
 	b.WriteString(`{"id":"`)
-	b.WriteString(it.ID.String())
+	appendUUID(b, it.ID)
 	b.WriteString(`","created_at":`)
 	b.Write(AppendTimestamp(b.AvailableBuffer(), it.CreatedAt))
 	b.WriteString(`,"metadata":`)
-	// Keys in sorted order, values compacted, as json.Marshal writes a map; characters that
-	// encoding/json would HTML-escape are left as they are, because every caller either goes
-	// through json.Marshal or json.HTMLEscape, which escapes them in the same pass that
-	// re-compacts the whole value, so the bytes on the wire are unchanged.
+	// Keys in sorted order, values compacted, as json.Marshal writes a map. The keys of a
+	// usual item fit the array on the stack.
+	var small [8]string
+	keys := small[:0]
+	for k := range it.Metadata {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
 	b.WriteByte('{')
-	for i, k := range slices.Sorted(maps.Keys(it.Metadata)) {
+	for i, k := range keys {
 		v := it.Metadata[k]
 		// encoding/json would replace invalid bytes in a key with U+FFFD and copy them
 		// verbatim in a raw value: either way the reader gets something else than was meant.
 		if !utf8.ValidString(k) {
-			return nil, errors.New("metadata: not valid UTF-8")
+			return errors.New("metadata: not valid UTF-8")
 		}
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		appendJSONString(&b, k)
+		appendJSONString(b, k)
 		b.WriteByte(':')
-		if err := json.Compact(&b, v); err != nil || len(v) == 0 {
-			return nil, fmt.Errorf("metadata %q: invalid JSON value", k)
+		if err := json.Compact(b, v); err != nil || len(v) == 0 {
+			return fmt.Errorf("metadata %q: invalid JSON value", k)
 		}
 		if !utf8.Valid(v) {
-			return nil, errors.New("metadata: not valid UTF-8")
+			return errors.New("metadata: not valid UTF-8")
 		}
 	}
 	b.WriteByte('}')
 	b.WriteString(`,"content":`)
 	// Compact without reformatting numbers: json.Compact keeps number literals verbatim, and
 	// refuses what is not valid JSON.
-	if err := json.Compact(&b, it.ContentJSON()); err != nil {
-		return nil, errors.New("content: invalid JSON value")
+	if err := json.Compact(b, it.ContentJSON()); err != nil {
+		return errors.New("content: invalid JSON value")
 	}
 	if !utf8.Valid(it.Content) {
-		return nil, errors.New("content: not valid UTF-8")
+		return errors.New("content: not valid UTF-8")
 	}
-	b.WriteString(`,"tags":`)
+	b.WriteString(`,"tags":[`)
 	for i, t := range it.Tags {
 		if !utf8.ValidString(t) {
-			return nil, fmt.Errorf("tags: element %d is not valid UTF-8", i)
+			return fmt.Errorf("tags: element %d is not valid UTF-8", i)
 		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		appendJSONString(b, t)
 	}
-	tb, _ := json.Marshal(nonNil(it.Tags))
-	b.Write(tb)
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	b.WriteString(`]}`)
+	return nil
+}
+
+// sizeHint is room for an item's encoding in the common case: the fixed fields plus the
+// raw values.
+func sizeHint(it *Item) int {
+	return 128 + len(it.Content) + 16*len(it.Tags) + 32*len(it.Metadata)
+}
+
+// appendUUID writes id's canonical form, as uuid.UUID.String spells it, without allocating.
+func appendUUID(b *bytes.Buffer, id uuid.UUID) {
+	const hex = "0123456789abcdef"
+	var out [36]byte
+	j := 0
+	for i, c := range id {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			out[j] = '-'
+			j++
+		}
+		out[j], out[j+1] = hex[c>>4], hex[c&0x0f]
+		j += 2
+	}
+	b.Write(out[:])
 }
 
 // MarshalItem returns exactly the bytes json.Marshal(it) returns, in one pass: MarshalJSON's
@@ -296,6 +338,7 @@ func (it Item) MarshalJSON() ([]byte, error) {
 // present. An item MarshalJSON refuses takes json.Marshal's path, for the same error.
 func MarshalItem(it Item) ([]byte, error) {
 	var buf bytes.Buffer
+	buf.Grow(sizeHint(&it))
 	if err := AppendItemJSON(&buf, &it); err != nil {
 		return json.Marshal(it)
 	}
@@ -312,20 +355,21 @@ func UnmarshalItem(data []byte) (Item, error) {
 		err := json.Unmarshal(data, &it)
 		return it, err
 	}
-	err := it.UnmarshalJSON(data)
+	err := it.unmarshalValid(data)
 	return it, err
 }
 
 // AppendItemJSON appends MarshalItem's bytes for it to buf; on error buf is unchanged.
 func AppendItemJSON(buf *bytes.Buffer, it *Item) error {
-	b, err := it.MarshalJSON()
-	if err != nil {
+	start := buf.Len()
+	if err := appendItem(buf, it); err != nil {
+		buf.Truncate(start)
 		return err
 	}
-	if needsHTMLEscape(b) {
+	if b := buf.Bytes()[start:]; needsHTMLEscape(b) {
+		b = bytes.Clone(b)
+		buf.Truncate(start)
 		json.HTMLEscape(buf, b)
-	} else {
-		buf.Write(b)
 	}
 	return nil
 }
@@ -361,6 +405,28 @@ func appendJSONString(b *bytes.Buffer, s string) {
 // a missing id or created_at, or an out-of-range timestamp are errors. Missing metadata,
 // content and tags take lionagi's defaults ({}, null, []).
 func (it *Item) UnmarshalJSON(data []byte) error {
+	if json.Valid(data) {
+		return it.unmarshalValid(data)
+	}
+	return it.unmarshalSlow(data)
+}
+
+// unmarshalValid is UnmarshalJSON for data known to be valid JSON: the common shape in one
+// pass (decodeValidItem), anything else through encoding/json.
+func (it *Item) unmarshalValid(data []byte) error {
+	if start := skipWS(data, 0); start < len(data) && data[start] == '{' && utf8.Valid(data) {
+		out, end, ok := decodeValidItem(data, bytes.Clone(data), shareText(data), start)
+		if ok && skipWS(data, end) == len(data) {
+			*it = out
+			return nil
+		}
+	}
+	return it.unmarshalSlow(data)
+}
+
+// unmarshalSlow is UnmarshalJSON through encoding/json's strict decoder: the reference the
+// one-pass path is tested against, and the path of every error.
+func (it *Item) unmarshalSlow(data []byte) error {
 	var w itemWire
 	if err := decodeStrict(data, &w); err != nil {
 		return fmt.Errorf("decode item: %w", err)

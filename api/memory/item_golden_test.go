@@ -67,7 +67,7 @@ func TestPlainStringsAgreesWithEncodingJSON(t *testing.T) {
 	} {
 		var ref []*string
 		refErr := json.Unmarshal([]byte(in), &ref)
-		got, ok := plainStrings([]byte(in))
+		got, ok := plainStrings([]byte(in), "")
 		if !ok {
 			continue
 		}
@@ -88,7 +88,7 @@ func TestPlainStringsAgreesWithEncodingJSON(t *testing.T) {
 	}
 	// The fast path must actually take the common shapes.
 	for _, in := range []string{`[]`, `["t42","common"]`} {
-		if _, ok := plainStrings([]byte(in)); !ok {
+		if _, ok := plainStrings([]byte(in), ""); !ok {
 			t.Errorf("%q: fast path declined", in)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -344,7 +343,9 @@ func (s *Server) checkValid(w http.ResponseWriter) bool {
 }
 
 func (s *Server) storeItem(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	buf := getBuffer()
+	defer putBuffer(buf)
+	body, ok := s.readBody(w, r, buf)
 	if !ok {
 		return
 	}
@@ -368,9 +369,12 @@ func (s *Server) storeItem(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, http.StatusBadGateway, memory.ProblemAdapterError, "the backend acknowledged a different id than the item's own", nil)
 		return
 	}
-	s.writeJSON(w, http.StatusCreated, struct {
-		ID string `json:"id"`
-	}{id.String()})
+	// What json.Marshal writes for {"id": id}: a canonical UUID needs no escaping.
+	buf.Reset()
+	buf.WriteString(`{"id":"`)
+	buf.WriteString(id.String())
+	buf.WriteString(`"}`)
+	s.writeBytes(w, http.StatusCreated, buf.Bytes())
 }
 
 func (s *Server) retrieveItem(w http.ResponseWriter, r *http.Request) {
@@ -406,7 +410,9 @@ type searchResult struct {
 }
 
 func (s *Server) search(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	buf := getBuffer()
+	defer putBuffer(buf)
+	body, ok := s.readBody(w, r, buf)
 	if !ok {
 		return
 	}
@@ -465,8 +471,9 @@ func (s *Server) backendError(w http.ResponseWriter, err error) {
 // readBody reads at most MaxBodyBytes; a longer body is 413 and is not decoded at all. A body
 // that is not application/json is 415 and is not read: form posts and text/plain are "simple"
 // requests a browser sends cross-site without a CORS preflight, so accepting them would let
-// any web page write items.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+// any web page write items. The body is read into buf, which the caller may reuse once it
+// has decoded the body: the decoders copy what they keep.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer) ([]byte, bool) {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		s.problem(w, http.StatusUnsupportedMediaType, memory.ProblemUnsupportedMediaType, "the body must be Content-Type: application/json", nil)
 		return nil, false
@@ -475,7 +482,12 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 		s.problem(w, http.StatusRequestEntityTooLarge, memory.ProblemPayloadTooLarge, fmt.Sprintf("body is over %d bytes", s.cfg.MaxBodyBytes), nil)
 		return nil, false
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if r.ContentLength > 0 {
+		// Room for the announced body, bounded: an announcement is not yet bytes received.
+		// ReadFrom wants bytes.MinRead free before each read, the final one included.
+		buf.Grow(int(min(r.ContentLength, preGrowMax)) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -485,15 +497,19 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 		s.problem(w, http.StatusBadRequest, memory.ProblemInvalidRequest, "reading the body: "+err.Error(), nil)
 		return nil, false
 	}
-	return body, true
+	return buf.Bytes(), true
 }
 
 // DecodeItem decodes a store request body exactly as the server does: one JSON object,
 // strict fields, content and metadata within memory.MaxJSONDepth. It is exported for the
 // fuzz targets and for clients that want the same rules.
 func DecodeItem(body []byte) (memory.Item, error) {
-	var it memory.Item
-	if err := decodeObject(body, &it); err != nil {
+	if err := checkObject(body); err != nil {
+		return memory.Item{}, err
+	}
+	// json.Unmarshal's value and errors, validating the body once.
+	it, err := memory.UnmarshalItem(body)
+	if err != nil {
 		return it, err
 	}
 	return it, depthError(memory.CheckItemDepth(it))
@@ -520,13 +536,8 @@ func depthError(err error) error {
 }
 
 func decodeObject(body []byte, v any) error {
-	if !bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("{")) {
-		return errors.New("the body must be one JSON object")
-	}
-	// JSON text is UTF-8 (RFC 8259 §8.1); encoding/json would copy invalid bytes into raw
-	// values, and the backend's refusal would then be a 502 for what is the client's error.
-	if !utf8.Valid(body) {
-		return errors.New("the body is not valid UTF-8")
+	if err := checkObject(body); err != nil {
+		return err
 	}
 	// The api/memory codecs are strict (unknown fields, quoted numbers, null tags are errors),
 	// so one decode is all the server needs. json.Unmarshal would check the syntax, skip over
@@ -536,6 +547,19 @@ func decodeObject(body []byte, v any) error {
 		return u.UnmarshalJSON(body)
 	}
 	return json.Unmarshal(body, v)
+}
+
+// checkObject refuses a body that does not start as a JSON object or is not UTF-8.
+func checkObject(body []byte) error {
+	if !bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("{")) {
+		return errors.New("the body must be one JSON object")
+	}
+	// JSON text is UTF-8 (RFC 8259 §8.1); encoding/json would copy invalid bytes into raw
+	// values, and the backend's refusal would then be a 502 for what is the client's error.
+	if !utf8.Valid(body) {
+		return errors.New("the body is not valid UTF-8")
+	}
+	return nil
 }
 
 // problem writes an application/problem+json error and counts it by type.
@@ -582,17 +606,18 @@ var titles = map[memory.ProblemType]string{
 // json.Marshal writes for them (memory.AppendItemJSON) but without its second pass over each
 // item. Any encoding error takes json.Marshal's path, for the same message.
 func (s *Server) writeItems(w http.ResponseWriter, items []memory.Item, it *memory.Item) {
-	var buf bytes.Buffer
+	buf := getBuffer()
+	defer putBuffer(buf)
 	var err error
 	if it != nil {
-		err = memory.AppendItemJSON(&buf, it)
+		err = memory.AppendItemJSON(buf, it)
 	} else {
 		buf.WriteString(`{"items":[`)
 		for i := range items {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
-			if err = memory.AppendItemJSON(&buf, &items[i]); err != nil {
+			if err = memory.AppendItemJSON(buf, &items[i]); err != nil {
 				break
 			}
 		}
@@ -619,9 +644,40 @@ func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 	s.writeBytes(w, status, b)
 }
 
+// writeBytes answers status with the JSON body b. Write copies b out (into the
+// connection's buffer or onto the wire) before it returns, so b may be a pooled buffer's.
 func (s *Server) writeBytes(w http.ResponseWriter, status int, b []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	// Canonical keys set directly, with shared values that net/http only reads: Header.Set
+	// would allocate a slice per header per response.
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	h["X-Content-Type-Options"] = noSniff
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+}
+
+var (
+	jsonContentType = []string{"application/json"}
+	noSniff         = []string{"nosniff"}
+)
+
+// buffers recycles request and response bodies; one over maxPooled is left to the
+// collector, so a rare large body does not stay pinned in the pool.
+var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooled = 1 << 20
+
+// preGrowMax bounds what an announced Content-Length reserves before the body arrives.
+const preGrowMax = 64 << 10
+
+func getBuffer() *bytes.Buffer {
+	buf := buffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	return buf
+}
+
+func putBuffer(buf *bytes.Buffer) {
+	if buf.Cap() <= maxPooled {
+		buffers.Put(buf)
+	}
 }
