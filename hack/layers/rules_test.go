@@ -31,6 +31,8 @@ func TestForbidden(t *testing.T) {
 		{"internal/webhook", "cmd/memory-adapter", false},
 		{"internal/server/wireharness", "conformance", true},
 		{"cmd/memory-adapter", "adapters/inmemory", true},
+		{"hack/perf/wireload", "adapters/inmemory", true},
+		{"hack/tools/kal", "adapters/inmemory", false},
 		{"cmd/memory-adapter", "internal/server", true},
 		{"internal/server", "test/api/manifestcases", false},
 		{"test/api/manifestcases", "api/v1alpha1", true},
