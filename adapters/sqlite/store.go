@@ -614,10 +614,18 @@ func textProbe(needle string) (string, []any, bool) {
 // scope in seq order and stops at its limit, as before). A store that commits between the
 // probe and the search is concurrent with the search, which may then miss it.
 func (s *Store) probe(ctx context.Context, query string, args []any) (string, bool, error) {
+	return runProbe(ctx, s.db, s.trace, query, args)
+}
+
+// runProbe is probe on db, with trace (when set) seeing the statement; the benchmark's
+// driver baseline runs it too, so that its search reads the rows the adapter's does.
+func runProbe(ctx context.Context, db *sql.DB, trace func(string, []any), query string, args []any) (string, bool, error) {
 	query += ` LIMIT ?`
 	args = append(args, relstore.TagProbeLimit+1)
-	s.traceSQL(query, args)
-	rows, err := s.db.QueryContext(ctx, query, args...)
+	if trace != nil {
+		trace(query, args)
+	}
+	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return "", false, classify("search", err)
 	}
