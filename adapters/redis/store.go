@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -245,61 +244,10 @@ func (s *Store) encode(item memory.Item) ([]byte, error) {
 	if err != nil {
 		return nil, memory.NewAdapterError("store: item would not read back", err)
 	}
-	if d := readBackDiff(back, item); len(d) > 0 {
+	if d := back.Diff(item); len(d) > 0 {
 		return nil, memory.NewAdapterError(fmt.Sprintf("store: fields %v would not read back exactly", d), nil)
 	}
 	return data, nil
-}
-
-// readBackDiff returns exactly back.Diff(item), the fields where the decoded copy differs
-// from what the caller stored. memory.JSONEqual decodes both sides into maps and was about
-// two thirds of a store's CPU (docs/performance.md, section 3), although the read-back of
-// a compact value is usually byte for byte the caller's own; for identical bytes,
-// JSONEqual's answer is whether they are one valid JSON value nested no deeper than its
-// recursion bound, which jsonSame checks without decoding.
-func readBackDiff(back, item memory.Item) []memory.ItemField {
-	var out []memory.ItemField
-	if back.ID != item.ID {
-		out = append(out, memory.FieldID)
-	}
-	if !back.CreatedAt.Truncate(time.Microsecond).Equal(item.CreatedAt.Truncate(time.Microsecond)) {
-		out = append(out, memory.FieldCreatedAt)
-	}
-	if !metadataSame(back.Metadata, item.Metadata) {
-		out = append(out, memory.FieldMetadata)
-	}
-	if !jsonSame(back.ContentJSON(), item.ContentJSON()) {
-		out = append(out, memory.FieldContent)
-	}
-	// slices.Equal holds nil and empty equal, as Diff does.
-	if !slices.Equal(back.Tags, item.Tags) {
-		out = append(out, memory.FieldTags)
-	}
-	return out
-}
-
-// metadataSame is memory.MetadataEqual with jsonSame for the values.
-func metadataSame(a, b map[string]json.RawMessage) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, av := range a {
-		bv, ok := b[k]
-		if !ok || !jsonSame(av, bv) {
-			return false
-		}
-	}
-	return true
-}
-
-// jsonSame is memory.JSONEqual(a, b). JSONEqual holds a value equal to itself unless it is
-// invalid or nests beyond its bound of 256 levels, so identical bytes that are valid and
-// within memory.MaxJSONDepth need no decoding; anything else takes JSONEqual itself.
-func jsonSame(a, b []byte) bool {
-	if bytes.Equal(a, b) && json.Valid(a) && memory.JSONDepth(a) <= memory.MaxJSONDepth {
-		return true
-	}
-	return memory.JSONEqual(a, b)
 }
 
 // Retrieve reads the item at its identity. An unknown id, or a key there that is not a

@@ -4,12 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
@@ -120,57 +116,4 @@ func FuzzCanonicalJSON(f *testing.F) {
 			t.Fatalf("JSONEqual(%q, %q) = %v but canonical forms %q and %q", a, b, eq, ca, cb)
 		}
 	})
-}
-
-// TestReadBackDiffIsDiff pins readBackDiff, the store path's fast read-back comparison, to
-// memory.Item.Diff on the values where a shortcut could go wrong: identical and differing
-// bytes, equal values in other spellings, invalid JSON, nesting at and beyond the limits,
-// and nil against empty.
-func TestReadBackDiffIsDiff(t *testing.T) {
-	deep := func(n int) json.RawMessage {
-		return json.RawMessage(strings.Repeat("[", n) + "1" + strings.Repeat("]", n))
-	}
-	values := []json.RawMessage{
-		nil, json.RawMessage(``), json.RawMessage(` `), json.RawMessage(`null`), json.RawMessage(`1`),
-		json.RawMessage(`1.0`), json.RawMessage(`1e0`), json.RawMessage(`"a"`), json.RawMessage(`"\u0061"`),
-		json.RawMessage(`{"a":1,"b":2}`), json.RawMessage(`{"b":2,"a":1}`), json.RawMessage(`{"a":1,"a":2}`),
-		json.RawMessage(`{ "a" : 1 }`), json.RawMessage(`[1,2]`), json.RawMessage(`[1, 2]`),
-		json.RawMessage(`{"a":`), json.RawMessage(`1 2`), json.RawMessage("\"\xff\""), json.RawMessage(`"<&>"`),
-		json.RawMessage(`12345678901234567890123`), json.RawMessage(`1e99999`),
-		deep(memory.MaxJSONDepth), deep(memory.MaxJSONDepth + 1), deep(256), deep(257), deep(300),
-	}
-	base := memory.NewItem(json.RawMessage(`{"x":1}`), "a", "b")
-	var cases [][2]memory.Item
-	for _, a := range values {
-		for _, b := range values {
-			x, y := base, base
-			x.Content, y.Content = a, b
-			cases = append(cases, [2]memory.Item{x, y})
-			x, y = base, base
-			x.Metadata = map[string]json.RawMessage{"k": a}
-			y.Metadata = map[string]json.RawMessage{"k": b}
-			cases = append(cases, [2]memory.Item{x, y})
-		}
-	}
-	other := base
-	other.ID = uuid.New()
-	later := base
-	later.CreatedAt = base.CreatedAt.Add(time.Millisecond)
-	sameMicro := base
-	sameMicro.CreatedAt = base.CreatedAt.Truncate(time.Microsecond).Add(999 * time.Nanosecond)
-	noTags, emptyTags, otherTags := base, base, base
-	noTags.Tags, emptyTags.Tags, otherTags.Tags = nil, []string{}, []string{"b", "a"}
-	noMeta, emptyMeta, moreMeta := base, base, base
-	noMeta.Metadata, emptyMeta.Metadata = nil, map[string]json.RawMessage{}
-	moreMeta.Metadata = map[string]json.RawMessage{"k": json.RawMessage(`1`)}
-	for _, x := range []memory.Item{base, other, later, sameMicro, noTags, emptyTags, otherTags, noMeta, emptyMeta, moreMeta} {
-		for _, y := range []memory.Item{base, other, later, sameMicro, noTags, emptyTags, otherTags, noMeta, emptyMeta, moreMeta} {
-			cases = append(cases, [2]memory.Item{x, y})
-		}
-	}
-	for i, c := range cases {
-		if got, want := readBackDiff(c[0], c[1]), c[0].Diff(c[1]); !slices.Equal(got, want) {
-			t.Errorf("case %d (%+v vs %+v): readBackDiff %v, Diff %v", i, c[0], c[1], got, want)
-		}
-	}
 }
