@@ -534,15 +534,6 @@ func filtersMatch(it memory.Item, filters map[string]json.RawMessage) bool {
 	return true
 }
 
-// buildSearch returns the statement, its arguments, and whether SQL alone decides the
-// filters exactly. SQLite's json_each yields numbers as SQL values (a number above the int64
-// range becomes a REAL) and cannot compare objects by JSON equality, so for number, object
-// and array filter values SQL only pre-selects by JSON type and Go decides with
-// memory.JSONEqual; the limit is then applied in Go.
-func buildSearch(scope string, q memory.Query) (string, []any, bool) {
-	return buildSearchWith(scope, q, searchPlan{})
-}
-
 // searchPlan is what Search learns from the indexes before its statement (planSearch).
 type searchPlan struct {
 	// single maps a number filter whose key's range holds one stored value to that value
@@ -659,9 +650,13 @@ func runProbe(ctx context.Context, db *sql.DB, trace func(string, []any), query 
 	return string(enc), false, nil
 }
 
-// buildSearchWith is buildSearch given planSearch's result: a number filter whose key's
-// range holds one stored value becomes an equality on it, and a rare tag restricts the
-// statement to the rows the tag index named.
+// buildSearchWith returns the statement, its arguments, and whether SQL alone decides the
+// filters exactly, given planSearch's result: a number filter whose key's range holds one
+// stored value becomes an equality on it, and a rare tag restricts the statement to the rows
+// the tag index named. SQLite's json_each yields numbers as SQL values (a number above the
+// int64 range becomes a REAL) and cannot compare objects by JSON equality, so for other
+// number, object and array filter values SQL only pre-selects by JSON type and Go decides
+// with memory.JSONEqual; the limit is then applied in Go.
 func buildSearchWith(scope string, q memory.Query, plan searchPlan) (string, []any, bool) {
 	var b strings.Builder
 	args := []any{scope}
