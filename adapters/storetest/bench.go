@@ -89,7 +89,7 @@ type BenchOpen func(b *testing.B) (memory.Store, BenchDriver)
 // driver afresh (open): a step that inherited the connections of the one before would inherit
 // their page caches, prepared statements and pool sizes too, and the arms do not inherit them
 // alike (SQLite's driver arm ran its 100k searches 25–40 % slower after the retrieve step than
-// on its own, docs/performance.md section 3).
+// on its own, issue 26; docs/perf/adapter-vs-driver.md).
 func Bench(b *testing.B, setup BenchSetup) {
 	for _, n := range BenchSizes {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
