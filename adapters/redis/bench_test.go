@@ -18,9 +18,11 @@ import (
 
 // The benchmarks pair every adapter operation with a "driver" baseline that issues the
 // equivalent commands through go-redis directly in the same run and decodes the payloads into
-// items, so the adapter's overhead reads as the ratio of the two ns/op figures. docs/adapters/redis.md records the numbers.
+// items, so the adapter's overhead reads as the ratio of the ns/op figures; storetest.Interleave
+// runs that baseline twice, with a deadline and with a plain context (go-redis bounds a call
+// by its socket timeouts, so the two should agree). docs/adapters/redis.md records the numbers.
 //
-//	go test -run '^$' -bench . -benchtime 2000x ./adapters/redis/
+//	hack/perf/ratios.sh ./adapters/redis/ 'BenchmarkStore|BenchmarkRetrieve|BenchmarkSearch' 2000x 5
 
 var benchSizes = []int{1_000, 100_000}
 
@@ -95,16 +97,19 @@ func BenchmarkStore(b *testing.B) {
 		ctx := context.Background()
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			settle(b, h)
-			storetest.Interleave(b, func(i int) error {
-				_, err := s.Store(ctx, benchItem(n+i))
+			storetest.Interleave(b, func(j int) error {
+				_, err := s.Store(ctx, benchItem(n+j))
 				return err
-			}, func(i int) error {
-				it := benchItem(n + 1_000_000 + i)
-				data, _ := json.Marshal(it)
+			}, func(ctx context.Context, j int) error {
+				it := benchItem(n + j)
+				data, err := json.Marshal(it)
+				if err != nil {
+					return err
+				}
 				pipe := h.admin.TxPipeline()
 				pipe.HSet(ctx, h.k.item(it.ID), "kind", itemKind, "json", data)
 				pipe.XAdd(ctx, &goredis.XAddArgs{Stream: h.k.stream(), Values: []string{"id", it.ID.String()}})
-				_, err := pipe.Exec(ctx)
+				_, err = pipe.Exec(ctx)
 				return err
 			})
 		})
@@ -116,18 +121,21 @@ func BenchmarkRetrieve(b *testing.B) {
 		h, s, items := loadScope(b, n)
 		ctx := context.Background()
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			storetest.Interleave(b, func(i int) error {
-				it, err := s.Retrieve(ctx, items[i%n].ID)
+			storetest.Interleave(b, func(j int) error {
+				it, err := s.Retrieve(ctx, items[j%n].ID)
 				if err == nil && it == nil {
-					err = fmt.Errorf("item %d missing", i%n)
+					err = fmt.Errorf("item %d missing", j%n)
 				}
 				return err
-			}, func(i int) error {
-				vals, err := h.admin.HMGet(ctx, h.k.item(items[i%n].ID), "kind", "json").Result()
+			}, func(ctx context.Context, j int) error {
+				vals, err := h.admin.HMGet(ctx, h.k.item(items[j%n].ID), "kind", "json").Result()
 				if err != nil {
 					return err
 				}
-				raw, _ := vals[1].(string)
+				raw, ok := vals[1].(string)
+				if !ok {
+					return fmt.Errorf("item %d has no payload", j%n)
+				}
 				var it memory.Item
 				return json.Unmarshal([]byte(raw), &it)
 			})
@@ -147,7 +155,10 @@ func BenchmarkSearch(b *testing.B) {
 		{"tags", memory.Query{Tags: []string{"t3"}, Limit: 20}, func(h *Harness) string { return h.k.abs(tagRel("t3")) }},
 		{"filter", memory.Query{Filters: map[string]json.RawMessage{"source": json.RawMessage(`"s3"`)}, Limit: 20},
 			func(h *Harness) string {
-				c, _ := canonicalJSON(json.RawMessage(`"s3"`))
+				c, err := canonicalJSON(json.RawMessage(`"s3"`))
+				if err != nil {
+					panic(err) // a constant that must canonicalise
+				}
 				return h.k.abs(filterRel("source", c))
 			}},
 	}
@@ -163,19 +174,19 @@ func BenchmarkSearch(b *testing.B) {
 						err = fmt.Errorf("%d hits, want 20", len(hits))
 					}
 					return err
-				}, func(int) error {
-					if got := driverSearch(b, h.admin, h.k, key, qc.q); got != 20 {
-						return fmt.Errorf("%d rows, want 20", got)
+				}, func(ctx context.Context, _ int) error {
+					got, err := driverSearch(ctx, h.admin, h.k, key, qc.q)
+					if err == nil && got != 20 {
+						err = fmt.Errorf("%d rows, want 20", got)
 					}
-					return nil
+					return err
 				})
 			})
 		}
 	}
 }
 
-func driverSearch(b *testing.B, c *goredis.Client, k keys, key string, q memory.Query) int {
-	ctx := context.Background()
+func driverSearch(ctx context.Context, c *goredis.Client, k keys, key string, q memory.Query) (int, error) {
 	var lower string
 	if q.Text != nil {
 		lower = strings.ToLower(*q.Text)
@@ -184,32 +195,39 @@ func driverSearch(b *testing.B, c *goredis.Client, k keys, key string, q memory.
 	for {
 		zs, err := c.ZRangeArgsWithScores(ctx, goredis.ZRangeArgs{Key: key, Start: from, Stop: "+inf", ByScore: true, Count: fetchChunk}).Result()
 		if err != nil {
-			b.Fatal(err)
+			return found, err
 		}
 		pipe := c.Pipeline()
 		cmds := make([]*goredis.SliceCmd, len(zs))
 		for i, z := range zs {
-			id, _ := uuid.Parse(z.Member.(string))
+			m, _ := z.Member.(string)
+			id, err := uuid.Parse(m)
+			if err != nil {
+				return found, fmt.Errorf("index member %q: %w", m, err)
+			}
 			cmds[i] = pipe.HMGet(ctx, k.item(id), "kind", "json")
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
-			b.Fatal(err)
+			return found, err
 		}
 		for _, cmd := range cmds {
-			raw, _ := cmd.Val()[1].(string)
+			raw, ok := cmd.Val()[1].(string)
+			if !ok {
+				return found, fmt.Errorf("indexed item without a payload")
+			}
 			var it memory.Item
 			if err := json.Unmarshal([]byte(raw), &it); err != nil {
-				b.Fatal(err)
+				return found, err
 			}
 			if memory.Matches(it, q, lower) {
 				found++
 				if found == q.Limit {
-					return found
+					return found, nil
 				}
 			}
 		}
 		if len(zs) < fetchChunk {
-			return found
+			return found, nil
 		}
 		from = "(" + strconv.FormatFloat(zs[len(zs)-1].Score, 'f', -1, 64)
 	}

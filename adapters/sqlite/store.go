@@ -428,8 +428,13 @@ func (s *Store) Retrieve(ctx context.Context, id uuid.UUID) (*memory.Item, error
 		us                   int64
 		meta, content, tagsJ string
 	)
-	s.traceSQL(retrieveSQL, []any{s.scope, id.String()})
-	err := s.retrieve.QueryRowContext(ctx, s.scope, id.String()).
+	idS := id.String()
+	if s.trace != nil {
+		// Only for a tracing harness: the argument list escapes, and building it on every
+		// call was three allocations and a second id.String() a retrieve need not pay.
+		s.trace(retrieveSQL, []any{s.scope, idS})
+	}
+	err := s.retrieve.QueryRowContext(ctx, s.scope, idS).
 		Scan(&kind, &us, &meta, &content, &tagsJ)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -529,15 +534,6 @@ func filtersMatch(it memory.Item, filters map[string]json.RawMessage) bool {
 	return true
 }
 
-// buildSearch returns the statement, its arguments, and whether SQL alone decides the
-// filters exactly. SQLite's json_each yields numbers as SQL values (a number above the int64
-// range becomes a REAL) and cannot compare objects by JSON equality, so for number, object
-// and array filter values SQL only pre-selects by JSON type and Go decides with
-// memory.JSONEqual; the limit is then applied in Go.
-func buildSearch(scope string, q memory.Query) (string, []any, bool) {
-	return buildSearchWith(scope, q, searchPlan{})
-}
-
 // searchPlan is what Search learns from the indexes before its statement (planSearch).
 type searchPlan struct {
 	// single maps a number filter whose key's range holds one stored value to that value
@@ -614,10 +610,18 @@ func textProbe(needle string) (string, []any, bool) {
 // scope in seq order and stops at its limit, as before). A store that commits between the
 // probe and the search is concurrent with the search, which may then miss it.
 func (s *Store) probe(ctx context.Context, query string, args []any) (string, bool, error) {
+	return runProbe(ctx, s.db, s.trace, query, args)
+}
+
+// runProbe is probe on db, with trace (when set) seeing the statement; the benchmark's
+// driver baseline runs it too, so that its search reads the rows the adapter's does.
+func runProbe(ctx context.Context, db *sql.DB, trace func(string, []any), query string, args []any) (string, bool, error) {
 	query += ` LIMIT ?`
 	args = append(args, relstore.TagProbeLimit+1)
-	s.traceSQL(query, args)
-	rows, err := s.db.QueryContext(ctx, query, args...)
+	if trace != nil {
+		trace(query, args)
+	}
+	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return "", false, classify("search", err)
 	}
@@ -646,9 +650,13 @@ func (s *Store) probe(ctx context.Context, query string, args []any) (string, bo
 	return string(enc), false, nil
 }
 
-// buildSearchWith is buildSearch given planSearch's result: a number filter whose key's
-// range holds one stored value becomes an equality on it, and a rare tag restricts the
-// statement to the rows the tag index named.
+// buildSearchWith returns the statement, its arguments, and whether SQL alone decides the
+// filters exactly, given planSearch's result: a number filter whose key's range holds one
+// stored value becomes an equality on it, and a rare tag restricts the statement to the rows
+// the tag index named. SQLite's json_each yields numbers as SQL values (a number above the
+// int64 range becomes a REAL) and cannot compare objects by JSON equality, so for other
+// number, object and array filter values SQL only pre-selects by JSON type and Go decides
+// with memory.JSONEqual; the limit is then applied in Go.
 func buildSearchWith(scope string, q memory.Query, plan searchPlan) (string, []any, bool) {
 	var b strings.Builder
 	args := []any{scope}

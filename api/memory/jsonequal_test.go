@@ -76,3 +76,23 @@ func TestMetadataEqual(t *testing.T) {
 		})
 	}
 }
+
+// TestJSONEqualIdenticalBytes pins JSONEqual's shortcut for identical bytes to the decoding
+// comparison it skips, where a shortcut could go wrong: invalid JSON, blank input, several
+// values, nesting on both sides of the 256-level bound, escapes and invalid UTF-8.
+func TestJSONEqualIdenticalBytes(t *testing.T) {
+	nest := func(n int, inner string) string {
+		return strings.Repeat("[", n) + inner + strings.Repeat("]", n)
+	}
+	values := []string{
+		``, ` `, `null`, `1`, ` 1 `, `1 2`, `{"a":`, `{"a":1,"a":2}`, `"\"]]]"`, "\"\xff\"",
+		`"<&>"`, `1e99999`, `{"a":[1,{"b":null}]}`,
+		nest(255, `1`), nest(256, `1`), nest(257, `1`), nest(255, `[]`), nest(256, `[]`),
+		nest(257, `[]`), nest(256, `{}`), nest(300, `1`), strings.Repeat("[", 10),
+	}
+	for _, v := range values {
+		if got, want := JSONEqual([]byte(v), []byte(v)), jsonEqualDecoded([]byte(v), []byte(v)); got != want {
+			t.Errorf("JSONEqual(%.40q, itself) = %v, decoding gives %v", v, got, want)
+		}
+	}
+}
