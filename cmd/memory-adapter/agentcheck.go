@@ -39,6 +39,10 @@ type agentCheckFlags struct {
 	// (runAgentWatch) instead of one check.
 	watch    bool
 	interval time.Duration
+	// readBack and keepAlive shape the watch: retrieve each stored item at once, and keep
+	// connections between calls as a pooled client does.
+	readBack  bool
+	keepAlive bool
 }
 
 // newAgentCheckCommand is the sample agent workload (docs/gating.md): it reaches its adapter
@@ -56,7 +60,8 @@ failure, 2 on a usage error.
 
 With --watch it instead stores an item every --interval until --timeout and prints one line per
 call: "agent-check watch: <time the call was made> store <status> <media type> <problem type>", or
-"... store error: <error>" when no answer came (a refused connection); it exits 0 at the end.`,
+"... store error: <error>" when no answer came (a refused connection); it exits 0 at the end.
+--read-back adds a "retrieve" line per stored item; --keep-alive reuses connections between calls.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.adapter == "" {
@@ -64,6 +69,9 @@ call: "agent-check watch: <time the call was made> store <status> <media type> <
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 			defer cancel()
+			if !f.watch && (f.readBack || f.keepAlive) {
+				return usageError("--read-back and --keep-alive shape --watch; pass --watch too")
+			}
 			if f.watch {
 				if f.interval <= 0 {
 					return usageError("--interval must be positive")
@@ -78,6 +86,8 @@ call: "agent-check watch: <time the call was made> store <status> <media type> <
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 2*time.Minute, "give up after this long (with --watch: stop watching after this long, exit 0)")
 	cmd.Flags().BoolVar(&f.watch, "watch", false, "store an item every --interval until --timeout and print each answer's status, media type and problem type, one line each")
 	cmd.Flags().DurationVar(&f.interval, "interval", 2*time.Second, "with --watch, the time between calls")
+	cmd.Flags().BoolVar(&f.readBack, "read-back", false, "with --watch, retrieve each stored item at once and print a retrieve line (\"mismatch\" when it came back different)")
+	cmd.Flags().BoolVar(&f.keepAlive, "keep-alive", false, "with --watch, keep connections between calls as a pooled client does (by default every call dials afresh)")
 	return cmd
 }
 

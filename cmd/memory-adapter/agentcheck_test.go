@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
+	"github.com/agentmem/memory-adapter-operator/api/memory"
 	"github.com/agentmem/memory-adapter-operator/internal/server"
 )
 
@@ -117,5 +120,79 @@ func TestAgentWatch(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAgentWatchReadBackKeepAlive: --read-back retrieves every stored item and says whether it
+// came back equal; --keep-alive makes every call share the pooled connection.
+func TestAgentWatchReadBackKeepAlive(t *testing.T) {
+	srv, err := server.New(server.Config{Store: inmemory.New(inmemory.Options{}), Token: []byte("tk")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Refresh(context.Background(), true)
+	var conns atomic.Int64
+	up := httptest.NewUnstartedServer(srv.Handler())
+	up.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	up.Start()
+	defer up.Close()
+	// An adapter that acknowledges a store and then answers another item.
+	other, err := memory.MarshalItem(memory.NewItem([]byte(`"someone else's"`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lying := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(other)
+			return
+		}
+		srv.Handler().ServeHTTP(w, r)
+	}))
+	defer lying.Close()
+
+	for _, tt := range []struct {
+		name, url, want string
+		keepAlive       bool
+	}{
+		{"equal, one connection", up.URL, " retrieve 200 application/json -", true},
+		{"different", lying.URL, " retrieve 200 application/json mismatch", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			conns.Store(0)
+			t.Setenv("SERVICE_BINDING_ROOT", bindingDir(t, "mem", tt.url, "tk"))
+			args := []string{"agent-check", "--adapter", "mem", "--watch", "--read-back", "--interval", "50ms", "--timeout", "300ms"}
+			if tt.keepAlive {
+				args = append(args, "--keep-alive")
+			}
+			out, _, err := execute(t, args...)
+			if err != nil {
+				t.Fatalf("agent-check --watch: %v", err)
+			}
+			var stores, retrieves int
+			for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+				switch {
+				case strings.Contains(l, " store 201 application/json -"):
+					stores++
+				case strings.Contains(l, tt.want):
+					retrieves++
+				default:
+					t.Fatalf("unexpected line %q", l)
+				}
+			}
+			if stores < 2 || retrieves != stores {
+				t.Fatalf("%d stores and %d retrieves matching %q:\n%s", stores, retrieves, tt.want, out)
+			}
+			if tt.keepAlive && conns.Load() != 1 {
+				t.Fatalf("%d calls opened %d connections, want 1 with --keep-alive", 2*stores, conns.Load())
+			}
+		})
+	}
+	if _, _, err := execute(t, "agent-check", "--adapter", "mem", "--read-back"); err == nil {
+		t.Fatal("--read-back without --watch was accepted")
 	}
 }

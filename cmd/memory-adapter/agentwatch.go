@@ -19,41 +19,63 @@ import (
 const watchBodyLimit = 64 << 10
 
 // runAgentWatch is agent-check --watch: a workload that keeps calling its adapter through the
-// binding, as an agent does during an outage, and says what every call got, one line each:
+// binding, as an agent does during an outage or a rollout, and says what every call got, one
+// line each:
 //
 //	agent-check watch: <RFC 3339 time the call was made> store <status> <media type> <problem type or ->
 //	agent-check watch: <RFC 3339 time the call was made> store error: <transport error>
+//	agent-check watch: <RFC 3339 time the call was made> retrieve <status> <media type> <problem type or ->
 //
-// It is the observer of the e2e outage specs, which need each answer's status and problem
-// type (a typed 503 unavailable, never a refused connection) rather than one verdict, so it
-// speaks the wire directly and adds no client rules of its own. It stores a fresh item per
-// call, ends when ctx does, and returns nil then.
+// It is the observer of the e2e outage and rollout specs, which need each answer's status and
+// problem type (a typed 503 unavailable, never a refused connection) rather than one verdict,
+// so it speaks the wire directly and adds no client rules of its own: no retry beyond what
+// Go's transport does for a request nothing was written of. It stores a fresh item per call;
+// with --read-back it retrieves each stored item at once and prints "retrieve 200 ... -" only
+// when the item came back equal ("retrieve 200 ... mismatch" otherwise). By default every call
+// dials afresh; with --keep-alive it keeps its connections between calls, as a real client's
+// pool does (the case a rolling server must drain without failing). It ends when ctx does,
+// and returns nil then.
 func runAgentWatch(ctx context.Context, out io.Writer, root string, f *agentCheckFlags) error {
 	if _, err := readBinding(root, f.adapter); err != nil {
 		return err
 	}
 	tick := time.NewTicker(f.interval)
 	defer tick.Stop()
+	var (
+		client *http.Client
+		usedCA []byte
+	)
 	for {
 		// The line carries when the call was made, not when it ended: a call that hangs
 		// until the client's timeout belongs to the moment it was sent. The binding is read
 		// for every call, as the kubelet projects it: a rotated token or CA bundle is used as
 		// soon as it lands.
 		at := time.Now().UTC()
-		var line string
+		lines := []string{}
 		b, err := readBinding(root, f.adapter)
-		var client *http.Client
-		if err == nil {
+		if err == nil && (client == nil || !f.keepAlive || !bytes.Equal(usedCA, b.caCert)) {
+			if client != nil {
+				client.CloseIdleConnections()
+			}
 			client, err = b.httpClient(max(f.interval, 5*time.Second))
+			usedCA = b.caCert
 		}
 		if err != nil {
-			line = "error: " + err.Error()
+			lines = append(lines, "store error: "+err.Error())
 		} else {
-			line = watchStore(ctx, client, b)
-			client.CloseIdleConnections()
+			answer, stored := watchStore(ctx, client, b)
+			lines = append(lines, "store "+answer)
+			if f.readBack && stored != nil {
+				lines = append(lines, "retrieve "+watchRetrieve(ctx, client, b, *stored))
+			}
+			if !f.keepAlive {
+				client.CloseIdleConnections()
+			}
 		}
-		if _, err := fmt.Fprintf(out, "agent-check watch: %s store %s\n", at.Format(time.RFC3339Nano), line); err != nil {
-			return err
+		for _, l := range lines {
+			if _, err := fmt.Fprintf(out, "agent-check watch: %s %s\n", at.Format(time.RFC3339Nano), l); err != nil {
+				return err
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -64,23 +86,59 @@ func runAgentWatch(ctx context.Context, out io.Writer, root string, f *agentChec
 }
 
 // watchStore stores one fresh item and describes the answer: "<status> <media type>
-// <problem type or ->", or "error: ..." when no answer came.
-func watchStore(ctx context.Context, client *http.Client, b binding) string {
-	body, err := memory.MarshalItem(memory.NewItem([]byte(`{"note":"stored by agent-check --watch"}`), "agent-check"))
+// <problem type or ->", or "error: ..." when no answer came. It returns the item when the
+// adapter acknowledged it (201).
+func watchStore(ctx context.Context, client *http.Client, b binding) (string, *memory.Item) {
+	it := memory.NewItem([]byte(`{"note":"stored by agent-check --watch"}`), "agent-check")
+	body, err := memory.MarshalItem(it)
 	if err != nil {
-		return "error: " + err.Error()
+		return "error: " + err.Error(), nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(b.url, "/")+"/v1/items", bytes.NewReader(body))
+	answer, status, _ := watchCall(ctx, client, b, http.MethodPost, "/v1/items", body)
+	if status != http.StatusCreated {
+		return answer, nil
+	}
+	return answer, &it
+}
+
+// watchRetrieve reads the item back and describes the answer as watchStore does; a 200 whose
+// item differs from the one stored ends in "mismatch" instead of "-".
+func watchRetrieve(ctx context.Context, client *http.Client, b binding, want memory.Item) string {
+	answer, status, data := watchCall(ctx, client, b, http.MethodGet, "/v1/items/"+want.ID.String(), nil)
+	if status != http.StatusOK {
+		return answer
+	}
+	var got memory.Item
+	if err := json.Unmarshal(data, &got); err != nil || !got.Equal(want) {
+		return strings.TrimSuffix(answer, " -") + " mismatch"
+	}
+	return answer
+}
+
+// watchCall makes one call and returns its description, its status (0 when no answer came)
+// and, for a 2xx answer, its body (at most watchBodyLimit).
+func watchCall(ctx context.Context, client *http.Client, b binding, method, path string, body []byte) (string, int, []byte) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(b.url, "/")+path, rd)
 	if err != nil {
-		return "error: " + err.Error()
+		return "error: " + err.Error(), 0, nil
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	req.Header.Set("Authorization", "Bearer "+b.token)
 	resp, err := client.Do(req)
 	if err != nil {
-		return "error: " + err.Error()
+		return "error: " + err.Error(), 0, nil
 	}
 	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, watchBodyLimit))
+	if err != nil {
+		return "error: reading the answer: " + err.Error(), 0, nil
+	}
 	media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if media == "" {
 		media = "-"
@@ -88,9 +146,9 @@ func watchStore(ctx context.Context, client *http.Client, b binding) string {
 	problem := "-"
 	if media == "application/problem+json" {
 		var p memory.Problem
-		if err := json.NewDecoder(io.LimitReader(resp.Body, watchBodyLimit)).Decode(&p); err == nil && p.Type != "" {
+		if err := json.Unmarshal(data, &p); err == nil && p.Type != "" {
 			problem = string(p.Type)
 		}
 	}
-	return fmt.Sprintf("%d %s %s", resp.StatusCode, media, problem)
+	return fmt.Sprintf("%d %s %s", resp.StatusCode, media, problem), resp.StatusCode, data
 }

@@ -29,6 +29,7 @@ type serveFlags struct {
 	maxIndexLag      int64
 	openTimeout      time.Duration
 	shutdownTimeout  time.Duration
+	drainDelay       time.Duration
 	logLevel         string
 	tlsCertFile      string
 	tlsKeyFile       string
@@ -62,7 +63,9 @@ func newServeCommand() *cobra.Command {
 	fs.DurationVar(&f.probePeriod, "probe-period", 10*time.Second, "how often the backend is probed for evidence")
 	fs.Int64Var(&f.maxIndexLag, "max-index-lag", 0, "unsearchable writes an immediate manifest tolerates before it is invalidated")
 	fs.DurationVar(&f.openTimeout, "open-timeout", 30*time.Second, "bound on connecting to the backend at start")
-	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", server.DefaultTimeouts.Shutdown, "how long in-flight requests may take to finish on SIGTERM")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", server.DefaultTimeouts.Shutdown, "how long in-flight requests may take to finish once the listener closes")
+	fs.DurationVar(&f.drainDelay, "drain-delay", 0,
+		"on SIGTERM, keep accepting and answering (each answer with Connection: close) this long before closing the listener, while load balancers stop sending to this instance (the operator sets 5s)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	// The defaults come from the variables the operator sets for an External server, so
 	// this image run as one serves TLS exactly when the adapter's spec asks for it.
@@ -107,6 +110,9 @@ func runServe(parent context.Context, f *serveFlags) error {
 	log, err := newLogger(f.logLevel)
 	if err != nil {
 		return err
+	}
+	if f.drainDelay < 0 || f.shutdownTimeout < 0 {
+		return usageError("--drain-delay and --shutdown-timeout must not be negative")
 	}
 	// Refusing to start without a token is the safe default: an open /v1 lets anyone who can
 	// reach the listener read and write every item of the scope.
@@ -187,6 +193,7 @@ func runServe(parent context.Context, f *serveFlags) error {
 	t := server.DefaultTimeouts
 	t.Write = f.operationTimeout + 5*time.Second
 	t.Shutdown = f.shutdownTimeout
+	t.Drain = f.drainDelay
 	m := srv.Manifest()
 	log.Info("Serving", "address", l.Addr().String(), "backend", f.backend.Backend, "adapter", m.Adapter,
 		"manifestHash", m.Hash(), "adapterVersion", adapterVersion(), "auth", tokens != nil, "tls", certs != nil)

@@ -20,7 +20,13 @@ type Timeouts struct {
 	Write time.Duration
 	// Idle bounds keep-alive connections between requests.
 	Idle time.Duration
-	// Shutdown bounds how long in-flight requests may take to finish after the context ends.
+	// Drain is how long the server keeps accepting and answering after the context ends,
+	// before it closes its listener: the time a load balancer (kube-proxy, on every node) takes
+	// to stop sending new connections to an instance that is going away. Every answer in that
+	// time carries Connection: close, so a client's pooled connection is not reused after it.
+	// Zero (the default) closes the listener at once.
+	Drain time.Duration
+	// Shutdown bounds how long in-flight requests may take to finish after the listener closes.
 	Shutdown time.Duration
 }
 
@@ -34,12 +40,13 @@ var DefaultTimeouts = Timeouts{
 }
 
 // Serve probes the backend once, then serves on l until ctx ends, refreshing evidence every
-// probePeriod. When ctx ends it marks itself not ready and shuts down gracefully: the
-// listener closes and in-flight requests finish (up to t.Shutdown).
+// probePeriod. When ctx ends it marks itself not ready, keeps serving for t.Drain with
+// Connection: close on every answer, then shuts down gracefully: the listener closes and
+// in-flight requests finish (up to t.Shutdown).
 func (s *Server) Serve(ctx context.Context, l net.Listener, t Timeouts, probePeriod time.Duration) error {
 	s.Refresh(ctx, true)
 	hs := &http.Server{
-		Handler:           s.Handler(),
+		Handler:           s.drainingHandler(),
 		ReadHeaderTimeout: t.ReadHeader,
 		ReadTimeout:       t.Read,
 		WriteTimeout:      t.Write,
@@ -60,6 +67,15 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, t Timeouts, probePer
 	case <-ctx.Done():
 	}
 	s.BeginShutdown()
+	if t.Drain > 0 {
+		drain := time.NewTimer(t.Drain)
+		select {
+		case err := <-errc:
+			drain.Stop()
+			return fmt.Errorf("serve: %w", err)
+		case <-drain.C:
+		}
+	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.Shutdown)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {
@@ -69,4 +85,19 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, t Timeouts, probePer
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+// drainingHandler is the server's handler, answering with Connection: close once shutdown has
+// begun: a client whose pooled connection reached an instance that is leaving learns it from
+// the answer and dials again (the Service sends it to another instance), instead of finding
+// the connection closed under a request it has just written, which it could not safely
+// resend.
+func (s *Server) drainingHandler() http.Handler {
+	h := s.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.shuttingDown.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		h.ServeHTTP(w, r)
+	})
 }

@@ -447,3 +447,77 @@ func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 		t.Fatal("the in-flight store did not complete")
 	}
 }
+
+// TestDrainKeepsServingWithConnectionClose: after the context ends the server keeps
+// accepting for t.Drain, reports itself shutting down, tells every client to drop its
+// connection (Connection: close), and only then closes the listener.
+func TestDrainKeepsServingWithConnectionClose(t *testing.T) {
+	s, err := server.New(server.Config{Store: inmemory.New(inmemory.Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tm := server.DefaultTimeouts
+	tm.Drain = 2 * time.Second
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, l, tm, 0) }()
+	base := "http://" + l.Addr().String()
+	client := &http.Client{Transport: &http.Transport{}}
+	store := func() *http.Response {
+		t.Helper()
+		resp, err := client.Post(base+"/v1/items", "application/json", strings.NewReader(itemJSON(t, memory.NewItem(json.RawMessage(`1`)))))
+		if err != nil {
+			t.Fatalf("store: %v", err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("store: %d", resp.StatusCode)
+		}
+		return resp
+	}
+	if resp := store(); resp.Close {
+		t.Fatal("a serving instance asked the client to close its connection")
+	}
+	cancel()
+	began := time.Now()
+	deadline := began.Add(10 * time.Second)
+	for {
+		resp, err := client.Get(base + "/healthz")
+		if err != nil {
+			t.Fatalf("healthz during the drain: %v", err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("healthz still answers 200 after the context ended")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if resp := store(); !resp.Close {
+		t.Fatal("an answer during the drain did not carry Connection: close")
+	}
+	for {
+		c, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			break
+		}
+		_ = c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the listener still accepts connections long after the drain")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if waited := time.Since(began); waited < tm.Drain {
+		t.Fatalf("the listener closed %v after the context ended, before the %v drain", waited, tm.Drain)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+}

@@ -109,7 +109,9 @@ var _ = Describe("evidence read at each pod's address", Ordered, func() {
 		Expect(binding.Data).NotTo(HaveKey("ca.crt"))
 
 		By("making SQLite refuse the write probe's row, and the pod not ready with 0 of 1 available")
-		db, err := sql.Open("sqlite", dbPath)
+		// The server writes its probe row every second: wait out its lock instead of failing
+		// with SQLITE_BUSY.
+		db, err := sql.Open("sqlite", "file:"+dbPath+"?_pragma=busy_timeout(10000)")
 		Expect(err).NotTo(HaveOccurred())
 		_, err = db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS memory_write_probe (scope TEXT PRIMARY KEY, token TEXT NOT NULL);
 			CREATE TRIGGER refuse_writes BEFORE INSERT ON memory_write_probe BEGIN SELECT RAISE(ABORT, 'writes refused by the spec'); END;`)

@@ -14,6 +14,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,6 +108,8 @@ func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 		}
 	}))
 
+	add(r.reconcileDisruptionBudget(ctx, s))
+
 	if usesDataClaim(ma) {
 		if want, err := desiredDataClaim(ma); err != nil {
 			s.deploy.specErr = err
@@ -137,7 +140,7 @@ func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 			return
 		}
 		dep.Spec.Replicas = wantDep.Spec.Replicas
-		if dep.Spec.Strategy.Type != wantDep.Spec.Strategy.Type {
+		if !equality.Semantic.DeepDerivative(wantDep.Spec.Strategy, dep.Spec.Strategy) {
 			dep.Spec.Strategy = wantDep.Spec.Strategy
 		}
 		if !equality.Semantic.DeepDerivative(wantDep.Spec.Template, dep.Spec.Template) {
@@ -154,6 +157,37 @@ func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 	}
 	s.deploy.pods = pods.Items
 	return errors.Join(errs...)
+}
+
+// reconcileDisruptionBudget keeps the adapter's PodDisruptionBudget while it runs several
+// interchangeable replicas, and removes it when it no longer does (scaled to one, or a backend
+// with a data claim): a budget over one pod would block every drain of its node.
+func (r *Reconciler) reconcileDisruptionBudget(ctx context.Context, s *scope) error {
+	want := desiredDisruptionBudget(s.ma, s.settings.replicas)
+	if want != nil {
+		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: s.ma.Namespace}}
+		return r.ensure(ctx, s, pdb, true, func() {
+			if !equality.Semantic.DeepDerivative(want.Spec, pdb.Spec) {
+				pdb.Spec = want.Spec
+			}
+		})
+	}
+	pdb := &policyv1.PodDisruptionBudget{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.ma.Namespace, Name: disruptionBudgetName(s.ma)}, pdb)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get PodDisruptionBudget: %w", err)
+	}
+	if !metav1.IsControlledBy(pdb, s.ma) {
+		return nil
+	}
+	if err := r.Client.Delete(ctx, pdb); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete PodDisruptionBudget %s: %w", pdb.Name, err)
+	}
+	r.Recorder.Eventf(s.ma, pdb, corev1.EventTypeNormal, "Deleted", "Delete", "deleted PodDisruptionBudget %s: the adapter no longer runs several interchangeable replicas", pdb.Name)
+	return nil
 }
 
 // ensureDataClaim keeps SQLite's claim. Under deletionPolicy Retain it is not owned, so

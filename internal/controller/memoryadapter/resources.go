@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -45,11 +46,21 @@ const (
 	componentAdapter     = "adapter"
 	componentConformance = "conformance"
 
-	adapterPort       = 8080
-	bindingMountDir   = "/var/run/memory-adapter/binding"
-	manifestMountDir  = "/etc/memory-adapter/manifest"
-	dataMountDir      = "/var/lib/memory-adapter"
-	connectionEnvName = "MEMORY_ADAPTER_CONNECTION"
+	adapterPort = 8080
+	// adapterDrainDelay is how long a stopping adapter pod keeps answering (with Connection:
+	// close) before it closes its listener: long enough for every node's kube-proxy to drop
+	// the pod from the Service's rules, which it does within about a second of the pod's
+	// deletion on a healthy cluster.
+	adapterDrainDelay = 5 * time.Second
+	// shutdownMargin is added to the longest call for the server's shutdown bound, and to
+	// the whole for the pod's grace period.
+	shutdownMargin = 5 * time.Second
+	// externalShutdownGrace is what a foreign server gets after SIGTERM: the kubelet's default.
+	externalShutdownGrace = 30 * time.Second
+	bindingMountDir       = "/var/run/memory-adapter/binding"
+	manifestMountDir      = "/etc/memory-adapter/manifest"
+	dataMountDir          = "/var/lib/memory-adapter"
+	connectionEnvName     = "MEMORY_ADAPTER_CONNECTION"
 	// runTokenDir holds an External run's per-run tokens, written by its first init step.
 	runTokenDir = "/var/run/memory-adapter/conformance" //nolint:gosec // a mount path, not a credential
 	// The environment of an External server (api/v1alpha1 ExternalOptions).
@@ -273,12 +284,22 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings) *appsv1.Dep
 		"--open-timeout", s.lifecycle.ConnectTimeout.Or(defaultHealthPeriod).String(),
 	)
 	args = append(args, retryArgs(ma.Spec.Backend.Type, s.lifecycle)...)
+	// On SIGTERM the server answers for the drain delay, then lets in-flight calls finish
+	// within the longest a call may take; the grace period covers both, so the kubelet never
+	// kills a call the server is still finishing.
+	shutdown := operationBound(s.lifecycle) + shutdownMargin
+	args = append(args, "--drain-delay", adapterDrainDelay.String(), "--shutdown-timeout", shutdown.String())
+	grace := int64((adapterDrainDelay + shutdown + shutdownMargin).Seconds())
 	volumes := []corev1.Volume{bindingVolume(ma), emptyDir("tmp")}
 	mounts := []corev1.VolumeMount{
 		{Name: "binding", MountPath: bindingMountDir, ReadOnly: true},
 		{Name: "tmp", MountPath: "/tmp"},
 	}
-	strategy := appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType}
+	// A stateless adapter rolls one new pod at a time and removes an old one only once the
+	// new one is ready: the Service never has fewer ready instances than spec.replicas.
+	strategy := appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+		MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromInt32(1)),
+	}}
 	env := []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
 	if k := ma.Spec.Backend.Khive; ma.Spec.Backend.Type == memoryv1alpha1.BackendKhive && k != nil {
 		args = append(args, khiveArgs(k, "--db="+dataMountDir+"/khive.db")...)
@@ -305,9 +326,15 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings) *appsv1.Dep
 	}
 	container := corev1.Container{Name: "adapter", Image: s.image, Args: args, Env: env}
 	port := int32(adapterPort)
+	var lifecycle *corev1.Lifecycle
 	if isExternal(ma) {
 		container = externalServerContainer(ma, s, "adapter", false, ma.Spec.Backend.Scope)
 		port = externalPorts(ma).data
+		// A foreign server has no drain flag: the kubelet waits the drain delay before it
+		// sends SIGTERM, so the pod has left every node's Service rules when its server stops
+		// accepting. What it does with SIGTERM is its own (ExternalOptions documents it).
+		lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: int64(adapterDrainDelay.Seconds())}}}
+		grace = int64((adapterDrainDelay + externalShutdownGrace).Seconds())
 	}
 	scheme := corev1.URISchemeHTTP
 	if usesTLS(ma) {
@@ -332,10 +359,21 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings) *appsv1.Dep
 				// token nor a renewed certificate rolls the pods.
 				ObjectMeta: metav1.ObjectMeta{Labels: componentLabels(ma, componentAdapter), Annotations: map[string]string{}},
 				Spec: corev1.PodSpec{
-					ServiceAccountName:           ma.Name,
-					AutomountServiceAccountToken: ptr.To(false),
-					SecurityContext:              podSecurity(),
-					Volumes:                      volumes,
+					ServiceAccountName:            ma.Name,
+					AutomountServiceAccountToken:  ptr.To(false),
+					SecurityContext:               podSecurity(),
+					Volumes:                       volumes,
+					TerminationGracePeriodSeconds: ptr.To(grace),
+					// Replicas go to different nodes when there are several, so one lost node
+					// takes at most its share of an adapter's instances. ScheduleAnyway: a
+					// replacement for a pod of a lost node must land on a live node even when
+					// that node already holds one. pod-template-hash spreads each rollout's
+					// own pods, not the old and new together.
+					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
+						MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.ScheduleAnyway,
+						LabelSelector:  &metav1.LabelSelector{MatchLabels: selectorLabels(ma)},
+						MatchLabelKeys: []string{appsv1.DefaultDeploymentUniqueLabelKey},
+					}},
 					Containers: []corev1.Container{{
 						Name:            container.Name,
 						Image:           container.Image,
@@ -344,6 +382,7 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings) *appsv1.Dep
 						Args:            container.Args,
 						Env:             container.Env,
 						Ports:           []corev1.ContainerPort{{Name: "http", ContainerPort: port, Protocol: corev1.ProtocolTCP}},
+						Lifecycle:       lifecycle,
 						// Readiness is /healthz, not /readyz: every replica shares one backend, so
 						// an instance whose evidence invalidates its manifest has no healthier
 						// sibling to hand its traffic to. Kept in the Service, it answers every
@@ -410,6 +449,29 @@ func desiredNetworkPolicy(ma *memoryv1alpha1.MemoryAdapter, operatorNamespace st
 					{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelBoundTo: ma.Name}}},
 				},
 			}},
+		},
+	}
+}
+
+// disruptionBudgetName is the name of the adapter's PodDisruptionBudget.
+func disruptionBudgetName(ma *memoryv1alpha1.MemoryAdapter) string { return ma.Name }
+
+// desiredDisruptionBudget lets a drain or any other voluntary eviction take one of a stateless
+// adapter's replicas at a time, and nil when the adapter should have none: one replica (a
+// budget over it would block every drain of its node), or a data claim (its single pod holds
+// the only copy of the database file on one node; a drain must be able to move it).
+func desiredDisruptionBudget(ma *memoryv1alpha1.MemoryAdapter, replicas int32) *policyv1.PodDisruptionBudget {
+	if replicas < 2 || usesDataClaim(ma) {
+		return nil
+	}
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: objectMeta(ma, disruptionBudgetName(ma), componentAdapter),
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			Selector:       &metav1.LabelSelector{MatchLabels: selectorLabels(ma)},
+			// A pod that is not ready serves nobody: evicting it costs nothing, and counting it
+			// would let one stuck pod block every drain.
+			UnhealthyPodEvictionPolicy: ptr.To(policyv1.AlwaysAllow),
 		},
 	}
 }
