@@ -762,8 +762,10 @@ func (s *Store) Probe(ctx context.Context) (memory.Evidence, error) {
 	return ev, nil
 }
 
-// writeProbe is the "write" capability probe: it stores a row for the scope in
-// memory_write_probe, reads it back and removes it, each statement committed on its own. A
+// writeProbe is the "write" capability probe: it stores a row of its own in
+// memory_write_probe (keyed by probeRowKey, so the replicas of one scope, which probe the
+// same server at the same time, never read or remove each other's rows), reads it back and
+// removes it, each statement committed on its own. A
 // server that has gone read-only (default_transaction_read_only, a hot standby after a
 // failover, a full disk, revoked privileges) answers every Store with an error while every
 // read probe passes; this is what makes that evidence. Three one-row statements per probe.
@@ -773,18 +775,18 @@ func (s *Store) writeProbe(ctx context.Context) memory.ProbeResult {
 	fail := func(step string, err error) memory.ProbeResult {
 		return memory.ProbeResult{Name: "write", OK: false, Detail: fmt.Sprintf("%s a probe row: %v", step, redacted(err))}
 	}
-	if _, err := s.pool.Exec(ctx, `INSERT INTO `+table+` (scope, token) VALUES ($1, $2)
-		ON CONFLICT (scope) DO UPDATE SET token = excluded.token`, s.scope, token); err != nil {
+	key := probeRowKey(s.scope, token)
+	if _, err := s.pool.Exec(ctx, `INSERT INTO `+table+` (scope, token) VALUES ($1, $2)`, key, token); err != nil {
 		return fail("store", err)
 	}
 	var got string
-	if err := s.pool.QueryRow(ctx, `SELECT token FROM `+table+` WHERE scope = $1`, s.scope).Scan(&got); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT token FROM `+table+` WHERE scope = $1`, key).Scan(&got); err != nil {
 		return fail("read back", err)
 	}
 	if got != token {
 		return memory.ProbeResult{Name: "write", OK: false, Detail: "read back a probe row that is not the one just stored"}
 	}
-	if _, err := s.pool.Exec(ctx, `DELETE FROM `+table+` WHERE scope = $1`, s.scope); err != nil {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM `+table+` WHERE scope = $1`, key); err != nil {
 		return fail("remove", err)
 	}
 	return memory.ProbeResult{Name: "write", OK: true, Detail: "stored, read back and removed a probe row"}
@@ -827,3 +829,9 @@ func redacted(err error) error {
 	}
 	return err
 }
+
+// probeRowKey is the key of one write probe's row: the scope and the probe's own token, so
+// concurrent probes of one scope (several replicas, or a rollout's old and new pods) each
+// store, read back and remove their own row. A probe cut short between its store and its
+// removal leaves one row that no later probe touches; it is a few dozen bytes.
+func probeRowKey(scope, token string) string { return scope + "#write-probe-" + token }

@@ -157,6 +157,9 @@ func TestOpenValidatesOptions(t *testing.T) {
 // TestProbe: the probe reports the harness's server version and four passing checks.
 func TestProbe(t *testing.T) { storetest.Probe(t, newHarness(t), 5) }
 
+// TestConcurrentProbes: the replicas of one adapter probe one server at once.
+func TestConcurrentProbes(t *testing.T) { storetest.ConcurrentProbes(t, newHarness(t)) }
+
 // TestConcurrentWritersLoseNothing stores from many goroutines over two store instances
 // while others search, then checks every acknowledged write is retrievable and searchable.
 func TestConcurrentWritersLoseNothing(t *testing.T) {

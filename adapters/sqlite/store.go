@@ -939,18 +939,21 @@ func (s *Store) writeProbe(ctx context.Context) memory.ProbeResult {
 	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS memory_write_probe (scope TEXT PRIMARY KEY, token TEXT NOT NULL)`); err != nil {
 		return fail("create the table of", err)
 	}
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO memory_write_probe (scope, token) VALUES (?, ?)
-		ON CONFLICT (scope) DO UPDATE SET token = excluded.token`, s.scope, token); err != nil {
+	// A row of its own, keyed as PostgreSQL's probe keys it: probes that overlap (the server's
+	// periodic probe and an on-demand one, or two processes opening one file) never read or
+	// remove each other's rows.
+	key := s.scope + "#write-probe-" + token
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO memory_write_probe (scope, token) VALUES (?, ?)`, key, token); err != nil {
 		return fail("store", err)
 	}
 	var got string
-	if err := s.db.QueryRowContext(ctx, `SELECT token FROM memory_write_probe WHERE scope = ?`, s.scope).Scan(&got); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT token FROM memory_write_probe WHERE scope = ?`, key).Scan(&got); err != nil {
 		return fail("read back", err)
 	}
 	if got != token {
 		return memory.ProbeResult{Name: "write", OK: false, Detail: "read back a probe row that is not the one just stored"}
 	}
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM memory_write_probe WHERE scope = ?`, s.scope); err != nil {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM memory_write_probe WHERE scope = ?`, key); err != nil {
 		return fail("remove", err)
 	}
 	return memory.ProbeResult{Name: "write", OK: true, Detail: "stored, read back and removed a probe row"}

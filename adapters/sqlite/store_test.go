@@ -141,6 +141,9 @@ func TestOpenValidatesOptions(t *testing.T) {
 // TestProbe: the probe reports the harness's SQLite version and three passing checks.
 func TestProbe(t *testing.T) { storetest.Probe(t, newHarness(t), 4) }
 
+// TestConcurrentProbes: overlapping probes of one database file.
+func TestConcurrentProbes(t *testing.T) { storetest.ConcurrentProbes(t, newHarness(t)) }
+
 // TestConcurrentWritersLoseNothing stores from many goroutines over two store instances
 // while others search, then checks every acknowledged write is retrievable and searchable.
 // The test is about lost writes, not latency: on a loaded machine under -race, writers that

@@ -3,7 +3,9 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -197,5 +199,44 @@ func HarnessAdapterID(t *testing.T, adapterID string, newHarness func(t *testing
 	s := Open(t, newHarness(t, adapterID, []string{"k"}))
 	if m := s.Manifest(); m.Adapter != adapterID || !slices.Equal(m.SupportedFilters, []string{"k"}) {
 		t.Fatalf("manifest %+v", m)
+	}
+}
+
+// ConcurrentProbes checks that the probes of several stores of one scope, run at once as the
+// replicas of one adapter run them, all pass: no probe may read or remove another's probe
+// row and call the backend unwritable.
+func ConcurrentProbes(t *testing.T, h Harness) {
+	t.Helper()
+	ctx := Ctx(t)
+	const stores, rounds = 3, 15
+	probers := make([]memory.Prober, stores)
+	for i := range probers {
+		p, ok := Open(t, h).(memory.Prober)
+		if !ok {
+			t.Fatal("the store is not a memory.Prober")
+		}
+		probers[i] = p
+	}
+	errs := make(chan error, stores*rounds)
+	var wg sync.WaitGroup
+	for _, p := range probers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				ev, err := p.Probe(ctx)
+				switch {
+				case err != nil:
+					errs <- err
+				case !ev.AllOK():
+					errs <- fmt.Errorf("failed probes: %+v", ev.Probes)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
