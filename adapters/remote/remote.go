@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -27,8 +26,6 @@ const (
 	// DefaultTimeout is the deadline of one call: the server's 10 s backend timeout plus
 	// network headroom.
 	DefaultTimeout = 15 * time.Second
-	// DefaultDialTimeout bounds establishing a TCP connection.
-	DefaultDialTimeout = 5 * time.Second
 	// DefaultMaxResponseBytes bounds a response body; a search of many large items fits.
 	DefaultMaxResponseBytes int64 = 64 << 20
 )
@@ -43,8 +40,7 @@ type Options struct {
 	Timeout time.Duration
 	// MaxResponseBytes bounds response bodies; zero means DefaultMaxResponseBytes.
 	MaxResponseBytes int64
-	// HTTPClient overrides the client (tests, custom TLS); nil builds one with
-	// DefaultDialTimeout.
+	// HTTPClient overrides the client (tests, custom TLS); nil builds one on NewTransport.
 	HTTPClient *http.Client
 	// CACert is the PEM bundle an https server's certificate must chain to: a binding's
 	// ca.crt. Empty trusts the system's roots. Ignored with HTTPClient.
@@ -115,7 +111,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		return nil, memory.NewAdapterError("remote: a CA certificate was given for a plain http URL", nil)
 	}
 	if s.client == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr := NewTransport()
 		if base.Scheme == "https" {
 			tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: opts.ServerName}
 			if len(opts.CACert) > 0 {
@@ -126,8 +122,6 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 				tr.TLSClientConfig.RootCAs = pool
 			}
 		}
-		tr.DialContext = (&net.Dialer{Timeout: DefaultDialTimeout, KeepAlive: 30 * time.Second}).DialContext
-		tr.MaxIdleConnsPerHost = 32
 		s.client = &http.Client{Transport: tr}
 	}
 	m, err := s.FetchManifest(ctx)
@@ -253,24 +247,30 @@ func (s *Store) do(ctx context.Context, method, path string, body []byte, want i
 		u.Path = strings.TrimRight(s.base.Path, "/") + path
 		target = u.String()
 	}
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
+	resp, err := DoUnsentRetry(ctx, s.client, func(ctx context.Context) (*http.Request, error) {
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(body)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, target, rd)
+		if err != nil {
+			return nil, memory.NewAdapterError("remote: building the request", err)
+		}
+		// Canonical keys set directly: Header.Set would canonicalize each one per call. The
+		// slices are shared and never modified (the transport only reads request headers).
+		req.Header["Accept"] = acceptHeader
+		if body != nil {
+			req.Header["Content-Type"] = jsonContentType
+		}
+		if s.auth != nil {
+			req.Header["Authorization"] = s.auth
+		}
+		return req, nil
+	})
+	var ae *memory.MemoryAdapterError
+	if errors.As(err, &ae) {
+		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, method, target, rd)
-	if err != nil {
-		return memory.NewAdapterError("remote: building the request", err)
-	}
-	// Canonical keys set directly: Header.Set would canonicalize each one per call. The
-	// slices are shared and never modified (the transport only reads request headers).
-	req.Header["Accept"] = acceptHeader
-	if body != nil {
-		req.Header["Content-Type"] = jsonContentType
-	}
-	if s.auth != nil {
-		req.Header["Authorization"] = s.auth
-	}
-	resp, err := s.client.Do(req)
 	if err != nil {
 		return memory.NewUnavailable(fmt.Sprintf("remote: %s %s", method, path), stripURL(err))
 	}

@@ -104,7 +104,7 @@ const caBundleLimit = 64 << 10
 
 // httpClient is a client that trusts exactly the binding's CA for an https URL.
 func (b binding) httpClient(timeout time.Duration) (*http.Client, error) {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr := remote.NewTransport()
 	if strings.HasPrefix(b.url, "https://") && len(b.caCert) > 0 {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(b.caCert) {

@@ -3,14 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/remote"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
@@ -22,14 +26,14 @@ const watchBodyLimit = 64 << 10
 // binding, as an agent does during an outage or a rollout, and says what every call got, one
 // line each:
 //
-//	agent-check watch: <RFC 3339 time the call was made> store <status> <media type> <problem type or ->
-//	agent-check watch: <RFC 3339 time the call was made> store error: <transport error>
+//	agent-check watch: <RFC 3339 time the call was made> store <status> <media type> <problem type or -> [| <problem detail>]
+//	agent-check watch: <RFC 3339 time the call was made> store error: <transport error> [<where it stopped>]
 //	agent-check watch: <RFC 3339 time the call was made> retrieve <status> <media type> <problem type or ->
 //
 // It is the observer of the e2e outage and rollout specs, which need each answer's status and
 // problem type (a typed 503 unavailable, never a refused connection) rather than one verdict,
-// so it speaks the wire directly and adds no client rules of its own: no retry beyond what
-// Go's transport does for a request nothing was written of. It stores a fresh item per call;
+// so it speaks the wire directly with the contract's client rules and no others: a call is
+// sent again only while none of it was written (remote.DoUnsentRetry), as the Go client does. It stores a fresh item per call;
 // with --read-back it retrieves each stored item at once and prints "retrieve 200 ... -" only
 // when the item came back equal ("retrieve 200 ... mismatch" otherwise). By default every call
 // dials afresh; with --keep-alive it keeps its connections between calls, as a real client's
@@ -71,6 +75,10 @@ func runAgentWatch(ctx context.Context, out io.Writer, root string, f *agentChec
 			if !f.keepAlive {
 				client.CloseIdleConnections()
 			}
+		}
+		if ctx.Err() != nil {
+			// The watch ended during the call: what the call got says nothing of the adapter.
+			return nil
 		}
 		for _, l := range lines {
 			if _, err := fmt.Fprintf(out, "agent-check watch: %s %s\n", at.Format(time.RFC3339Nano), l); err != nil {
@@ -118,21 +126,63 @@ func watchRetrieve(ctx context.Context, client *http.Client, b binding, want mem
 // watchCall makes one call and returns its description, its status (0 when no answer came)
 // and, for a 2xx answer, its body (at most watchBodyLimit).
 func watchCall(ctx context.Context, client *http.Client, b binding, method, path string, body []byte) (string, int, []byte) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
+	// Where a failed call went, for the error line: which instance (a Service spreads calls
+	// over several), over a new or a pooled connection, and whether the request was sent.
+	var (
+		mu     sync.Mutex
+		peer   = "none"
+		reused bool
+		wrote  bool
+		// phase is the last step of opening a connection that began: a call stuck in "dns"
+		// never got an address, one in "connect" never had its SYN answered.
+		phase = "pool"
+	)
+	step := func(p string) func() {
+		return func() {
+			mu.Lock()
+			defer mu.Unlock()
+			phase = p
+		}
 	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(b.url, "/")+path, rd)
+	tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		DNSStart:          func(httptrace.DNSStartInfo) { step("dns")() },
+		DNSDone:           func(httptrace.DNSDoneInfo) { step("dns done")() },
+		ConnectStart:      func(string, string) { step("connect")() },
+		ConnectDone:       func(string, string, error) { step("connected")() },
+		TLSHandshakeStart: step("tls"),
+		TLSHandshakeDone:  func(tls.ConnectionState, error) { step("tls done")() },
+		GotConn: func(ci httptrace.GotConnInfo) {
+			mu.Lock()
+			defer mu.Unlock()
+			peer, reused = ci.Conn.RemoteAddr().String(), ci.Reused
+		},
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			mu.Lock()
+			defer mu.Unlock()
+			wrote = true
+		},
+	})
+	// The contract's client retry, and nothing more: a call is sent again only while no byte
+	// of it was written (remote.DoUnsentRetry).
+	resp, err := remote.DoUnsentRetry(tctx, client, func(ctx context.Context) (*http.Request, error) {
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(body)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(b.url, "/")+path, rd)
+		if err != nil {
+			return nil, err
+		}
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		req.Header.Set("Authorization", "Bearer "+b.token)
+		return req, nil
+	})
 	if err != nil {
-		return "error: " + err.Error(), 0, nil
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+b.token)
-	resp, err := client.Do(req)
-	if err != nil {
-		return "error: " + err.Error(), 0, nil
+		mu.Lock()
+		defer mu.Unlock()
+		return fmt.Sprintf("error: %v [connection to %s, reused %t, request sent %t, last step %s]", err, peer, reused, wrote, phase), 0, nil
 	}
 	defer func() { _ = resp.Body.Close() }()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, watchBodyLimit))
@@ -143,12 +193,25 @@ func watchCall(ctx context.Context, client *http.Client, b binding, method, path
 	if media == "" {
 		media = "-"
 	}
-	problem := "-"
+	problem, detail := "-", ""
 	if media == "application/problem+json" {
 		var p memory.Problem
 		if err := json.Unmarshal(data, &p); err == nil && p.Type != "" {
 			problem = string(p.Type)
+			if p.Detail != "" {
+				// After " | ", so a reader comparing the answer itself can cut it off.
+				detail = " | " + truncateDetail(p.Detail)
+			}
 		}
 	}
-	return fmt.Sprintf("%d %s %s", resp.StatusCode, media, problem), resp.StatusCode, data
+	return fmt.Sprintf("%d %s %s%s", resp.StatusCode, media, problem, detail), resp.StatusCode, data
+}
+
+// truncateDetail keeps a problem's detail to one short line: the watch prints one line a call.
+func truncateDetail(d string) string {
+	d = strings.Join(strings.Fields(d), " ")
+	if len(d) > 300 {
+		d = d[:300] + "…"
+	}
+	return d
 }
