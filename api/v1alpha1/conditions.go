@@ -34,6 +34,10 @@ const (
 	ReasonInvalidSpec = "InvalidSpec"
 	// ReasonScaledToZero surfaces when spec.replicas is 0: nothing serves the manifest.
 	ReasonScaledToZero = "ScaledToZero"
+	// ReasonNodeUnavailable surfaces when replicas are missing because the node an adapter
+	// pod runs on, or the node holding its data claim, is not ready or gone; the message names
+	// the node, the pod and the claim.
+	ReasonNodeUnavailable = "NodeUnavailable"
 )
 
 // MemoryAdapter's Conformant condition and its reasons.

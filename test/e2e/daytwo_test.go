@@ -149,6 +149,10 @@ var _ = Describe("day two: status explains failures and stays true", Ordered, fu
 		tokenRotationSpec(ctx, c, ns)
 	}, SpecTimeout(10*time.Minute))
 
+	It("rolls a two-replica adapter to a new image and drains its node under a bound agent's load without one failed call; trusts the new version only after its run", func(ctx SpecContext) {
+		rolloutSpec(ctx, c, ns)
+	}, SpecTimeout(15*time.Minute))
+
 	It("a manager restart during an outage leaves true conditions", func(ctx SpecContext) {
 		pg, conn := startStoppable(ctx, "postgres-server.sh", "MAO_TEST_POSTGRES_LISTEN_URL=")
 		Expect(c.Create(ctx, connectionSecret(ctx, ns, "pgrestart-db", "pgrestart", conn))).To(Succeed())

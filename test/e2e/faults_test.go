@@ -98,7 +98,7 @@ func adapterPodsReady(ctx context.Context, c client.Client, ns, name string, old
 // is Available) that runs
 // `agent-check --watch`: it stores an item every two seconds through the adapter's Service
 // and logs each answer's status and problem type, until the spec ends.
-func watchingAgentPod(ns, adapter string) *corev1.Pod {
+func watchingAgentPod(ns, adapter string, extra ...string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: adapter + "-watcher",
 			Labels: map[string]string{"memory.agentmem.io/adapter": adapter},
@@ -111,7 +111,7 @@ func watchingAgentPod(ns, adapter string) *corev1.Pod {
 			SecurityContext:               &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{{
 				Name: "agent", Image: adapterImage,
-				Args:            []string{"agent-check", "--adapter=" + adapter, "--watch", "--interval=2s", "--timeout=30m"},
+				Args:            append([]string{"agent-check", "--adapter=" + adapter, "--watch", "--interval=2s", "--timeout=30m"}, extra...),
 				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 			}},
 		},
@@ -121,9 +121,9 @@ func watchingAgentPod(ns, adapter string) *corev1.Pod {
 // startWatchingAgent creates the watching agent while the adapter is Available (a pod created
 // later would stay gated: the point is a workload already running when the fault comes) and
 // waits for its first stored item.
-func startWatchingAgent(ctx context.Context, c client.Client, ns, adapter string) string {
+func startWatchingAgent(ctx context.Context, c client.Client, ns, adapter string, extra ...string) string {
 	GinkgoHelper()
-	pod := watchingAgentPod(ns, adapter)
+	pod := watchingAgentPod(ns, adapter, extra...)
 	Expect(c.Create(ctx, pod)).To(Succeed())
 	DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, pod) })
 	Eventually(func(g Gomega) {
@@ -133,11 +133,16 @@ func startWatchingAgent(ctx context.Context, c client.Client, ns, adapter string
 	return pod.Name
 }
 
-// agentAnswer is one line of `agent-check --watch`: when the call was made and what it got
-// ("503 application/problem+json unavailable", "201 application/json -", "error: ...").
+// agentAnswer is one line of `agent-check --watch`: when the call was made, which call
+// ("store", or "retrieve" with --read-back) and what it got ("503 application/problem+json
+// unavailable", "201 application/json -", "error: ...").
 type agentAnswer struct {
 	At     time.Time
+	Op     string
 	Answer string
+	// Detail is a problem answer's detail, for failure messages; Answer leaves it out so it
+	// compares to a fixed string.
+	Detail string
 }
 
 // agentAnswers reads the watching agent's log and returns its answers made at or after since.
@@ -153,14 +158,19 @@ func agentAnswers(ctx context.Context, ns, pod string, since time.Time) []agentA
 		if !ok {
 			continue
 		}
-		ts, answer, ok := strings.Cut(rest, " store ")
+		ts, call, ok := strings.Cut(rest, " ")
 		if !ok {
+			continue
+		}
+		op, answer, ok := strings.Cut(call, " ")
+		if !ok || (op != "store" && op != "retrieve") {
 			continue
 		}
 		at, err := time.Parse(time.RFC3339Nano, ts)
 		Expect(err).NotTo(HaveOccurred(), "agent line %q", line)
 		if !at.Before(since) {
-			out = append(out, agentAnswer{At: at, Answer: answer})
+			answer, detail, _ := strings.Cut(answer, " | ")
+			out = append(out, agentAnswer{At: at, Op: op, Answer: answer, Detail: detail})
 		}
 	}
 	return out
@@ -175,10 +185,11 @@ func summarizeAnswers(answers []agentAnswer) string {
 	counts := map[string]int{}
 	var order []string
 	for _, a := range answers {
-		if counts[a.Answer] == 0 {
-			order = append(order, a.Answer)
+		k := a.Op + " " + a.Answer
+		if counts[k] == 0 {
+			order = append(order, k)
 		}
-		counts[a.Answer]++
+		counts[k]++
 	}
 	parts := make([]string, 0, len(order))
 	for _, k := range order {

@@ -50,6 +50,19 @@ const (
 	upgradedVersion   = "e2e-upgraded"
 )
 
+// loadAdapterImage builds the adapter image again with another version stamped in (what
+// `memory-adapter version` and the evidence report), loads it into the cluster's containerd,
+// and returns its name: a new release of the adapter, for the upgrade specs.
+func loadAdapterImage(ctx context.Context, version string) string {
+	GinkgoHelper()
+	img := strings.TrimSuffix(adapterImage, ":dev") + ":" + version
+	out, err := run(ctx, filepath.Join(clusterDir, "tools", "images"), "-version", version,
+		"-out", filepath.Join(clusterDir, "images"), "-load", filepath.Join(clusterDir, "containerd", "containerd.sock"),
+		img+"=./cmd/memory-adapter:/memory-adapter")
+	Expect(err).NotTo(HaveOccurred(), "building %s:\n%s", img, out)
+	return img
+}
+
 // kubectl runs the project-built kubectl against the local cluster, as a user would.
 func kubectl(ctx context.Context, args ...string) string {
 	GinkgoHelper()
@@ -449,11 +462,7 @@ var _ = Describe("the operator loop", Ordered, func() {
 	}, SpecTimeout(15*time.Minute))
 
 	It("verifies an upgraded adapter image with a new run before Available returns", func(ctx SpecContext) {
-		upgraded := strings.TrimSuffix(adapterImage, ":dev") + ":" + upgradedVersion
-		_, err := run(ctx, filepath.Join(clusterDir, "tools", "images"), "-version", upgradedVersion,
-			"-out", filepath.Join(clusterDir, "images"), "-load", filepath.Join(clusterDir, "containerd", "containerd.sock"),
-			upgraded+"=./cmd/memory-adapter:/memory-adapter")
-		Expect(err).NotTo(HaveOccurred())
+		upgraded := loadAdapterImage(ctx, upgradedVersion)
 		kubectl(ctx, "patch", "-n", ns, "madp/sqlite-memory", "--type=merge", "-p", fmt.Sprintf(`{"spec":{"image":%q}}`, upgraded))
 		Eventually(func(g Gomega) {
 			ma := &memoryv1alpha1.MemoryAdapter{}

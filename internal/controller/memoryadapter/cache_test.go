@@ -78,3 +78,26 @@ func TestSlimJobDropsThePodTemplate(t *testing.T) {
 		t.Errorf("slim job %+v", s)
 	}
 }
+
+func TestSlimNodeKeepsOnlyReady(t *testing.T) {
+	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown", Message: "Kubelet stopped posting node status."}
+	full := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"a": "b"}, ResourceVersion: "7"},
+		Status: corev1.NodeStatus{
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse}, ready},
+			Images:     []corev1.ContainerImage{{Names: []string{"img"}, SizeBytes: 1}},
+		},
+	}
+	got, err := slimNode(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := got.(*corev1.Node)
+	if n.Name != "n1" || n.ResourceVersion != "7" || n.Labels != nil || n.Status.Images != nil ||
+		len(n.Status.Conditions) != 1 || n.Status.Conditions[0] != ready || nodeReady(n) != corev1.ConditionUnknown {
+		t.Errorf("slim node %+v", n)
+	}
+	if o, _ := slimNode("tombstone"); o != "tombstone" {
+		t.Error("a tombstone was changed")
+	}
+}

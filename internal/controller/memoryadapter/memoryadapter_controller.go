@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -96,6 +97,7 @@ const firstReadRetry = 2 * time.Second
 // In its own namespace it reads its token key, and creates it on first start.
 // +kubebuilder:rbac:groups="",namespace=memory-adapter-operator-system,resources=secrets,verbs=get;create
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -270,7 +272,36 @@ func CacheOptions() cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:  {Label: labels.NewSelector().Add(*adapterPods), Transform: slimPod},
 			&batchv1.Job{}: {Transform: slimJob},
+			&corev1.Node{}: {Transform: slimNode},
 		}}
+}
+
+// slimNode keeps of a cached Node its name and Ready condition, all Deployed reads: a node's
+// image list and other status can run to tens of kilobytes, times every node of the cluster.
+func slimNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	slim := &corev1.Node{TypeMeta: n.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion}}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			slim.Status.Conditions = []corev1.NodeCondition{c}
+		}
+	}
+	return slim, nil
+}
+
+// nodeReady is a node's Ready status as the cache holds it ("" when it has none).
+func nodeReady(o client.Object) corev1.ConditionStatus {
+	if n, ok := o.(*corev1.Node); ok {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status
+			}
+		}
+	}
+	return ""
 }
 
 // slimPod keeps of a cached Pod what the controllers read: its metadata, its whole status
@@ -312,6 +343,11 @@ func slimJob(obj any) (any, error) {
 // namespace: with thousands of adapters in one namespace that made each reconcile O(N) (46% of
 // the manager's CPU at 10,000 adapters). Lists go through this index, then filter by label.
 const IndexAdapter = "memory.agentmem.io/index-adapter"
+
+// IndexNode names the cache index of adapter Pods by the node they run on, and of data claims
+// by the node their volume was provisioned on, so a node that stops or returns wakes exactly
+// the adapters it holds.
+const IndexNode = "memory.agentmem.io/index-node"
 
 // IndexBoundTo names the cache index of Pods by the value of their LabelBoundTo label, for the
 // gate controller's lists of the workloads bound to one adapter.
@@ -359,6 +395,46 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return fmt.Errorf("index %T by adapter: %w", o, err)
 		}
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, IndexNode, func(o client.Object) []string {
+		if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName != "" && p.Labels[LabelManagedBy] == ManagedByValue {
+			return []string{p.Spec.NodeName}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index pods by node: %w", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.PersistentVolumeClaim{}, IndexNode, func(o client.Object) []string {
+		if n := o.GetAnnotations()[annotationSelectedNode]; n != "" && o.GetLabels()[LabelAdapter] != "" {
+			return []string{n}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index claims by node: %w", err)
+	}
+	nodeToAdapters := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		var reqs []reconcile.Request
+		seen := map[types.NamespacedName]bool{}
+		add := func(obj client.Object) {
+			k := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetLabels()[LabelAdapter]}
+			if k.Name != "" && !seen[k] {
+				seen[k] = true
+				reqs = append(reqs, reconcile.Request{NamespacedName: k})
+			}
+		}
+		pods := &corev1.PodList{}
+		if err := r.Client.List(ctx, pods, client.MatchingFields{IndexNode: o.GetName()}); err == nil {
+			for i := range pods.Items {
+				add(&pods.Items[i])
+			}
+		}
+		claims := &corev1.PersistentVolumeClaimList{}
+		if err := r.Client.List(ctx, claims, client.MatchingFields{IndexNode: o.GetName()}); err == nil {
+			for i := range claims.Items {
+				add(&claims.Items[i])
+			}
+		}
+		return reqs
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&memoryv1alpha1.MemoryAdapter{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&appsv1.Deployment{}).
@@ -370,6 +446,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&batchv1.Job{}).
 		Watches(&corev1.Pod{}, podToAdapter).
+		// Under deletionPolicy Retain the data claim has no owner reference; its labels name
+		// the adapter, whose Deployed reads the node the claim's volume was provisioned on.
+		Watches(&corev1.PersistentVolumeClaim{}, podToAdapter).
+		// A node that stops or comes back changes what Deployed says of the adapters on it.
+		Watches(&corev1.Node{}, nodeToAdapters, builder.WithPredicates(predicate.Funcs{
+			CreateFunc:  func(event.CreateEvent) bool { return false },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+			UpdateFunc:  func(e event.UpdateEvent) bool { return nodeReady(e.ObjectOld) != nodeReady(e.ObjectNew) },
+		})).
 		// Purge Jobs have no owner reference (see desiredPurgeJob); their label names the adapter.
 		Watches(&batchv1.Job{}, podToAdapter, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetLabels()[LabelComponent] == componentPurge

@@ -156,7 +156,49 @@ func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 		errs = append(errs, fmt.Errorf("list adapter pods: %w", err))
 	}
 	s.deploy.pods = pods.Items
+	add(r.observeNodes(ctx, s))
 	return errors.Join(errs...)
+}
+
+// annotationSelectedNode is the scheduler's record, on a claim of a WaitForFirstConsumer
+// class (local-path), of the node its volume was provisioned on.
+const annotationSelectedNode = "volume.kubernetes.io/selected-node"
+
+// observeNodes reads, from the cache, the nodes the adapter's pods and its data claim are on,
+// so Deployed can name a lost node instead of a bare "0 of 1 available".
+func (r *Reconciler) observeNodes(ctx context.Context, s *scope) error {
+	var names []string
+	if c := s.deploy.claim; c != nil && c.node != "" {
+		names = append(names, c.node)
+	}
+	for _, p := range s.deploy.pods {
+		if p.Spec.NodeName != "" && !slices.Contains(names, p.Spec.NodeName) {
+			names = append(names, p.Spec.NodeName)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	s.deploy.nodes = make(map[string]nodeObservation, len(names))
+	for _, name := range names {
+		n := &corev1.Node{}
+		err := r.Client.Get(ctx, types.NamespacedName{Name: name}, n)
+		if apierrors.IsNotFound(err) {
+			s.deploy.nodes[name] = nodeObservation{gone: true}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("get node %s: %w", name, err)
+		}
+		obs := nodeObservation{}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				obs = nodeObservation{ready: c.Status == corev1.ConditionTrue, since: c.LastTransitionTime.Time, reason: c.Reason, message: c.Message}
+			}
+		}
+		s.deploy.nodes[name] = obs
+	}
+	return nil
 }
 
 // reconcileDisruptionBudget keeps the adapter's PodDisruptionBudget while it runs several
@@ -195,6 +237,11 @@ func (r *Reconciler) reconcileDisruptionBudget(ctx context.Context, s *scope) er
 func (r *Reconciler) ensureDataClaim(ctx context.Context, s *scope, want *corev1.PersistentVolumeClaim) error {
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: s.ma.Namespace}}
 	owned := s.ma.Spec.DeletionPolicy == memoryv1alpha1.DeletionDelete
+	defer func() {
+		if !pvc.CreationTimestamp.IsZero() {
+			s.deploy.claim = &claimObservation{name: pvc.Name, node: pvc.Annotations[annotationSelectedNode]}
+		}
+	}()
 	return r.ensure(ctx, s, pvc, owned, func() {
 		if pvc.CreationTimestamp.IsZero() {
 			pvc.Spec = want.Spec

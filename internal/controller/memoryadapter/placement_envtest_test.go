@@ -102,3 +102,78 @@ var _ = Describe("placing a stateless adapter for failure", Ordered, func() {
 		}, timeout, poll).Should(Succeed())
 	})
 })
+
+var _ = Describe("an adapter whose node is lost", Ordered, func() {
+	var (
+		ctx     context.Context
+		stopMgr func()
+		key     types.NamespacedName
+		node    *corev1.Node
+	)
+
+	BeforeAll(func() {
+		ctx = context.Background()
+		nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "madp-node-"}}
+		Expect(k8sClient.Create(ctx, nsObj)).To(Succeed())
+		key = types.NamespacedName{Namespace: nsObj.Name, Name: "mem"}
+		node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{GenerateName: "lost-node-"}}
+		Expect(k8sClient.Create(ctx, node)).To(Succeed())
+		DeferCleanup(func() { _ = k8sClient.Delete(context.Background(), node) })
+		stopMgr = startManager()
+	})
+	AfterAll(func() {
+		if stopMgr != nil {
+			stopMgr()
+		}
+	})
+
+	setNodeReady := func(status corev1.ConditionStatus, reason, msg string) {
+		Eventually(func() error {
+			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+				return err
+			}
+			node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, Reason: reason, Message: msg,
+				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+			return k8sClient.Status().Update(ctx, node)
+		}, timeout, poll).Should(Succeed())
+	}
+
+	It("names the node and the data claim in Deployed while the node holding the claim is not ready", func() {
+		setNodeReady(corev1.ConditionUnknown, "NodeStatusUnknown", "Kubelet stopped posting node status.")
+		Expect(k8sClient.Create(ctx, sqliteAdapter(key.Namespace, key.Name))).To(Succeed())
+		claimKey := types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-data"}
+		// Playing the scheduler, which records where a local volume was provisioned.
+		Eventually(func() error {
+			pvc := &corev1.PersistentVolumeClaim{}
+			if err := k8sClient.Get(ctx, claimKey, pvc); err != nil {
+				return err
+			}
+			if pvc.Annotations == nil {
+				pvc.Annotations = map[string]string{}
+			}
+			pvc.Annotations[annotationSelectedNode] = node.Name
+			return k8sClient.Update(ctx, pvc)
+		}, timeout, poll).Should(Succeed())
+		Eventually(func(g Gomega) {
+			d := conditionOf(getMA(key), memoryv1alpha1.ConditionDeployed)
+			g.Expect(d.Reason).To(Equal(memoryv1alpha1.ReasonNodeUnavailable), "Deployed: %s", d.Message)
+			g.Expect(d.Message).To(And(ContainSubstring("node "+node.Name+" is not ready"), ContainSubstring("Kubelet stopped posting node status."),
+				ContainSubstring("data claim "+claimKey.Name)))
+			a := conditionOf(getMA(key), memoryv1alpha1.ConditionAvailable)
+			g.Expect(a.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(a.Message).To(ContainSubstring(node.Name))
+		}, timeout, poll).Should(Succeed())
+	})
+
+	It("drops the node from Deployed as soon as the node is ready again, with no other change to wake it", func() {
+		setNodeReady(corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status")
+		Eventually(func(g Gomega) {
+			d := conditionOf(getMA(key), memoryv1alpha1.ConditionDeployed)
+			g.Expect(d.Reason).To(Equal(memoryv1alpha1.ReasonDeploymentProgressing), "Deployed: %s", d.Message)
+			g.Expect(d.Message).NotTo(ContainSubstring(node.Name))
+		}, timeout, poll).Should(Succeed())
+		markAvailable(ctx, key)
+		Eventually(func() string { return conditionOf(getMA(key), memoryv1alpha1.ConditionDeployed).Reason }, timeout, poll).
+			Should(Equal(memoryv1alpha1.ReasonDeploymentReady))
+	})
+})

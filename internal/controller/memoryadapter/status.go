@@ -55,6 +55,63 @@ type deployObservation struct {
 	pods []corev1.Pod
 	// backendSecret names the connection Secret and key, empty for SQLite.
 	backendSecret string
+	// claim is the data claim and the node its volume lives on (the scheduler's
+	// selected-node, set when a local volume was bound); nil without a data claim.
+	claim *claimObservation
+	// nodes holds what the cache says of each node a pod or the claim is on; a name absent
+	// from the map was not looked up.
+	nodes map[string]nodeObservation
+}
+
+// claimObservation is the adapter's data claim and the node that holds its volume.
+type claimObservation struct {
+	name, node string
+}
+
+// nodeObservation is a node's readiness: gone (no Node object), or its Ready condition.
+type nodeObservation struct {
+	gone  bool
+	ready bool
+	// since, reason and message are the Ready condition's (NodeStatusUnknown and "Kubelet
+	// stopped posting node status." for a node that stopped answering).
+	since           time.Time
+	reason, message string
+}
+
+// describe says why the node cannot run pods, for a condition message.
+func (n nodeObservation) describe(name string) string {
+	if n.gone {
+		return fmt.Sprintf("node %s no longer exists", name)
+	}
+	msg := fmt.Sprintf("node %s is not ready", name)
+	if !n.since.IsZero() {
+		msg += " since " + n.since.UTC().Format(time.RFC3339)
+	}
+	if n.reason != "" || n.message != "" {
+		msg += fmt.Sprintf(" (%s: %s)", n.reason, n.message)
+	}
+	return msg
+}
+
+// nodeProblem names, when replicas are missing, the unready or vanished node that explains
+// it: first the node holding the data claim (a local volume binds its pod to that node, so no
+// other node can take over), then the node of any adapter pod. Empty when every node involved
+// is ready.
+func nodeProblem(o deployObservation) string {
+	if c := o.claim; c != nil && c.node != "" {
+		if n, ok := o.nodes[c.node]; ok && !n.ready {
+			return fmt.Sprintf("%s, and it holds the data claim %s: the adapter's pod can run on no other node, and every acknowledged item is on that node's volume; it serves again when the node is back", n.describe(c.node), c.name)
+		}
+	}
+	for _, p := range o.pods {
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		if n, ok := o.nodes[p.Spec.NodeName]; ok && !n.ready {
+			return fmt.Sprintf("pod %s is on %s; the Deployment replaces it once the node's pods are evicted", p.Name, n.describe(p.Spec.NodeName))
+		}
+	}
+	return ""
 }
 
 // deployedCondition decides Deployed from the Deployment's status and its pods.
@@ -86,6 +143,12 @@ func deployedCondition(o deployObservation) metav1.Condition {
 		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
 			return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentFailed,
 				fmt.Sprintf("Deployment %s exceeded its progress deadline: %s%s", d.Name, c.Message, podProblems(o.pods)))
+		}
+	}
+	if d.Status.AvailableReplicas < o.replicas {
+		if np := nodeProblem(o); np != "" {
+			return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonNodeUnavailable,
+				fmt.Sprintf("Deployment %s: %d of %d replicas available; %s", d.Name, d.Status.AvailableReplicas, o.replicas, np))
 		}
 	}
 	if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas < o.replicas ||

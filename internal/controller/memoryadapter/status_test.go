@@ -90,9 +90,35 @@ func TestDeployedCondition(t *testing.T) {
 			want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentFailed, []string{"timed out"}}},
 		"ready": {deployObservation{replicas: 1, deployment: readyDeployment(2, 2, 1, 1)},
 			want{metav1.ConditionTrue, memoryv1alpha1.ReasonDeploymentReady, nil}},
+		"the claim's node stopped": {deployObservation{replicas: 1, deployment: readyDeployment(1, 1, 1, 0),
+			claim: &claimObservation{name: "mem-data", node: "node-b"}, pods: []corev1.Pod{onNode("mem-1", "")},
+			nodes: map[string]nodeObservation{"node-b": lostNode}},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonNodeUnavailable, []string{"node node-b is not ready since 2026-12-04T10:00:00Z", "Kubelet stopped posting node status.", "data claim mem-data", "0 of 1 replicas available"}}},
+		"the claim's node is gone": {deployObservation{replicas: 1, deployment: readyDeployment(1, 1, 1, 0),
+			claim: &claimObservation{name: "mem-data", node: "node-b"}, nodes: map[string]nodeObservation{"node-b": {gone: true}}},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonNodeUnavailable, []string{"node node-b no longer exists", "data claim mem-data"}}},
+		"a stateless pod's node stopped": {deployObservation{replicas: 2, deployment: readyDeployment(1, 1, 2, 1),
+			pods:  []corev1.Pod{onNode("pg-1", "node-a"), onNode("pg-2", "node-b")},
+			nodes: map[string]nodeObservation{"node-a": {ready: true}, "node-b": lostNode}},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonNodeUnavailable, []string{"pod pg-2 is on node node-b", "1 of 2 replicas available"}}},
+		"nodes ready, a replica starting": {deployObservation{replicas: 2, deployment: readyDeployment(1, 1, 2, 1),
+			pods:  []corev1.Pod{onNode("pg-1", "node-a"), onNode("pg-2", "node-b")},
+			nodes: map[string]nodeObservation{"node-a": {ready: true}, "node-b": {ready: true}}},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, nil}},
+		"an unready node while every replica is available": {deployObservation{replicas: 1, deployment: readyDeployment(1, 1, 1, 1),
+			claim: &claimObservation{name: "mem-data", node: "node-b"}, nodes: map[string]nodeObservation{"node-b": lostNode}},
+			want{metav1.ConditionTrue, memoryv1alpha1.ReasonDeploymentReady, nil}},
 	} {
 		t.Run(name, func(t *testing.T) { check(t, deployedCondition(tc.obs), tc.want) })
 	}
+}
+
+// lostNode is a node whose kubelet stopped answering, as the node lifecycle controller marks it.
+var lostNode = nodeObservation{since: time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC), reason: "NodeStatusUnknown", message: "Kubelet stopped posting node status."}
+
+// onNode is a pod scheduled to node ("" for a pod not scheduled).
+func onNode(name, node string) corev1.Pod {
+	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{NodeName: node}}
 }
 
 // crashLooping is a pod whose container waits in CrashLoopBackOff after exiting with msg as

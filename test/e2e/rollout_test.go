@@ -1,0 +1,154 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+)
+
+// rolledVersion is the adapter image version the rollout spec upgrades to; not the day-one
+// upgrade spec's, so neither depends on which ran first.
+const rolledVersion = "e2e-rolled"
+
+// failedAnswers are the calls of a --read-back watcher that did not succeed: a store other
+// than 201, a retrieve other than an equal 200, or no answer at all.
+func failedAnswers(answers []agentAnswer) []agentAnswer {
+	var out []agentAnswer
+	for _, a := range answers {
+		ok := (a.Op == "store" && a.Answer == "201 application/json -") || (a.Op == "retrieve" && a.Answer == "200 application/json -")
+		if !ok {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// servingAdapterPods lists the adapter's pods that are ready and not being deleted.
+func servingAdapterPods(ctx context.Context, c client.Client, ns, name string) []corev1.Pod {
+	GinkgoHelper()
+	pods := &corev1.PodList{}
+	Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"memory.agentmem.io/adapter": name, "app.kubernetes.io/component": "adapter"})).To(Succeed())
+	var out []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// rolloutSpec is a two-replica PostgreSQL adapter upgraded to a new image, then drained, while
+// a bound agent stores and reads back every 200 ms over pooled connections: not one call may
+// fail, the new version is trusted (Available) only after its own conformance run, and the
+// drain stops at the PodDisruptionBudget.
+func rolloutSpec(ctx context.Context, c client.Client, ns string) {
+	const name = "pgroll"
+	tl := newTimeline("rollout")
+	_, conn := startStoppable(ctx, "postgres-server.sh", "MAO_TEST_POSTGRES_LISTEN_URL=")
+	Expect(c.Create(ctx, connectionSecret(ctx, ns, "pgroll-db", name, conn))).To(Succeed())
+	ma := networkedAdapter(ns, name, memoryv1alpha1.BackendPostgres, "postgres", "immediate")
+	ma.Spec.Replicas = ptr.To[int32](2)
+	Expect(c.Create(ctx, ma)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, ma) })
+	waitAvailable(ctx, ns, name)
+	key := types.NamespacedName{Namespace: ns, Name: name}
+	pdb := &policyv1.PodDisruptionBudget{}
+	Expect(c.Get(ctx, key, pdb)).To(Succeed())
+	Expect(*pdb.Spec.MaxUnavailable).To(HaveField("IntVal", int32(1)))
+	Expect(servingAdapterPods(ctx, c, ns, name)).To(HaveLen(2))
+	tl.mark("Available with 2 ready replicas and a PodDisruptionBudget")
+
+	By("a bound agent stores and reads back every 200 ms, keeping its connections")
+	agent := startWatchingAgent(ctx, c, ns, name, "--interval=200ms", "--read-back", "--keep-alive")
+	since := time.Now()
+	tl.mark("agent %s calls", agent)
+
+	By("upgrading the adapter image")
+	img := loadAdapterImage(ctx, rolledVersion)
+	Expect(c.Get(ctx, key, ma)).To(Succeed())
+	oldVersion := ma.Status.AdapterVersion
+	patch := client.MergeFrom(ma.DeepCopy())
+	ma.Spec.Image = ptr.To(img)
+	Expect(c.Patch(ctx, ma, patch)).To(Succeed())
+	upgraded := tl.mark("spec.image set to %s (was version %s)", img, oldVersion)
+	// Polled every 200 ms until the new version is Available: Available must never be True
+	// for a version no run has verified.
+	var trustedEarly []string
+	Eventually(func(g Gomega) {
+		got := &memoryv1alpha1.MemoryAdapter{}
+		g.Expect(c.Get(ctx, key, got)).To(Succeed())
+		available := meta.IsStatusConditionTrue(got.Status.Conditions, memoryv1alpha1.ConditionAvailable)
+		if available && got.Status.Conformance != nil && got.Status.Conformance.AdapterVersion != got.Status.AdapterVersion {
+			trustedEarly = append(trustedEarly, fmt.Sprintf("Available with adapter version %q, verified %q", got.Status.AdapterVersion, got.Status.Conformance.AdapterVersion))
+		}
+		g.Expect(got.Status.AdapterVersion).To(Equal(rolledVersion))
+		g.Expect(got.Status.Conformance.AdapterVersion).To(Equal(rolledVersion))
+		g.Expect(available).To(BeTrue())
+	}).WithTimeout(availableDeadline).WithPolling(200 * time.Millisecond).Should(Succeed())
+	Expect(trustedEarly).To(BeEmpty(), "the new version was trusted before its run")
+	kubectl(ctx, "rollout", "status", "-n", ns, "deployment/"+name, "--timeout=3m")
+	Eventually(func(g Gomega) {
+		pods := &corev1.PodList{}
+		g.Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"memory.agentmem.io/adapter": name, "app.kubernetes.io/component": "adapter"})).To(Succeed())
+		g.Expect(pods.Items).To(HaveLen(2), "the old pods are gone")
+		for _, p := range pods.Items {
+			g.Expect(p.Spec.Containers[0].Image).To(Equal(img))
+		}
+	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	rolled := tl.mark("rolled: both pods run %s, Available after the new version's run", img)
+	var run int
+	for _, j := range jobsOf(ctx, c, ns, name) {
+		if j.Spec.Template.Spec.Containers[0].Image == img {
+			run++
+		}
+	}
+	Expect(run).To(Equal(1), "exactly one run verifies the new version")
+	time.Sleep(2 * time.Second) // the agent's calls made up to now are in its log
+	answers := agentAnswers(ctx, ns, agent, since)
+	tl.mark("the agent's calls from before the upgrade to after it (%.0f s): %s", rolled.Sub(since).Seconds(), summarizeAnswers(answers))
+	Expect(len(answers)).To(BeNumerically(">=", int(rolled.Sub(upgraded)/time.Second)), "the agent kept calling through the rollout")
+	Expect(failedAnswers(answers)).To(BeEmpty(), "calls that failed during the rollout")
+
+	By("draining the node of the adapter's pods: the budget lets one go and holds the other")
+	node := servingAdapterPods(ctx, c, ns, name)[0].Spec.NodeName
+	drainFrom := time.Now()
+	DeferCleanup(func(ctx SpecContext) { _, _ = runKubectl(ctx, "uncordon", node) })
+	out, err := runKubectl(ctx, "drain", node, "--pod-selector=memory.agentmem.io/adapter="+name+",app.kubernetes.io/component=adapter",
+		"--ignore-daemonsets", "--delete-emptydir-data", "--timeout=40s")
+	tl.mark("kubectl drain %s returned (%v)", node, err)
+	Expect(err).To(HaveOccurred(), "the drain cannot finish: the evicted pod's replacement has no node to run on, and the budget holds the last one:\n%s", out)
+	Expect(out).To(ContainSubstring("disruption budget"))
+	Expect(servingAdapterPods(ctx, c, ns, name)).To(HaveLen(1), "one replica was evicted and one kept")
+	Expect(c.Get(ctx, key, pdb)).To(Succeed())
+	Expect(pdb.Status.DisruptionsAllowed).To(BeZero())
+	kubectl(ctx, "uncordon", node)
+	kubectl(ctx, "rollout", "status", "-n", ns, "deployment/"+name, "--timeout=3m")
+	dep := &appsv1.Deployment{}
+	Expect(c.Get(ctx, key, dep)).To(Succeed())
+	Expect(dep.Status.ReadyReplicas).To(Equal(int32(2)))
+	back := tl.mark("uncordoned: 2 ready replicas again")
+	time.Sleep(2 * time.Second)
+	answers = agentAnswers(ctx, ns, agent, drainFrom)
+	tl.mark("the agent's calls through the drain (%.0f s): %s", back.Sub(drainFrom).Seconds(), summarizeAnswers(answers))
+	Expect(failedAnswers(answers)).To(BeEmpty(), "calls that failed during the drain")
+}
