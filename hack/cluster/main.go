@@ -88,6 +88,9 @@ commands:
   status        print each component's state; exit 0 only if all run
   verify-clean  exit non-zero if any process, mount, iptables rule, bridge or netns remains
   kubeconfig    print the admin kubeconfig path
+  stop-node     stop the node's kubelet (its containers keep running, as on a node cut from
+                the control plane); the node turns NotReady after the controller's grace
+  start-node    start the kubelet again and wait until the node is Ready
 
 flags:
 `
@@ -122,7 +125,7 @@ func main() {
 	ctx, cancelT := context.WithTimeout(ctx, *timeout)
 	defer cancelT()
 
-	if cmd := fs.Arg(0); cmd == "up" || cmd == "down" {
+	if cmd := fs.Arg(0); cmd == "up" || cmd == "down" || cmd == "stop-node" || cmd == "start-node" {
 		unlock, err := lockDir(abs)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "[cluster] error:", err)
@@ -139,6 +142,10 @@ func main() {
 		err = c.withNodeIP(func() error { return c.up(ctx, splitList(*images)) })
 	case "down":
 		err = c.down(ctx)
+	case "stop-node":
+		err = c.stopNode(ctx)
+	case "start-node":
+		err = c.withNodeIP(func() error { return c.startNode(ctx) })
 	case "status":
 		err = c.status()
 	case "verify-clean":

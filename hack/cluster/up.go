@@ -179,17 +179,7 @@ func (c *cluster) up(ctx context.Context, images []string) error {
 			return err
 		}
 	}
-	if err := c.start("kubelet", bins["kubelet"],
-		"--config="+filepath.Join(c.dir, "kubelet-config.yaml"),
-		"--kubeconfig="+filepath.Join(c.dir, "kubelet.kubeconfig"),
-		"--root-dir="+filepath.Join(c.dir, "kubelet"),
-		"--hostname-override="+nodeName,
-		"--node-ip="+c.nodeIP,
-		"--v=1",
-	); err != nil {
-		return err
-	}
-	if err := c.waitNodeReady(ctx, 3*time.Minute); err != nil {
+	if err := c.startKubelet(ctx, bins["kubelet"]); err != nil {
 		return err
 	}
 
@@ -322,6 +312,49 @@ func (c *cluster) waitAPIObject(ctx context.Context, what, path string, d time.D
 		return fmt.Errorf("%s did not appear within %s; kube-controller-manager log tail:\n%s", what, d, tail(c.logFile("kube-controller-manager"), 30))
 	}
 	return nil
+}
+
+// startKubelet starts the node's kubelet and waits until the node is Ready.
+func (c *cluster) startKubelet(ctx context.Context, bin string) error {
+	if err := c.start("kubelet", bin,
+		"--config="+filepath.Join(c.dir, "kubelet-config.yaml"),
+		"--kubeconfig="+filepath.Join(c.dir, "kubelet.kubeconfig"),
+		"--root-dir="+filepath.Join(c.dir, "kubelet"),
+		"--hostname-override="+nodeName,
+		"--node-ip="+c.nodeIP,
+		"--v=1",
+	); err != nil {
+		return err
+	}
+	return c.waitNodeReady(ctx, 3*time.Minute)
+}
+
+// stopNode stops the node's kubelet, as a node whose kubelet died or lost the API server:
+// the node stops posting its status, the node lifecycle controller marks it NotReady
+// (Unknown) after its grace period and its pods not ready, and their Services drop them.
+// Its containers keep running under containerd, as they would on a real node cut from the
+// control plane; startNode brings the kubelet back on the same state.
+func (c *cluster) stopNode(ctx context.Context) error {
+	if _, alive := c.running("kubelet"); !alive {
+		return fmt.Errorf("the kubelet of node %s is not running", nodeName)
+	}
+	if err := c.stop(ctx, "kubelet", 10*time.Second); err != nil {
+		return err
+	}
+	c.logf("kubelet: stopped; node %s turns NotReady when the node lifecycle controller's grace period ends", nodeName)
+	return nil
+}
+
+// startNode starts the kubelet stopNode stopped and waits until the node is Ready again.
+func (c *cluster) startNode(ctx context.Context) error {
+	if _, alive := c.running("kubelet"); alive {
+		return fmt.Errorf("the kubelet of node %s is running", nodeName)
+	}
+	bin, err := c.bin("kubelet")
+	if err != nil {
+		return err
+	}
+	return c.startKubelet(ctx, bin)
 }
 
 func (c *cluster) waitNodeReady(ctx context.Context, d time.Duration) error {

@@ -153,6 +153,10 @@ var _ = Describe("day two: status explains failures and stays true", Ordered, fu
 		rolloutSpec(ctx, c, ns)
 	}, SpecTimeout(15*time.Minute))
 
+	It("names the stopped node and the data claim of a SQLite adapter while its kubelet is down, and reads back every acknowledged item after", func(ctx SpecContext) {
+		lostNodeSpec(ctx, c, ns)
+	}, SpecTimeout(15*time.Minute))
+
 	It("a manager restart during an outage leaves true conditions", func(ctx SpecContext) {
 		pg, conn := startStoppable(ctx, "postgres-server.sh", "MAO_TEST_POSTGRES_LISTEN_URL=")
 		Expect(c.Create(ctx, connectionSecret(ctx, ns, "pgrestart-db", "pgrestart", conn))).To(Succeed())

@@ -5,6 +5,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/gomega"
@@ -18,6 +21,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 
+	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 )
 
@@ -151,4 +155,80 @@ func rolloutSpec(ctx context.Context, c client.Client, ns string) {
 	answers = agentAnswers(ctx, ns, agent, drainFrom)
 	tl.mark("the agent's calls through the drain (%.0f s): %s", back.Sub(drainFrom).Seconds(), summarizeAnswers(answers))
 	Expect(failedAnswers(answers)).To(BeEmpty(), "calls that failed during the drain")
+}
+
+// clusterTool runs the local cluster's own tool (hack/cluster, built by cluster-up.sh) with
+// the cluster's binaries, for the commands that make node faults.
+func clusterTool(ctx context.Context, args ...string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(clusterDir, "bin-dir"))
+	if err != nil {
+		return "", err
+	}
+	return run(ctx, filepath.Join(clusterDir, "tools", "cluster"),
+		append([]string{"-dir", clusterDir, "-bin-dir", strings.TrimSpace(string(b)), "-timeout", "5m"}, args...)...)
+}
+
+// lostNodeSpec stops the node's kubelet under a SQLite adapter with acknowledged items:
+// Deployed must name the node and the data claim while it is down, and every acknowledged
+// item must read back once the node is back.
+func lostNodeSpec(ctx context.Context, c client.Client, ns string) {
+	const name = "sqlnode"
+	tl := newTimeline("lost-node")
+	ma := networkedAdapter(ns, name, memoryv1alpha1.BackendSQLite, "sqlite", "immediate")
+	ma.Spec.Backend.ConnectionSecretRef = nil
+	Expect(c.Create(ctx, ma)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, ma) })
+	waitAvailable(ctx, ns, name)
+	st := adapterStore(ctx, c, ns, name)
+	var stored []memory.Item
+	for i := range 20 {
+		it := memory.NewItem([]byte(fmt.Sprintf(`{"n":%d}`, i)), "lost-node")
+		_, err := st.Store(ctx, it)
+		Expect(err).NotTo(HaveOccurred())
+		stored = append(stored, it)
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-data"}, pvc)).To(Succeed())
+	node := pvc.Annotations["volume.kubernetes.io/selected-node"]
+	Expect(node).NotTo(BeEmpty(), "the scheduler records the node of a local-path volume")
+	tl.mark("Available; 20 items acknowledged; claim %s on node %s", pvc.Name, node)
+
+	By("stopping the node's kubelet")
+	DeferCleanup(func(ctx SpecContext) {
+		// Whatever happened, the node must come back for the specs after this one.
+		if out, err := clusterTool(ctx, "start-node"); err != nil && !strings.Contains(out, "is running") {
+			Fail(fmt.Sprintf("starting the node again: %v\n%s", err, out))
+		}
+	}, NodeTimeout(5*time.Minute))
+	out, err := clusterTool(ctx, "stop-node")
+	Expect(err).NotTo(HaveOccurred(), "stop-node:\n%s", out)
+	stopped := tl.mark("kubelet stopped")
+	key := types.NamespacedName{Namespace: ns, Name: name}
+	Eventually(func(g Gomega) {
+		got := &memoryv1alpha1.MemoryAdapter{}
+		g.Expect(c.Get(ctx, key, got)).To(Succeed())
+		d := meta.FindStatusCondition(got.Status.Conditions, memoryv1alpha1.ConditionDeployed)
+		g.Expect(d).NotTo(BeNil())
+		g.Expect(d.Reason).To(Equal(memoryv1alpha1.ReasonNodeUnavailable), "Deployed: %s", d.Message)
+		g.Expect(d.Message).To(And(ContainSubstring("node "+node), ContainSubstring("data claim "+pvc.Name)))
+		g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, memoryv1alpha1.ConditionAvailable)).To(BeTrue())
+	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	Expect(c.Get(ctx, key, ma)).To(Succeed())
+	named := tl.mark("Deployed=False NodeUnavailable, %.0f s after the stop: %s", time.Since(stopped).Seconds(),
+		meta.FindStatusCondition(ma.Status.Conditions, memoryv1alpha1.ConditionDeployed).Message)
+
+	By("starting the kubelet again")
+	out, err = clusterTool(ctx, "start-node")
+	Expect(err).NotTo(HaveOccurred(), "start-node:\n%s", out)
+	back := tl.mark("node Ready again (down %.0f s, named for %.0f s)", time.Since(stopped).Seconds(), time.Since(named).Seconds())
+	waitAvailable(ctx, ns, name)
+	tl.mark("Available again, %.0f s after the node", time.Since(back).Seconds())
+	st = adapterStore(ctx, c, ns, name)
+	for _, want := range stored {
+		got, err := st.Retrieve(ctx, want.ID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got).NotTo(BeNil(), "item %s was acknowledged before the stop", want.ID)
+		Expect(got.Equal(want)).To(BeTrue(), "item %s came back as %+v", want.ID, got)
+	}
+	tl.mark("all 20 acknowledged items read back")
 }
