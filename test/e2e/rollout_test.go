@@ -194,14 +194,17 @@ func lostNodeSpec(ctx context.Context, c client.Client, ns string) {
 	tl.mark("Available; 20 items acknowledged; claim %s on node %s", pvc.Name, node)
 
 	By("stopping the node's kubelet")
+	down := false
 	DeferCleanup(func(ctx SpecContext) {
-		// Whatever happened, the node must come back for the specs after this one.
-		if out, err := clusterTool(ctx, "start-node"); err != nil && !strings.Contains(out, "is running") {
-			Fail(fmt.Sprintf("starting the node again: %v\n%s", err, out))
+		// Whatever failed, the node must come back for the specs after this one.
+		if down {
+			out, err := clusterTool(ctx, "start-node")
+			Expect(err).NotTo(HaveOccurred(), "starting the node again:\n%s", out)
 		}
 	}, NodeTimeout(5*time.Minute))
 	out, err := clusterTool(ctx, "stop-node")
 	Expect(err).NotTo(HaveOccurred(), "stop-node:\n%s", out)
+	down = true
 	stopped := tl.mark("kubelet stopped")
 	key := types.NamespacedName{Namespace: ns, Name: name}
 	Eventually(func(g Gomega) {
@@ -220,6 +223,7 @@ func lostNodeSpec(ctx context.Context, c client.Client, ns string) {
 	By("starting the kubelet again")
 	out, err = clusterTool(ctx, "start-node")
 	Expect(err).NotTo(HaveOccurred(), "start-node:\n%s", out)
+	down = false
 	back := tl.mark("node Ready again (down %.0f s, named for %.0f s)", time.Since(stopped).Seconds(), time.Since(named).Seconds())
 	waitAvailable(ctx, ns, name)
 	tl.mark("Available again, %.0f s after the node", time.Since(back).Seconds())
