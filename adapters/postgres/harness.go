@@ -96,9 +96,12 @@ func NewHarness(ctx context.Context, opts HarnessOptions) (*Harness, error) {
 
 func (h *Harness) storeOptions() Options {
 	return Options{URL: h.storeURL, Scope: h.scope, Schema: h.schema, SupportedFilters: h.filters, AdapterID: h.adapterID,
-		// Short timeouts keep the outage cases quick; they are still far above a healthy
-		// loopback round trip.
-		RequestTimeout: 3 * time.Second, ConnectTimeout: 2 * time.Second, trace: h.obs.trace}
+		// A short request timeout keeps the outage cases quick; it is still far above a
+		// healthy loopback round trip. The connect timeout is the adapter's default: an outage
+		// refuses connections at once (tcpproxy.Cut), so it costs the cases nothing, and a
+		// server forking a backend on a loaded machine took over 2 s (a conformance Job
+		// failed store-identifier and direct-retrieval on that).
+		RequestTimeout: 3 * time.Second, ConnectTimeout: DefaultConnectTimeout, trace: h.obs.trace}
 }
 
 // Schema returns the disposable schema's name.
