@@ -26,7 +26,8 @@ const (
 )
 
 // NewTransport is the transport a Store builds when none is given: HTTP/1.1 keep-alive with
-// ConnectTimeout per dial and TLSHandshakeTimeout per handshake. tlsConfig may be nil.
+// ConnectTimeout per dial and TLSHandshakeTimeout per handshake; the caller sets its TLS
+// configuration.
 func NewTransport() *http.Transport {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = (&net.Dialer{Timeout: ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext
