@@ -25,7 +25,7 @@ const (
 	ConnectAttempts = 3
 )
 
-// NewTransport is the transport a Store builds when none is given: HTTP/1.1 keep-alive with
+// NewTransport is the transport a Store builds when none is given: pooled connections with
 // ConnectTimeout per dial and TLSHandshakeTimeout per handshake; the caller sets its TLS
 // configuration.
 func NewTransport() *http.Transport {
