@@ -42,6 +42,18 @@ func failedAnswers(answers []agentAnswer) []agentAnswer {
 	return out
 }
 
+// answersThrough waits until the agent's log holds a call made after until (so every call
+// made before it is logged too) and returns the answers made since.
+func answersThrough(ctx context.Context, ns, agent string, since, until time.Time) []agentAnswer {
+	GinkgoHelper()
+	var answers []agentAnswer
+	Eventually(func(g Gomega) {
+		answers = agentAnswers(ctx, ns, agent, since)
+		g.Expect(answers).To(ContainElement(HaveField("At", BeTemporally(">", until))), "no call logged since %s", until.Format(time.RFC3339Nano))
+	}).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+	return answers
+}
+
 // servingAdapterPods lists the adapter's pods that are ready and not being deleted.
 func servingAdapterPods(ctx context.Context, c client.Client, ns, name string) []corev1.Pod {
 	GinkgoHelper()
@@ -127,8 +139,7 @@ func rolloutSpec(ctx context.Context, c client.Client, ns string) {
 		}
 	}
 	Expect(run).To(Equal(1), "exactly one run verifies the new version")
-	time.Sleep(2 * time.Second) // the agent's calls made up to now are in its log
-	answers := agentAnswers(ctx, ns, agent, since)
+	answers := answersThrough(ctx, ns, agent, since, rolled)
 	tl.mark("the agent's calls from before the upgrade to after it (%.0f s): %s", rolled.Sub(since).Seconds(), summarizeAnswers(answers))
 	Expect(len(answers)).To(BeNumerically(">=", int(rolled.Sub(upgraded)/time.Second)), "the agent kept calling through the rollout")
 	Expect(failedAnswers(answers)).To(BeEmpty(), "calls that failed during the rollout")
@@ -151,8 +162,7 @@ func rolloutSpec(ctx context.Context, c client.Client, ns string) {
 	Expect(c.Get(ctx, key, dep)).To(Succeed())
 	Expect(dep.Status.ReadyReplicas).To(Equal(int32(2)))
 	back := tl.mark("uncordoned: 2 ready replicas again")
-	time.Sleep(2 * time.Second)
-	answers = agentAnswers(ctx, ns, agent, drainFrom)
+	answers = answersThrough(ctx, ns, agent, drainFrom, back)
 	tl.mark("the agent's calls through the drain (%.0f s): %s", back.Sub(drainFrom).Seconds(), summarizeAnswers(answers))
 	Expect(failedAnswers(answers)).To(BeEmpty(), "calls that failed during the drain")
 }
