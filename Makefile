@@ -215,9 +215,12 @@ ADAPTER_IMG ?= ghcr.io/agentmem/memory-adapter:dev
 MAO_CLUSTER_DIR ?= /var/tmp/mao-cluster
 export MAO_CLUSTER_DIR
 
+# NODES: 1 (the default: make demo, make ci's main stage) to 3; see docs/local-cluster.md.
+NODES ?= $(or $(MAO_NODES),1)
+
 .PHONY: cluster-up
-cluster-up: ## Start (or reuse) the local single-node cluster (CoreDNS, default StorageClass local-path; versions in hack/versions.env); prints export KUBECONFIG=...
-	hack/cluster-up.sh
+cluster-up: ## Start (or reuse) the local cluster of NODES nodes (default 1; CoreDNS, default StorageClass local-path; versions in hack/versions.env); prints export KUBECONFIG=...
+	MAO_NODES=$(NODES) hack/cluster-up.sh
 
 .PHONY: cluster-down
 cluster-down: ## Stop the local cluster and remove every process, mount, rule and bridge it made.
@@ -226,7 +229,7 @@ cluster-down: ## Stop the local cluster and remove every process, mount, rule an
 .PHONY: images
 images: ## Build the adapter (ADAPTER_IMG) and manager (IMG) images without Docker; load them into the local cluster when it runs.
 	sock="$(MAO_CLUSTER_DIR)/containerd/containerd.sock"; load=""; \
-	if ctr -a "$$sock" version >/dev/null 2>&1; then load="-load $$sock"; fi; \
+	if ctr -a "$$sock" version >/dev/null 2>&1; then load="-load $$($(MAO_CLUSTER_DIR)/tools/cluster sockets)"; fi; \
 	go run ./hack/images -out "$(MAO_CLUSTER_DIR)/images" $$load \
 	  "$(ADAPTER_IMG)=./cmd/memory-adapter:/memory-adapter" "$(IMG)=./cmd:/manager"
 

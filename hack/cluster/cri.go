@@ -10,11 +10,11 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// removeAllPods stops and removes every pod sandbox through the CRI, the same calls the
+// removeAllPods stops and removes every pod sandbox of node n through the CRI, the same calls the
 // kubelet makes: containerd then runs the CNI DEL that deletes the pod's veth, its IP
 // allocation and its network namespace, instead of leaving them for the sweep.
-func (c *cluster) removeAllPods(ctx context.Context) error {
-	conn, err := grpc.NewClient("unix://"+c.containerdSock(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+func (c *cluster) removeAllPods(ctx context.Context, n node) error {
+	conn, err := grpc.NewClient("unix://"+n.containerdSock(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
 	}

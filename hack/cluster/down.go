@@ -35,16 +35,19 @@ func (c *cluster) down(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	// The agent, kube-proxy and the kubelet go first so nothing recreates what we remove
+	// Each node's agent, kube-proxy and kubelet go first so nothing recreates what we remove
 	// next. The agent's rules stay until the sweep: pods still running meanwhile fail closed.
-	keep(c.stop(ctx, netpolAgent, 10*time.Second))
-	keep(c.stop(ctx, "kube-proxy", 10*time.Second))
-	keep(c.stop(ctx, "kubelet", 20*time.Second))
-	if _, ok := c.running("containerd"); ok {
-		keep(c.removeAllPods(ctx))
+	// Every node that may exist is stopped, whatever count the last up recorded.
+	for i := maxNodes; i >= 1; i-- {
+		for _, err := range c.downNode(ctx, c.node(i)) {
+			keep(err)
+		}
 	}
-	for _, name := range []string{"kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd", "containerd"} {
+	for _, name := range []string{"kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"} {
 		keep(c.stop(ctx, name, 20*time.Second))
+	}
+	for i := maxNodes; i >= 1; i-- {
+		keep(c.stop(ctx, c.node(i).comp("containerd"), 20*time.Second))
 	}
 	// Shims and container processes outlive containerd by design; ours are found by the
 	// socket path on the shim's command line and by the kubepods cgroup.
@@ -52,6 +55,7 @@ func (c *cluster) down(ctx context.Context) error {
 		c.logf("killing leftover process %d: %.120s", p.pid, p.cmdline)
 		keep(killWait(ctx, p.pid, 5*time.Second))
 	}
+	keep(c.removeNodeNamespaces(ctx))
 	keep(c.unmountAll())
 	if bin, err := c.bin("kube-proxy"); err == nil {
 		// Removes the chains kube-proxy made in every mode it knows (iptables, ipvs, nftables).
@@ -69,6 +73,9 @@ func (c *cluster) down(ctx context.Context) error {
 	c.removeCgroups()
 	for _, d := range []string{"etcd", "kubelet", "pod-logs", "cni/ipam", "containerd/state", "containerd/runc", "apiserver-certs", "controller-manager-certs", "scheduler-certs", "run", localPathDir} {
 		keep(os.RemoveAll(filepath.Join(c.dir, d)))
+		for i := 2; i <= maxNodes; i++ {
+			keep(os.RemoveAll(filepath.Join(c.node(i).dir, d)))
+		}
 	}
 	left, err := c.leftovers()
 	keep(err)
@@ -96,7 +103,7 @@ func tail2(s string) string {
 // the binary directory alone: that directory is the shared envtest cache, and envtest's etcd
 // and kube-apiserver of other test runs on the machine start from it too.
 func (c *cluster) strayProcesses() []procInfo {
-	procs := processesMatching(c.dir+"/", c.containerdSock())
+	procs := processesMatching(c.dir + "/")
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		var pid int
@@ -344,13 +351,17 @@ func (c *cluster) restoreIPForward() error {
 	return os.WriteFile("/proc/sys/net/ipv4/ip_forward", b, 0o644)
 }
 
-// removeCgroups removes the kubelet's kubepods hierarchy from every cgroup v1 controller
-// (and the unified hierarchy), deepest first. Best effort: a busy cgroup stays and the
-// leftover check reports the process in it.
+// removeCgroups removes the kubelets' kubepods hierarchies and the further nodes' cgroup
+// roots from every cgroup v1 controller (and the unified hierarchy), deepest first. Best
+// effort: a busy cgroup stays and the leftover check reports the process in it.
 func (c *cluster) removeCgroups() {
 	roots, _ := filepath.Glob("/sys/fs/cgroup/*/kubepods")
 	if st, err := os.Stat("/sys/fs/cgroup/kubepods"); err == nil && st.IsDir() {
 		roots = append(roots, "/sys/fs/cgroup/kubepods")
+	}
+	for i := 2; i <= maxNodes; i++ {
+		more, _ := filepath.Glob("/sys/fs/cgroup/*/" + c.node(i).name)
+		roots = append(roots, more...)
 	}
 	for _, root := range roots {
 		var dirs []string
@@ -411,6 +422,20 @@ func (c *cluster) leftovers() ([]string, error) {
 	}
 	if exec.Command("ip", "link", "show", bridgeName).Run() == nil {
 		out = append(out, "bridge "+bridgeName)
+	}
+	for _, net := range clusterNets {
+		if unreachableRoute(context.Background(), net) {
+			out = append(out, "route unreachable "+net)
+		}
+	}
+	for i := 2; i <= maxNodes; i++ {
+		n := c.node(i)
+		if exec.Command("ip", "link", "show", n.hostLink()).Run() == nil {
+			out = append(out, "link "+n.hostLink()+" (node "+n.name+")")
+		}
+		if dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + n.name); len(dirs) > 0 {
+			out = append(out, "cgroup "+strings.Join(dirs, ", "))
+		}
 	}
 	return out, nil
 }

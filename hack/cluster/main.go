@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -57,13 +59,14 @@ func (im clusterImages) check() error {
 	return nil
 }
 
-// cluster is one single-node cluster rooted at a state directory.
+// cluster is one cluster rooted at a state directory.
 type cluster struct {
-	dir    string // state directory, outside the checkout
-	binDir string // kube-* and etcd binaries (hack/k8s-binaries.sh output)
-	nodeIP string
-	quiet  bool
-	images clusterImages
+	dir       string // state directory, outside the checkout
+	binDir    string // kube-* and etcd binaries (hack/k8s-binaries.sh output)
+	nodeIP    string // the first node's, where the control plane serves too
+	nodeCount int    // nodes, the host's included (see nodes.go)
+	quiet     bool
+	images    clusterImages
 }
 
 func (c *cluster) logf(format string, args ...any) {
@@ -76,21 +79,22 @@ func (c *cluster) apiURL() string { return fmt.Sprintf("https://%s:%d", c.nodeIP
 
 func (c *cluster) adminKubeconfig() string { return filepath.Join(c.dir, "admin.kubeconfig") }
 
-func (c *cluster) containerdSock() string {
-	return filepath.Join(c.dir, "containerd", "containerd.sock")
-}
-
 const usage = `usage: cluster [flags] <command>
 
 commands:
-  up            start (or reuse) the single-node cluster and wait until it is Ready
-  down          stop everything the cluster started and remove its host state
-  status        print each component's state; exit 0 only if all run
-  verify-clean  exit non-zero if any process, mount, iptables rule, bridge or netns remains
-  kubeconfig    print the admin kubeconfig path
-  stop-node     stop the node's kubelet (its containers keep running, as on a node cut from
-                the control plane); the node turns NotReady after the controller's grace
-  start-node    start the kubelet again and wait until the node is Ready
+  up                   start (or reuse) the cluster of -nodes nodes and wait until all are Ready
+  down                 stop everything the cluster started and remove its host state
+  status               print each component's state; exit 0 only if all run
+  verify-clean         exit non-zero if any process, mount, iptables rule, bridge or netns remains
+  kubeconfig           print the admin kubeconfig path
+  sockets              print the nodes' containerd sockets, comma-separated (images -load)
+  stop-node [NODE]     stop a node's kubelet (its containers keep running, as on a node cut from
+                       the control plane); the node turns NotReady after the controller's grace
+  start-node [NODE]    start the kubelet again and wait until the node is Ready
+  cut-node NODE        cut a node of its own network namespace (mao-node-2, ...) off the network:
+                       nothing reaches it or its pods, nor they anything, while all keeps running
+  reconnect-node NODE  restore a cut node's network and wait until the node is Ready
+NODE defaults to the first node, mao-node.
 
 flags:
 `
@@ -102,6 +106,7 @@ func main() {
 	binDir := fs.String("bin-dir", os.Getenv("MAO_K8S_BIN_DIR"), "directory with kube-* and etcd binaries (env MAO_K8S_BIN_DIR)")
 	images := fs.String("import", "", "colon-separated image tarballs to import into containerd before the kubelet starts")
 	timeout := fs.Duration("timeout", 10*time.Minute, "overall deadline for up/down")
+	nodes := fs.Int("nodes", envInt("MAO_NODES", 1), fmt.Sprintf("nodes of the cluster up starts, 1 to %d (env MAO_NODES)", maxNodes))
 	var im clusterImages
 	fs.StringVar(&im.pause, "pause-image", "", "pod sandbox image (up)")
 	fs.StringVar(&im.coredns, "coredns-image", "", "CoreDNS image (up)")
@@ -110,8 +115,14 @@ func main() {
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
-	if fs.NArg() != 1 {
+	cmd, nodeArg := fs.Arg(0), fs.Arg(1)
+	nodeCmd := cmd == "stop-node" || cmd == "start-node" || cmd == "cut-node" || cmd == "reconnect-node"
+	if fs.NArg() < 1 || fs.NArg() > 2 || (fs.NArg() == 2 && !nodeCmd) {
 		fs.Usage()
+		os.Exit(2)
+	}
+	if *nodes < 1 || *nodes > maxNodes {
+		fmt.Fprintf(os.Stderr, "[cluster] -nodes (MAO_NODES) must be 1 to %d, not %d\n", maxNodes, *nodes)
 		os.Exit(2)
 	}
 	abs, err := filepath.Abs(*dir)
@@ -120,12 +131,13 @@ func main() {
 		os.Exit(2)
 	}
 	c := &cluster{dir: abs, binDir: *binDir, images: im}
+	c.loadNodeCount()
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	ctx, cancelT := context.WithTimeout(ctx, *timeout)
 	defer cancelT()
 
-	if cmd := fs.Arg(0); cmd == "up" || cmd == "down" || cmd == "stop-node" || cmd == "start-node" {
+	if cmd == "up" || cmd == "down" || nodeCmd {
 		unlock, err := lockDir(abs)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "[cluster] error:", err)
@@ -133,19 +145,35 @@ func main() {
 		}
 		defer unlock()
 	}
-	switch fs.Arg(0) {
+	var n node
+	if nodeCmd {
+		if n, err = c.nodeByName(nodeArg); err != nil {
+			fmt.Fprintln(os.Stderr, "[cluster] error:", err)
+			os.Exit(2)
+		}
+	}
+	switch cmd {
 	case "up":
 		if err := im.check(); err != nil {
 			fmt.Fprintln(os.Stderr, "[cluster] error:", err)
 			os.Exit(2)
 		}
+		if c.anyRunning() && c.nodeCount != *nodes {
+			fmt.Fprintf(os.Stderr, "[cluster] error: the cluster runs with %d node(s), not %d: make cluster-down first\n", c.nodeCount, *nodes)
+			os.Exit(1)
+		}
+		c.nodeCount = *nodes
 		err = c.withNodeIP(func() error { return c.up(ctx, splitList(*images)) })
 	case "down":
 		err = c.down(ctx)
 	case "stop-node":
-		err = c.stopNode(ctx)
+		err = c.withNodeIP(func() error { return c.stopNode(ctx, c.nodeAt(n)) })
 	case "start-node":
-		err = c.withNodeIP(func() error { return c.startNode(ctx) })
+		err = c.withNodeIP(func() error { return c.startNode(ctx, c.nodeAt(n)) })
+	case "cut-node":
+		err = c.cutNode(ctx, n)
+	case "reconnect-node":
+		err = c.withNodeIP(func() error { return c.reconnectNode(ctx, c.nodeAt(n)) })
 	case "status":
 		err = c.status()
 	case "verify-clean":
@@ -159,6 +187,12 @@ func main() {
 		}
 	case "kubeconfig":
 		fmt.Println(c.adminKubeconfig())
+	case "sockets":
+		var socks []string
+		for _, n := range c.nodes() {
+			socks = append(socks, n.containerdSock())
+		}
+		fmt.Println(strings.Join(socks, ","))
 	default:
 		fs.Usage()
 		os.Exit(2)
@@ -206,6 +240,20 @@ func hostIP() (string, error) {
 		return "", errors.New("no non-loopback host IP found (set MAO_NODE_IP)")
 	}
 	return addr.IP.String(), nil
+}
+
+// envInt is k's integer value, def when unset; a value that is not a number is -1, which
+// the caller's range check refuses with its own message.
+func envInt(k string, def int) int {
+	v := os.Getenv(k)
+	if v == "" {
+		return def
+	}
+	i, err := strconv.Atoi(v)
+	if err != nil {
+		return -1
+	}
+	return i
 }
 
 func envOr(k, def string) string {

@@ -70,7 +70,7 @@ func netpolRBAC() []apiObject {
 // verdict per new connection, which is nothing at this cluster's scale, and the agent
 // accepts what no policy selects. No --queue-bypass: with the agent gone, pod connections
 // fail (upstream's default, fail closed) rather than pass unchecked.
-func netpolRules() [][]string {
+func netpolRules(podCIDR string) [][]string {
 	q := []string{"-j", "NFQUEUE", "--queue-num", strconv.Itoa(netpolQueue)}
 	return [][]string{
 		{"-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "RETURN"},
@@ -80,9 +80,11 @@ func netpolRules() [][]string {
 	}
 }
 
-// startNetpolAgent starts the agent, waits until it has bound its queue (so no packet meets
-// a queue nobody reads), then hooks netpolChain into mangle POSTROUTING.
-func (c *cluster) startNetpolAgent(ctx context.Context) error {
+// startNetpolAgent starts node n's agent, waits until it has bound its queue (so no packet
+// meets a queue nobody reads), then hooks netpolChain into the node's mangle POSTROUTING.
+// Each node's agent judges the connections of its own pods, as upstream's DaemonSet does.
+func (c *cluster) startNetpolAgent(ctx context.Context, n node) error {
+	name := n.comp(netpolAgent)
 	bin := c.netpolAgentBin()
 	if _, err := os.Stat(bin); err != nil {
 		return fmt.Errorf("NetworkPolicy agent missing (hack/cluster-up.sh builds and installs it): %w", err)
@@ -90,37 +92,39 @@ func (c *cluster) startNetpolAgent(ctx context.Context) error {
 	if err := c.ensureObjects(ctx, netpolRBAC()); err != nil {
 		return fmt.Errorf("NetworkPolicy agent RBAC: %w", err)
 	}
-	if err := c.start(netpolAgent, bin,
+	if err := c.startOn(n, netpolAgent, bin,
 		"-kubeconfig="+filepath.Join(c.dir, netpolAgent+".kubeconfig"),
-		"-hostname-override="+nodeName,
+		"-hostname-override="+n.name,
 		"-nfqueue-id="+strconv.Itoa(netpolQueue),
-		fmt.Sprintf("-metrics-bind-address=127.0.0.1:%d", netpolMetrics),
+		fmt.Sprintf("-metrics-bind-address=%s:%d", n.proxyAddr(), netpolMetrics),
 		"-v=1",
 	); err != nil {
 		return err
 	}
-	c.logf("%s: waiting for it to bind nfqueue %d", netpolAgent, netpolQueue)
+	c.logf("%s: waiting for it to bind nfqueue %d", name, netpolQueue)
 	ok := pollUntil(ctx, 2*time.Minute, 500*time.Millisecond, func() bool {
-		if _, alive := c.running(netpolAgent); !alive {
+		pid, alive := c.running(name)
+		if !alive {
 			return true
 		}
-		bound, _ := queueBound(netpolQueue)
+		bound, _ := queueBound(pid, netpolQueue)
 		return bound
 	})
-	if _, alive := c.running(netpolAgent); !ok || !alive {
-		return fmt.Errorf("%s did not bind nfqueue %d within 2m; last lines of %s:\n%s", netpolAgent, netpolQueue, c.logFile(netpolAgent), tail(c.logFile(netpolAgent), 30))
+	if _, alive := c.running(name); !ok || !alive {
+		return fmt.Errorf("%s did not bind nfqueue %d within 2m; last lines of %s:\n%s", name, netpolQueue, c.logFile(name), tail(c.logFile(name), 30))
 	}
-	if err := installNetpolRules(ctx); err != nil {
+	if err := installNetpolRules(ctx, n); err != nil {
 		return err
 	}
-	c.logf("%s: enforcing (nfqueue %d)", netpolAgent, netpolQueue)
+	c.logf("%s: enforcing (nfqueue %d)", name, netpolQueue)
 	return nil
 }
 
-// queueBound reports whether a process listens on nfqueue n: the kernel lists each bound
-// queue, first field its number, in /proc/net/netfilter/nfnetlink_queue.
-func queueBound(n int) (bool, error) {
-	b, err := os.ReadFile("/proc/net/netfilter/nfnetlink_queue")
+// queueBound reports whether a process listens on nfqueue n in the network namespace of
+// process pid: the kernel lists each bound queue, first field its number, in
+// /proc/PID/net/netfilter/nfnetlink_queue.
+func queueBound(pid, n int) (bool, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/netfilter/nfnetlink_queue", pid))
 	if err != nil {
 		return false, fmt.Errorf("reading nfqueue state: %w", err)
 	}
@@ -132,16 +136,12 @@ func queueBound(n int) (bool, error) {
 	return false, nil
 }
 
-// installNetpolRules (re)writes netpolChain and its jump; idempotent, as up is.
-func installNetpolRules(ctx context.Context) error {
+// installNetpolRules (re)writes node n's netpolChain and its jump; idempotent, as up is.
+func installNetpolRules(ctx context.Context, n node) error {
 	ipt := func(args ...string) error {
-		full := append([]string{"-w", "5", "-t", "mangle"}, args...)
-		if out, err := exec.CommandContext(ctx, "iptables", full...).CombinedOutput(); err != nil {
-			return fmt.Errorf("iptables %s: %w: %s", strings.Join(full, " "), err, out)
-		}
-		return nil
+		return n.run(ctx, "iptables", append([]string{"-w", "5", "-t", "mangle"}, args...)...)
 	}
-	if exec.CommandContext(ctx, "iptables", "-w", "5", "-t", "mangle", "-n", "-L", netpolChain).Run() != nil {
+	if n.command(ctx, "iptables", "-w", "5", "-t", "mangle", "-n", "-L", netpolChain).Run() != nil {
 		if err := ipt("-N", netpolChain); err != nil {
 			return err
 		}
@@ -149,13 +149,13 @@ func installNetpolRules(ctx context.Context) error {
 	if err := ipt("-F", netpolChain); err != nil {
 		return err
 	}
-	for _, r := range netpolRules() {
+	for _, r := range netpolRules(n.podCIDR) {
 		if err := ipt(append([]string{"-A", netpolChain}, r...)...); err != nil {
 			return err
 		}
 	}
 	jump := []string{"POSTROUTING", "-m", "comment", "--comment", netpolComment, "-j", netpolChain}
-	if exec.CommandContext(ctx, "iptables", append([]string{"-w", "5", "-t", "mangle", "-C"}, jump...)...).Run() == nil {
+	if n.command(ctx, "iptables", append([]string{"-w", "5", "-t", "mangle", "-C"}, jump...)...).Run() == nil {
 		return nil
 	}
 	return ipt(append([]string{"-A"}, jump...)...)

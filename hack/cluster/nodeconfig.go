@@ -11,8 +11,8 @@ const cniBinDir = "/usr/lib/cni"
 // writeNodeConfigs renders containerd's, the CNI network's, the kubelet's and kube-proxy's
 // configuration into the state directory. Every path points inside it so the cluster never
 // touches /etc/containerd, /etc/cni, /var/lib/kubelet or /run/netns of the host.
-func (c *cluster) writeNodeConfigs() error {
-	cd := filepath.Join(c.dir, "containerd")
+func (c *cluster) writeNodeConfigs(n node) error {
+	cd := filepath.Join(n.dir, "containerd")
 	// restrict_oom_score_adj: machines without CAP_SYS_RESOURCE cannot lower a container's
 	// oom_score_adj below the parent's, and runc then fails to start any container.
 	// netns_mounts_under_state_dir keeps pod network namespaces inside the state directory.
@@ -47,8 +47,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = %[8]q
     conf_dir = %[9]q
-`, filepath.Join(cd, "root"), filepath.Join(cd, "state"), c.containerdSock(), c.containerdSock()+".ttrpc",
-		filepath.Join(cd, "opt"), c.images.pause, filepath.Join(cd, "runc"), cniBinDir, filepath.Join(c.dir, "cni", "net.d"))
+`, filepath.Join(cd, "root"), filepath.Join(cd, "state"), n.containerdSock(), n.containerdSock()+".ttrpc",
+		filepath.Join(cd, "opt"), c.images.pause, filepath.Join(cd, "runc"), cniBinDir, filepath.Join(n.dir, "cni", "net.d"))
 	if err := writeFileAtomic(filepath.Join(cd, "config.toml"), []byte(containerd), 0o644); err != nil {
 		return err
 	}
@@ -75,12 +75,14 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
 }
-`, bridgeName, filepath.Join(c.dir, "cni", "ipam"), podCIDR)
-	if err := writeFileAtomic(filepath.Join(c.dir, "cni", "net.d", "10-mao.conflist"), []byte(cni), 0o644); err != nil {
+`, bridgeName, filepath.Join(n.dir, "cni", "ipam"), n.podCIDR)
+	if err := writeFileAtomic(filepath.Join(n.dir, "cni", "net.d", "10-mao.conflist"), []byte(cni), 0o644); err != nil {
 		return err
 	}
 
 	pki := c.pkiDir()
+	// cgroupRoot: every node's kubelet owns the pods under its own root and removes any
+	// other pod cgroup it finds there, so nodes sharing the host's cgroups need one each.
 	// failCgroupV1: false because these machines run cgroup v1. Image GC and disk eviction
 	// are off: there is no registry to pull an evicted image back from. syncFrequency 10s
 	// (default 1m, jittered up to 1.5m) bounds how late a changed Secret reaches a mounted
@@ -90,6 +92,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 kind: KubeletConfiguration
 failCgroupV1: false
 cgroupDriver: cgroupfs
+cgroupRoot: %[10]s
 failSwapOn: false
 containerRuntimeEndpoint: unix://%[1]s
 imageServiceEndpoint: unix://%[1]s
@@ -126,10 +129,10 @@ syncFrequency: 10s
 maxPods: 110
 staticPodPath: ""
 resolvConf: /etc/resolv.conf
-`, c.containerdSock(), kubeletPort, kubeletHealth,
-		filepath.Join(pki, "kubelet.crt"), filepath.Join(pki, "kubelet.key"), filepath.Join(pki, "ca.crt"),
-		clusterDomain, filepath.Join(c.dir, "pod-logs"), clusterDNSIP)
-	if err := writeFileAtomic(filepath.Join(c.dir, "kubelet-config.yaml"), []byte(kubelet), 0o644); err != nil {
+`, n.containerdSock(), kubeletPort, kubeletHealth,
+		filepath.Join(pki, n.certStem("kubelet")+".crt"), filepath.Join(pki, n.certStem("kubelet")+".key"), filepath.Join(pki, "ca.crt"),
+		clusterDomain, filepath.Join(n.dir, "pod-logs"), clusterDNSIP, n.cgroupRoot())
+	if err := writeFileAtomic(filepath.Join(n.dir, "kubelet-config.yaml"), []byte(kubelet), 0o644); err != nil {
 		return err
 	}
 
@@ -139,13 +142,13 @@ resolvConf: /etc/resolv.conf
 	proxy := fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: iptables
-clusterCIDR: %s
-hostnameOverride: %s
-bindAddress: 127.0.0.1
-healthzBindAddress: 127.0.0.1:%d
-metricsBindAddress: 127.0.0.1:%d
+clusterCIDR: %[1]s
+hostnameOverride: %[2]s
+bindAddress: %[3]s
+healthzBindAddress: %[3]s:%[4]d
+metricsBindAddress: %[3]s:%[5]d
 clientConnection:
-  kubeconfig: %s
+  kubeconfig: %[6]s
 iptables:
   masqueradeAll: true
   localhostNodePorts: false
@@ -154,6 +157,6 @@ conntrack:
   min: 0
   tcpEstablishedTimeout: 0s
   tcpCloseWaitTimeout: 0s
-`, podCIDR, nodeName, proxyHealth, proxyMetrics, filepath.Join(c.dir, "kube-proxy.kubeconfig"))
-	return writeFileAtomic(filepath.Join(c.dir, "kube-proxy-config.yaml"), []byte(proxy), 0o644)
+`, n.podCIDR, n.name, n.proxyAddr(), proxyHealth, proxyMetrics, filepath.Join(c.dir, "kube-proxy.kubeconfig"))
+	return writeFileAtomic(filepath.Join(n.dir, "kube-proxy-config.yaml"), []byte(proxy), 0o644)
 }

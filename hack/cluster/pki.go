@@ -38,7 +38,7 @@ func (c *cluster) pkiDir() string { return filepath.Join(c.dir, "pki") }
 
 func (c *cluster) certSpecs() []certSpec {
 	nodeIP := net.ParseIP(c.nodeIP)
-	return []certSpec{
+	specs := []certSpec{
 		{name: "apiserver", cn: "kube-apiserver", server: true,
 			ips: []net.IP{nodeIP, net.IPv4(127, 0, 0, 1), net.ParseIP(apiServiceIP)},
 			dns: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
@@ -49,10 +49,31 @@ func (c *cluster) certSpecs() []certSpec {
 		{name: "scheduler", cn: "system:kube-scheduler", client: true},
 		{name: "kube-proxy", cn: "system:kube-proxy", client: true},
 		{name: netpolAgent, cn: "system:" + netpolAgent, client: true},
-		{name: "kubelet-client", cn: "system:node:" + nodeName, orgs: []string{"system:nodes"}, client: true},
-		{name: "kubelet", cn: nodeName, server: true, ips: []net.IP{nodeIP, net.IPv4(127, 0, 0, 1)},
-			dns: []string{nodeName, "localhost"}},
 	}
+	// Every node that NODES may ask for gets its identity now, so a cluster brought up again
+	// with more nodes keeps its CA and the kubeconfigs users exported.
+	for i := 1; i <= maxNodes; i++ {
+		n := c.node(i)
+		specs = append(specs,
+			certSpec{name: n.certStem("kubelet-client"), cn: "system:node:" + n.name, orgs: []string{"system:nodes"}, client: true},
+			certSpec{name: n.certStem("kubelet"), cn: n.name, server: true, ips: []net.IP{net.ParseIP(n.ip), net.IPv4(127, 0, 0, 1)},
+				dns: []string{n.name, "localhost"}})
+	}
+	return specs
+}
+
+// certStem is the file stem of one of node n's certificates: the first node's keep the
+// names a single-node cluster always used.
+func (n node) certStem(stem string) string {
+	if n.index == 1 {
+		return stem
+	}
+	return stem + "-" + n.name
+}
+
+// kubeletKubeconfig is the kubeconfig node n's kubelet uses.
+func (c *cluster) kubeletKubeconfig(n node) string {
+	return filepath.Join(c.dir, n.certStem("kubelet")+".kubeconfig")
 }
 
 // ensurePKI creates the CA, the leaf certificates, the service-account key pair and the
@@ -145,9 +166,14 @@ func (c *cluster) ensurePKI() error {
 		{"scheduler.kubeconfig", "scheduler"},
 		{"kube-proxy.kubeconfig", "kube-proxy"},
 		{netpolAgent + ".kubeconfig", netpolAgent},
-		{"kubelet.kubeconfig", "kubelet-client"},
 	} {
 		if err := c.writeKubeconfig(filepath.Join(c.dir, kc.file), kc.cert); err != nil {
+			return err
+		}
+	}
+	for i := 1; i <= maxNodes; i++ {
+		n := c.node(i)
+		if err := c.writeKubeconfig(c.kubeletKubeconfig(n), n.certStem("kubelet-client")); err != nil {
 			return err
 		}
 	}
@@ -161,7 +187,7 @@ func (c *cluster) pkiCurrent() bool {
 	if err != nil || string(bytes.TrimSpace(b)) != c.nodeIP {
 		return false
 	}
-	for _, f := range []string{"ca.crt", "sa.key", "sa.pub", "apiserver.crt", "kubelet.crt", netpolAgent + ".crt"} {
+	for _, f := range []string{"ca.crt", "sa.key", "sa.pub", "apiserver.crt", "kubelet.crt", netpolAgent + ".crt", c.node(maxNodes).certStem("kubelet") + ".crt"} {
 		if _, err := os.Stat(filepath.Join(c.pkiDir(), f)); err != nil {
 			return false
 		}

@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -60,12 +62,12 @@ func (c *cluster) up(ctx context.Context, images []string) error {
 			return fmt.Errorf("cleaning up a previous cluster before starting: %w", err)
 		}
 	}
-	for _, d := range []string{"run", "logs", "etcd", "kubelet", "pod-logs", "cni/net.d", "cni/ipam", "containerd"} {
+	for _, d := range []string{"run", "logs", "etcd"} {
 		if err := os.MkdirAll(filepath.Join(c.dir, d), 0o755); err != nil {
 			return err
 		}
 	}
-	c.logf("state directory %s, node %s (%s)", c.dir, nodeName, c.nodeIP)
+	c.logf("state directory %s, node %s (%s), %d node(s)", c.dir, nodeName, c.nodeIP, len(c.nodes()))
 	if err := c.ensurePKI(); err != nil {
 		return err
 	}
@@ -164,39 +166,14 @@ func (c *cluster) up(ctx context.Context, images []string) error {
 		return err
 	}
 
-	// containerd + images + kubelet
-	if err := c.writeNodeConfigs(); err != nil {
+	// The nodes: the host's first, then each node in its own network namespace.
+	if err := writeFileAtomic(c.nodeCountFile(), []byte(strconv.Itoa(len(c.nodes()))+"\n"), 0o644); err != nil {
 		return err
 	}
-	if err := c.start("containerd", "containerd", "--config="+filepath.Join(c.dir, "containerd", "config.toml")); err != nil {
-		return err
-	}
-	if err := c.waitContainerd(ctx); err != nil {
-		return err
-	}
-	for _, img := range images {
-		if err := c.importImage(ctx, img); err != nil {
+	for _, n := range c.nodes() {
+		if err := c.upNode(ctx, n, bins, images); err != nil {
 			return err
 		}
-	}
-	if err := c.startKubelet(ctx, bins["kubelet"]); err != nil {
-		return err
-	}
-
-	// kube-proxy
-	if err := guardServiceRange(ctx); err != nil {
-		return err
-	}
-	if err := c.start("kube-proxy", bins["kube-proxy"], "--config="+filepath.Join(c.dir, "kube-proxy-config.yaml")); err != nil {
-		return err
-	}
-	if err := c.waitHTTP(ctx, "kube-proxy", fmt.Sprintf("http://127.0.0.1:%d/healthz", proxyHealth), nil, 2*time.Minute); err != nil {
-		return err
-	}
-	// Before any pod of the cluster's own starts, so every pod is under enforcement from
-	// its first packet.
-	if err := c.startNetpolAgent(ctx); err != nil {
-		return err
 	}
 	if err := c.waitAPIObject(ctx, "default service account (serviceaccount controller)", "/api/v1/namespaces/default/serviceaccounts/default", 2*time.Minute); err != nil {
 		return err
@@ -210,7 +187,7 @@ func (c *cluster) up(ctx context.Context, images []string) error {
 	if err := c.ensureLocalPath(ctx); err != nil {
 		return err
 	}
-	c.logf("cluster is up in %s; node %s Ready", time.Since(start).Round(time.Second), nodeName)
+	c.logf("cluster is up in %s; %d node(s) Ready", time.Since(start).Round(time.Second), len(c.nodes()))
 	fmt.Printf("export KUBECONFIG=%s\n", c.adminKubeconfig())
 	return nil
 }
@@ -314,72 +291,73 @@ func (c *cluster) waitAPIObject(ctx context.Context, what, path string, d time.D
 	return nil
 }
 
-// startKubelet starts the node's kubelet and waits until the node is Ready.
-func (c *cluster) startKubelet(ctx context.Context, bin string) error {
-	if err := c.start("kubelet", bin,
-		"--config="+filepath.Join(c.dir, "kubelet-config.yaml"),
-		"--kubeconfig="+filepath.Join(c.dir, "kubelet.kubeconfig"),
-		"--root-dir="+filepath.Join(c.dir, "kubelet"),
-		"--hostname-override="+nodeName,
-		"--node-ip="+c.nodeIP,
+// startKubelet starts node n's kubelet and waits until the node is Ready.
+func (c *cluster) startKubelet(ctx context.Context, n node, bin string) error {
+	if err := c.startOn(n, "kubelet", bin,
+		"--config="+filepath.Join(n.dir, "kubelet-config.yaml"),
+		"--kubeconfig="+c.kubeletKubeconfig(n),
+		"--root-dir="+filepath.Join(n.dir, "kubelet"),
+		"--hostname-override="+n.name,
+		"--node-ip="+n.ip,
 		"--v=1",
 	); err != nil {
 		return err
 	}
-	return c.waitNodeReady(ctx, 3*time.Minute)
+	return c.waitNodeReady(ctx, n, 3*time.Minute)
 }
 
-// stopNode stops the node's kubelet, as a node whose kubelet died or lost the API server:
+// stopNode stops node n's kubelet, as a node whose kubelet died or lost the API server:
 // the node stops posting its status, the node lifecycle controller marks it NotReady
 // (Unknown) after its grace period and its pods not ready, and their Services drop them.
 // Its containers keep running under containerd, as they would on a real node cut from the
 // control plane; startNode brings the kubelet back on the same state.
-func (c *cluster) stopNode(ctx context.Context) error {
-	if _, alive := c.running("kubelet"); !alive {
-		return fmt.Errorf("the kubelet of node %s is not running", nodeName)
+func (c *cluster) stopNode(ctx context.Context, n node) error {
+	if _, alive := c.running(n.comp("kubelet")); !alive {
+		return fmt.Errorf("the kubelet of node %s is not running", n.name)
 	}
-	if err := c.stop(ctx, "kubelet", 10*time.Second); err != nil {
+	if err := c.stop(ctx, n.comp("kubelet"), 10*time.Second); err != nil {
 		return err
 	}
-	c.logf("kubelet: stopped; node %s turns NotReady when the node lifecycle controller's grace period ends", nodeName)
+	c.logf("kubelet: stopped; node %s turns NotReady when the node lifecycle controller's grace period ends", n.name)
 	return nil
 }
 
 // startNode starts the kubelet stopNode stopped and waits until the node is Ready again.
-func (c *cluster) startNode(ctx context.Context) error {
-	if _, alive := c.running("kubelet"); alive {
-		return fmt.Errorf("the kubelet of node %s is running", nodeName)
+func (c *cluster) startNode(ctx context.Context, n node) error {
+	if _, alive := c.running(n.comp("kubelet")); alive {
+		return fmt.Errorf("the kubelet of node %s is running", n.name)
 	}
 	bin, err := c.bin("kubelet")
 	if err != nil {
 		return err
 	}
-	return c.startKubelet(ctx, bin)
+	return c.startKubelet(ctx, n, bin)
 }
 
-func (c *cluster) waitNodeReady(ctx context.Context, d time.Duration) error {
-	c.logf("kubelet: waiting for node %s to register Ready", nodeName)
+func (c *cluster) waitNodeReady(ctx context.Context, n node, d time.Duration) error {
+	kubelet := n.comp("kubelet")
+	c.logf("kubelet: waiting for node %s to register Ready", n.name)
 	var last string
 	ok := pollUntil(ctx, d, time.Second, func() bool {
-		if _, alive := c.running("kubelet"); !alive {
+		if _, alive := c.running(kubelet); !alive {
 			last = "kubelet exited"
 			return true
 		}
-		code, body, err := c.get(ctx, c.apiURL()+"/api/v1/nodes/"+nodeName, c.adminTLS())
+		code, body, err := c.get(ctx, c.apiURL()+"/api/v1/nodes/"+n.name, c.adminTLS())
 		if err != nil || code != http.StatusOK {
 			last = fmt.Sprintf("node not registered yet (%v, HTTP %d)", err, code)
 			return false
 		}
-		var node struct {
+		var obj struct {
 			Status struct {
 				Conditions []struct{ Type, Status, Reason, Message string }
 			}
 		}
-		if err := json.Unmarshal(body, &node); err != nil {
+		if err := json.Unmarshal(body, &obj); err != nil {
 			last = err.Error()
 			return false
 		}
-		for _, cond := range node.Status.Conditions {
+		for _, cond := range obj.Status.Conditions {
 			if cond.Type == "Ready" {
 				last = fmt.Sprintf("Ready=%s %s: %s", cond.Status, cond.Reason, cond.Message)
 				return cond.Status == "True"
@@ -387,23 +365,24 @@ func (c *cluster) waitNodeReady(ctx context.Context, d time.Duration) error {
 		}
 		return false
 	})
-	if _, alive := c.running("kubelet"); !ok || !alive {
-		return fmt.Errorf("node %s not Ready within %s (%s); kubelet log tail:\n%s", nodeName, d, last, tail(c.logFile("kubelet"), 40))
+	if _, alive := c.running(kubelet); !ok || !alive {
+		return fmt.Errorf("node %s not Ready within %s (%s); kubelet log tail:\n%s", n.name, d, last, tail(c.logFile(kubelet), 40))
 	}
-	c.logf("kubelet: node %s Ready", nodeName)
+	c.logf("kubelet: node %s Ready", n.name)
 	return nil
 }
 
-func (c *cluster) waitContainerd(ctx context.Context) error {
-	c.logf("containerd: waiting for %s", c.containerdSock())
+func (c *cluster) waitContainerd(ctx context.Context, n node) error {
+	name := n.comp("containerd")
+	c.logf("containerd: waiting for %s", n.containerdSock())
 	ok := pollUntil(ctx, time.Minute, 300*time.Millisecond, func() bool {
-		if _, alive := c.running("containerd"); !alive {
+		if _, alive := c.running(name); !alive {
 			return true
 		}
-		return exec.CommandContext(ctx, "ctr", "-a", c.containerdSock(), "version").Run() == nil
+		return exec.CommandContext(ctx, "ctr", "-a", n.containerdSock(), "version").Run() == nil
 	})
-	if _, alive := c.running("containerd"); !ok || !alive {
-		return fmt.Errorf("containerd not serving; log tail:\n%s", tail(c.logFile("containerd"), 30))
+	if _, alive := c.running(name); !ok || !alive {
+		return fmt.Errorf("containerd of node %s not serving; log tail:\n%s", n.name, tail(c.logFile(name), 30))
 	}
 	c.logf("containerd: serving")
 	return nil
@@ -411,12 +390,12 @@ func (c *cluster) waitContainerd(ctx context.Context) error {
 
 // importImage loads an image tarball into the CRI namespace so pods can use it with
 // imagePullPolicy IfNotPresent (there is no registry to pull from).
-func (c *cluster) importImage(ctx context.Context, tarball string) error {
-	out, err := exec.CommandContext(ctx, "ctr", "-a", c.containerdSock(), "-n", "k8s.io", "images", "import", tarball).CombinedOutput()
+func (c *cluster) importImage(ctx context.Context, n node, tarball string) error {
+	out, err := exec.CommandContext(ctx, "ctr", "-a", n.containerdSock(), "-n", "k8s.io", "images", "import", tarball).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("importing %s: %w: %s", tarball, err, out)
+		return fmt.Errorf("importing %s into node %s: %w: %s", tarball, n.name, err, out)
 	}
-	c.logf("containerd: imported %s", tarball)
+	c.logf("containerd: imported %s into node %s", tarball, n.name)
 	return nil
 }
 
@@ -428,15 +407,14 @@ func (c *cluster) importImage(ctx context.Context, tarball string) error {
 // no body) a client would read that answer as the adapter's. Refused, the client sees a
 // connection error, which it reports as the outage it is. down removes the rules with every
 // other rule that names the service range.
-func guardServiceRange(ctx context.Context) error {
+func guardServiceRange(ctx context.Context, n node) error {
 	for _, chain := range []string{"OUTPUT", "FORWARD"} {
 		rule := []string{chain, "-d", serviceCIDR, "-m", "comment", "--comment", "mao: service IP without a kube-proxy rule", "-j", "REJECT"}
-		if exec.CommandContext(ctx, "iptables", append([]string{"-w", "5", "-t", "filter", "-C"}, rule...)...).Run() == nil {
+		if n.command(ctx, "iptables", append([]string{"-w", "5", "-t", "filter", "-C"}, rule...)...).Run() == nil {
 			continue // already there: up is idempotent
 		}
-		add := append([]string{"-w", "5", "-t", "filter", "-A"}, rule...)
-		if out, err := exec.CommandContext(ctx, "iptables", add...).CombinedOutput(); err != nil {
-			return fmt.Errorf("iptables %s: %w: %s", strings.Join(add, " "), err, out)
+		if err := n.run(ctx, "iptables", append([]string{"-w", "5", "-t", "filter", "-A"}, rule...)...); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -471,7 +449,8 @@ func tail(path string, n int) string {
 // status prints one line per component and fails unless all run.
 func (c *cluster) status() error {
 	down := 0
-	for _, name := range components {
+	names := c.componentNames()
+	for _, name := range names {
 		if pid, ok := c.running(name); ok {
 			fmt.Printf("%-24s running (pid %d)\n", name, pid)
 		} else {
@@ -480,14 +459,14 @@ func (c *cluster) status() error {
 		}
 	}
 	if down > 0 {
-		return fmt.Errorf("%w: %d of %d components stopped", errNotRunning, down, len(components))
+		return fmt.Errorf("%w: %d of %d components stopped", errNotRunning, down, len(names))
 	}
 	fmt.Printf("export KUBECONFIG=%s\n", c.adminKubeconfig())
 	return nil
 }
 
 func (c *cluster) anyRunning() bool {
-	for _, name := range components {
+	for _, name := range c.componentNames() {
 		if _, ok := c.running(name); ok {
 			return true
 		}
@@ -495,5 +474,20 @@ func (c *cluster) anyRunning() bool {
 	return false
 }
 
-// components in start order; down stops them in reverse, except as noted there.
-var components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet", "kube-proxy", netpolAgent}
+// controlPlane are the components of the control plane, in start order.
+var controlPlane = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+
+// nodeComponents are the components of each node, in start order.
+var nodeComponents = []string{"containerd", "kubelet", "kube-proxy", netpolAgent}
+
+// componentNames lists every component of the cluster, in start order: the control plane,
+// then each node's.
+func (c *cluster) componentNames() []string {
+	names := slices.Clone(controlPlane)
+	for _, n := range c.nodes() {
+		for _, comp := range nodeComponents {
+			names = append(names, n.comp(comp))
+		}
+	}
+	return names
+}

@@ -7,7 +7,7 @@
 //
 // Usage (PACKAGE may also be @/absolute/path/to/a/static/binary):
 //
-//	go run ./hack/images -out DIR [-load SOCKET] NAME=PACKAGE[:ENTRYPOINT[:UID[:LINK,...]]] ...
+//	go run ./hack/images -out DIR [-load SOCKET[,SOCKET...]] NAME=PACKAGE[:ENTRYPOINT[:UID[:LINK,...]]] ...
 //
 // for example ghcr.io/agentmem/memory-adapter:dev=./cmd/memory-adapter:/memory-adapter.
 // LINKs are absolute paths written as symlinks to the entrypoint, for multi-call binaries:

@@ -109,10 +109,10 @@ func parseLinks(list, entrypoint string) ([]string, error) {
 
 func main() {
 	out := flag.String("out", "", "directory for the image tarballs (required)")
-	load := flag.String("load", "", "containerd socket to import the images into (namespace k8s.io)")
+	load := flag.String("load", "", "containerd sockets to import the images into (namespace k8s.io), comma-separated: one per node of the local cluster (hack/cluster sockets)")
 	flag.StringVar(&buildVersion, "version", "", "set main.version in the binaries, as the Dockerfile's VERSION build argument does (empty: the binaries' own default)")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: images -out DIR [-load SOCKET] NAME=PACKAGE[:ENTRYPOINT[:UID[:LINK,...]]] ...")
+		fmt.Fprintln(os.Stderr, "usage: images -out DIR [-load SOCKET[,SOCKET...]] NAME=PACKAGE[:ENTRYPOINT[:UID[:LINK,...]]] ...")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -126,7 +126,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, outDir, sock string, args []string) error {
+func run(ctx context.Context, outDir, socks string, args []string) error {
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}
@@ -139,12 +139,17 @@ func run(ctx context.Context, outDir, sock string, args []string) error {
 		if err != nil {
 			return err
 		}
-		if sock != "" {
+		// Every node has its own runtime and there is no registry to pull from: each
+		// gets its own copy, or a pod scheduled there could never start.
+		for _, sock := range strings.Split(socks, ",") {
+			if sock == "" {
+				continue
+			}
 			cmd := exec.CommandContext(ctx, "ctr", "-a", sock, "-n", "k8s.io", "images", "import", path)
 			if o, err := cmd.CombinedOutput(); err != nil {
 				return fmt.Errorf("importing %s into %s: %w: %s", path, sock, err, o)
 			}
-			fmt.Fprintf(os.Stderr, "[images] loaded %s into containerd\n", spec.ref)
+			fmt.Fprintf(os.Stderr, "[images] loaded %s into containerd %s\n", spec.ref, sock)
 		}
 	}
 	return nil

@@ -154,10 +154,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred(), "hack/cluster-up.sh failed; its output is above")
 	Expect(out).To(ContainSubstring("export KUBECONFIG="))
 
-	By("building the adapter and manager images and loading them into the cluster's containerd")
+	By("building the adapter and manager images and loading them into every node's containerd")
 	_, err = run(ctx, filepath.Join(clusterDir, "tools", "images"),
 		"-out", filepath.Join(clusterDir, "images"),
-		"-load", filepath.Join(clusterDir, "containerd", "containerd.sock"),
+		"-load", containerdSockets(ctx),
 		adapterImage+"=./cmd/memory-adapter:/memory-adapter", managerImage+"=./cmd:/manager")
 	Expect(err).NotTo(HaveOccurred(), "building/loading images")
 
@@ -189,6 +189,15 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		g.Expect(err).NotTo(HaveOccurred())
 	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 }, NodeTimeout(60*time.Minute))
+
+// containerdSockets are the containerd sockets of the cluster's nodes, comma-separated, as
+// the images tool's -load takes them: a node without an image could never start its pod.
+func containerdSockets(ctx context.Context) string {
+	GinkgoHelper()
+	out, err := clusterTool(ctx, "sockets")
+	Expect(err).NotTo(HaveOccurred(), "listing the nodes' containerd sockets")
+	return strings.TrimSpace(out)
+}
 
 var _ = AfterSuite(func(ctx SpecContext) {
 	if clientset != nil && namespace != "" {

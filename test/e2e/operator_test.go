@@ -57,7 +57,7 @@ func loadAdapterImage(ctx context.Context, version string) string {
 	GinkgoHelper()
 	img := strings.TrimSuffix(adapterImage, ":dev") + ":" + version
 	out, err := run(ctx, filepath.Join(clusterDir, "tools", "images"), "-version", version,
-		"-out", filepath.Join(clusterDir, "images"), "-load", filepath.Join(clusterDir, "containerd", "containerd.sock"),
+		"-out", filepath.Join(clusterDir, "images"), "-load", containerdSockets(ctx),
 		img+"=./cmd/memory-adapter:/memory-adapter")
 	Expect(err).NotTo(HaveOccurred(), "building %s:\n%s", img, out)
 	return img

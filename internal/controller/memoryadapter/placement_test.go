@@ -69,6 +69,15 @@ func TestStatelessAdaptersRollWithoutLosingCapacity(t *testing.T) {
 				tsc.LabelSelector == nil || tsc.LabelSelector.MatchLabels[LabelAdapter] != ma.Name {
 				t.Errorf("topology spread %+v", tsc)
 			}
+			if tc.rolling != (len(ps.Tolerations) == 2) {
+				t.Errorf("tolerations %+v: a stateless adapter bounds its stay on a lost node, one with a data claim keeps the default", ps.Tolerations)
+			}
+			for _, tol := range ps.Tolerations {
+				if tol.Effect != corev1.TaintEffectNoExecute || tol.TolerationSeconds == nil || *tol.TolerationSeconds != int64(nodeLossGrace.Seconds()) ||
+					(tol.Key != corev1.TaintNodeNotReady && tol.Key != corev1.TaintNodeUnreachable) {
+					t.Errorf("toleration %+v", tol)
+				}
+			}
 			c := ps.Containers[0]
 			grace := time.Duration(*ps.TerminationGracePeriodSeconds) * time.Second
 			if tc.external {

@@ -57,10 +57,15 @@ const (
 	shutdownMargin = 5 * time.Second
 	// externalShutdownGrace is what a foreign server gets after SIGTERM: the kubelet's default.
 	externalShutdownGrace = 30 * time.Second
-	bindingMountDir       = "/var/run/memory-adapter/binding"
-	manifestMountDir      = "/etc/memory-adapter/manifest"
-	dataMountDir          = "/var/lib/memory-adapter"
-	connectionEnvName     = "MEMORY_ADAPTER_CONNECTION"
+	// nodeLossGrace is how long a stateless adapter's pod stays bound to a node that stopped
+	// answering (NotReady or unreachable) before it is evicted and its replacement starts on
+	// a live node. The API server's default, 300 s, suits pods with local state; these have
+	// none, and their Service already dropped them when the node turned NotReady.
+	nodeLossGrace     = 30 * time.Second
+	bindingMountDir   = "/var/run/memory-adapter/binding"
+	manifestMountDir  = "/etc/memory-adapter/manifest"
+	dataMountDir      = "/var/lib/memory-adapter"
+	connectionEnvName = "MEMORY_ADAPTER_CONNECTION"
 	// runTokenDir holds an External run's per-run tokens, written by its first init step.
 	runTokenDir = "/var/run/memory-adapter/conformance" //nolint:gosec // a mount path, not a credential
 	// The environment of an External server (api/v1alpha1 ExternalOptions).
@@ -305,7 +310,11 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings) *appsv1.Dep
 		args = append(args, khiveArgs(k, "--db="+dataMountDir+"/khive.db")...)
 		env = append(env, khiveEnv()...)
 	}
+	tolerations := nodeLossTolerations()
 	if usesDataClaim(ma) {
+		// The volume stays on its node: a replacement elsewhere could never mount it, so the
+		// pod keeps the API server's default and waits for its node.
+		tolerations = nil
 		if ma.Spec.Backend.Type == memoryv1alpha1.BackendSQLite {
 			args = append(args, "--sqlite-path", dataMountDir+"/memory.db")
 		}
@@ -364,6 +373,7 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings) *appsv1.Dep
 					SecurityContext:               podSecurity(),
 					Volumes:                       volumes,
 					TerminationGracePeriodSeconds: ptr.To(grace),
+					Tolerations:                   tolerations,
 					// Replicas go to different nodes when there are several, so one lost node
 					// takes at most its share of an adapter's instances. ScheduleAnyway: a
 					// replacement for a pod of a lost node must land on a live node even when
@@ -474,6 +484,18 @@ func desiredDisruptionBudget(ma *memoryv1alpha1.MemoryAdapter, replicas int32) *
 			UnhealthyPodEvictionPolicy: ptr.To(policyv1.AlwaysAllow),
 		},
 	}
+}
+
+// nodeLossTolerations bound a stateless adapter pod's stay on a lost node to nodeLossGrace.
+func nodeLossTolerations() []corev1.Toleration {
+	var out []corev1.Toleration
+	for _, taint := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
+		out = append(out, corev1.Toleration{
+			Key: taint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute,
+			TolerationSeconds: ptr.To(int64(nodeLossGrace.Seconds())),
+		})
+	}
+	return out
 }
 
 // usesDataClaim reports whether the backend keeps a database file in the adapter's volume:
