@@ -82,11 +82,12 @@ verify: controller-gen crd-ref-docs ## Check that generated files are current, G
 	hack/check-estimates.sh
 
 .PHONY: ci
-ci: ## THE test command (README.md): verify, lint, test, then the end-to-end suite on the local cluster.
+ci: ## THE test command (README.md): verify, lint, test, then the end-to-end suite on the local cluster: one node, then three.
 	$(MAKE) verify
 	$(MAKE) lint
 	$(MAKE) test
 	$(MAKE) test-e2e
+	$(MAKE) test-e2e-multinode
 
 ##@ Build
 
@@ -241,10 +242,16 @@ demo: ## The tour (README "Try it"): cluster, images, operator, the SQLite sampl
 demo-down: ## Remove what make demo made: its namespace, its PostgreSQL server, the operator, and the cluster; then print the caches it keeps (about 1-2 GB) and how to remove them.
 	hack/demo.sh down
 
-.PHONY: test-e2e
-test-e2e: ## End-to-end suite on the local cluster: brings it up (or reuses it), tears down what it started unless KEEP_CLUSTER=1.
-	# A step that runs past 45s reports what it is waiting on every 30s, so no wait is silent.
-	# Ginkgo colours its report unless told not to; a log or a pipe gets plain text.
-	[ -t 1 ] || export GINKGO_NO_COLOR=TRUE; \
+# A step that runs past 45s reports what it is waiting on every 30s, so no wait is silent.
+# Ginkgo colours its report unless told not to; a log or a pipe gets plain text.
+E2E_GO_TEST = [ -t 1 ] || export GINKGO_NO_COLOR=TRUE; \
 	go test -tags e2e ./test/e2e/ -count=1 -timeout 90m -v -ginkgo.v \
 	  -ginkgo.poll-progress-after=45s -ginkgo.poll-progress-interval=30s
+
+.PHONY: test-e2e
+test-e2e: ## End-to-end suite on the single-node local cluster: brings it up (or reuses it), tears down what it started unless KEEP_CLUSTER=1.
+	export MAO_NODES=1; $(E2E_GO_TEST) -ginkgo.label-filter='!multinode'
+
+.PHONY: test-e2e-multinode
+test-e2e-multinode: ## The multi-node stage: the specs labelled multinode on a three-node local cluster (a running one-node cluster must be stopped first).
+	export MAO_NODES=3; $(E2E_GO_TEST) -ginkgo.label-filter='multinode'

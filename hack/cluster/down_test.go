@@ -89,7 +89,7 @@ func TestOurChain(t *testing.T) {
 // TestNetpolRulesQueueEveryPodConnection keeps the exemptions before the queue (a rule after
 // them would never see established flows) and the queue without --queue-bypass (fail closed).
 func TestNetpolRulesQueueEveryPodConnection(t *testing.T) {
-	rules := netpolRules(podCIDR)
+	rules := netpolRules(podCIDR, "")
 	if len(rules) != 4 || !slices.Contains(rules[0], "ESTABLISHED,RELATED") || !slices.Contains(rules[1], "--uid-owner") {
 		t.Fatalf("exemptions must come first: %q", rules)
 	}

@@ -70,14 +70,24 @@ func netpolRBAC() []apiObject {
 // verdict per new connection, which is nothing at this cluster's scale, and the agent
 // accepts what no policy selects. No --queue-bypass: with the agent gone, pod connections
 // fail (upstream's default, fail closed) rather than pass unchecked.
-func netpolRules(podCIDR string) [][]string {
+//
+// On a node of its own namespace the host's processes arrive from the far side of the link,
+// as hostSource (kube-proxy masquerades them to the link's address), where the owner match
+// cannot see them: that source passes too, so the host's clients reach every node's pods as
+// they reach the first node's. hostSource is "" on the first node.
+func netpolRules(podCIDR, hostSource string) [][]string {
 	q := []string{"-j", "NFQUEUE", "--queue-num", strconv.Itoa(netpolQueue)}
-	return [][]string{
+	rules := [][]string{
 		{"-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "RETURN"},
 		{"-m", "owner", "--uid-owner", "0", "-j", "RETURN"},
+	}
+	if hostSource != "" {
+		rules = append(rules, []string{"-s", hostSource, "-j", "RETURN"})
+	}
+	return append(rules,
 		append([]string{"-s", podCIDR}, q...),
 		append([]string{"-d", podCIDR}, q...),
-	}
+	)
 }
 
 // startNetpolAgent starts node n's agent, waits until it has bound its queue (so no packet
@@ -149,7 +159,11 @@ func installNetpolRules(ctx context.Context, n node) error {
 	if err := ipt("-F", netpolChain); err != nil {
 		return err
 	}
-	for _, r := range netpolRules(n.podCIDR) {
+	hostSource := ""
+	if n.netns != "" {
+		hostSource = n.hostIP()
+	}
+	for _, r := range netpolRules(n.podCIDR, hostSource) {
 		if err := ipt(append([]string{"-A", netpolChain}, r...)...); err != nil {
 			return err
 		}

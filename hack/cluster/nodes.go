@@ -306,20 +306,40 @@ func (c *cluster) upNode(ctx context.Context, n node, bins map[string]string, im
 	return c.startNetpolAgent(ctx, n)
 }
 
+// podSourcesChain holds keepPodSources' rules.
+const podSourcesChain = "MAO-POD-SOURCES"
+
 // keepPodSources exempts connections from node n's pods to another node's pods from
 // kube-proxy's masqueradeAll, which the single node needs (a pod reaching a pod of its own
 // bridge through a Service must get the answer back through the host) but which would hide
 // the client pod behind the node's address from the other node's NetworkPolicy agent. nat
-// POSTROUTING sees the destination after the Service's DNAT; RETURN there leaves the
-// connection's source as it is, and the reply is routed back to the pod through the host.
+// POSTROUTING sees the destination after the Service's DNAT: a pod of this node goes on to
+// kube-proxy's rules (RETURN), any other pod ends the nat table (ACCEPT) with the source as
+// it is, and the reply is routed back to the pod through the host.
 func keepPodSources(ctx context.Context, n node) error {
-	rule := []string{"POSTROUTING", "-s", n.podCIDR, "-d", clusterNets[0], "!", "-d", n.podCIDR,
-		"-m", "comment", "--comment", "mao: pod to another node's pod keeps its source", "-j", "RETURN"}
-	if n.command(ctx, "iptables", append([]string{"-w", "5", "-t", "nat", "-C"}, rule...)...).Run() == nil {
+	ipt := func(args ...string) error {
+		return n.run(ctx, "iptables", append([]string{"-w", "5", "-t", "nat"}, args...)...)
+	}
+	if n.command(ctx, "iptables", "-w", "5", "-t", "nat", "-n", "-L", podSourcesChain).Run() != nil {
+		if err := ipt("-N", podSourcesChain); err != nil {
+			return err
+		}
+	}
+	if err := ipt("-F", podSourcesChain); err != nil {
+		return err
+	}
+	if err := ipt("-A", podSourcesChain, "-d", n.podCIDR, "-j", "RETURN"); err != nil {
+		return err
+	}
+	if err := ipt("-A", podSourcesChain, "-j", "ACCEPT"); err != nil {
+		return err
+	}
+	jump := []string{"-s", n.podCIDR, "-d", clusterNets[0], "-m", "comment", "--comment", "mao: pod to another node's pod keeps its source", "-j", podSourcesChain}
+	if n.command(ctx, "iptables", append([]string{"-w", "5", "-t", "nat", "-C", "POSTROUTING"}, jump...)...).Run() == nil {
 		return nil
 	}
 	// First in the chain, before kube-proxy's jump to KUBE-POSTROUTING.
-	return n.run(ctx, "iptables", append([]string{"-w", "5", "-t", "nat", "-I", "POSTROUTING", "1"}, rule[1:]...)...)
+	return ipt(append([]string{"-I", "POSTROUTING", "1"}, jump...)...)
 }
 
 // proxyAddr is where the node's kube-proxy and policy agent serve health and metrics: the
@@ -369,12 +389,16 @@ func (c *cluster) removeNodeNamespaces(ctx context.Context) error {
 			}
 		}
 	}
+	// The kernel deletes an unbound namespace, and the host end of its link with it, a moment
+	// after its last user left; a link still there after that wait is deleted here.
 	for i := 2; i <= maxNodes; i++ {
 		link := c.node(i).hostLink()
-		if exec.CommandContext(ctx, "ip", "link", "show", link).Run() == nil {
-			if out, err := exec.CommandContext(ctx, "ip", "link", "del", link).CombinedOutput(); err != nil {
-				errs = append(errs, fmt.Errorf("ip link del %s: %w: %s", link, err, out))
-			}
+		gone := func() bool { return exec.CommandContext(ctx, "ip", "link", "show", link).Run() != nil }
+		if pollUntil(ctx, 5*time.Second, 100*time.Millisecond, gone) {
+			continue
+		}
+		if out, err := exec.CommandContext(ctx, "ip", "link", "del", link).CombinedOutput(); err != nil && !gone() {
+			errs = append(errs, fmt.Errorf("ip link del %s: %w: %s", link, err, out))
 		}
 	}
 	return errors.Join(errs...)

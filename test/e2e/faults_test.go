@@ -123,7 +123,17 @@ func watchingAgentPod(ns, adapter string, extra ...string) *corev1.Pod {
 // waits for its first stored item.
 func startWatchingAgent(ctx context.Context, c client.Client, ns, adapter string, extra ...string) string {
 	GinkgoHelper()
+	return startWatchingAgentOn(ctx, c, ns, adapter, "", extra...)
+}
+
+// startWatchingAgentOn is startWatchingAgent with the agent on node (any node for ""): the
+// multi-node specs keep the client off the node they take away.
+func startWatchingAgentOn(ctx context.Context, c client.Client, ns, adapter, node string, extra ...string) string {
+	GinkgoHelper()
 	pod := watchingAgentPod(ns, adapter, extra...)
+	if node != "" {
+		pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+	}
 	Expect(c.Create(ctx, pod)).To(Succeed())
 	DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, pod) })
 	Eventually(func(g Gomega) {
