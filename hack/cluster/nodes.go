@@ -290,7 +290,12 @@ func (c *cluster) upNode(ctx context.Context, n node, bins map[string]string, im
 	if err := guardServiceRange(ctx, n); err != nil {
 		return err
 	}
-	if err := c.startOn(n, "kube-proxy", bins["kube-proxy"], "--config="+filepath.Join(n.dir, "kube-proxy-config.yaml")); err != nil {
+	return c.startNodeNetworking(ctx, n, bins["kube-proxy"])
+}
+
+// startNodeNetworking starts node n's kube-proxy and, once it is healthy, its policy agent.
+func (c *cluster) startNodeNetworking(ctx context.Context, n node, kubeProxy string) error {
+	if err := c.startOn(n, "kube-proxy", kubeProxy, "--config="+filepath.Join(n.dir, "kube-proxy-config.yaml")); err != nil {
 		return err
 	}
 	if err := c.waitHTTP(ctx, n.comp("kube-proxy"), fmt.Sprintf("http://%s:%d/healthz", n.proxyAddr(), proxyHealth), nil, 2*time.Minute); err != nil {
@@ -309,18 +314,24 @@ func (c *cluster) upNode(ctx context.Context, n node, bins map[string]string, im
 // podSourcesChain holds keepPodSources' rules.
 const podSourcesChain = "MAO-POD-SOURCES"
 
+// kubeProxyMasqMark is the mark kube-proxy's KUBE-MARK-MASQ sets and KUBE-POSTROUTING
+// masquerades on (its default --iptables-masquerade-bit 14).
+const kubeProxyMasqMark = "0x4000"
+
 // keepPodSources exempts connections from node n's pods to another node's pods from
 // kube-proxy's masqueradeAll, which the single node needs (a pod reaching a pod of its own
 // bridge through a Service must get the answer back through the host) but which would hide
-// the client pod behind the node's address from the other node's NetworkPolicy agent. nat
-// POSTROUTING sees the destination after the Service's DNAT: a pod of this node goes on to
-// kube-proxy's rules (RETURN), any other pod ends the nat table (ACCEPT) with the source as
-// it is, and the reply is routed back to the pod through the host.
+// the client pod behind the node's address from the other node's NetworkPolicy agent, which
+// would then refuse it. kube-proxy marks the connection's first packet in nat PREROUTING and
+// masquerades it in nat POSTROUTING; mangle FORWARD runs between the two, after the
+// Service's DNAT, and no component of the cluster orders rules there: for a destination on
+// another node, the mark is cleared, the source stays the pod's, and the reply is routed back
+// to the pod through the host.
 func keepPodSources(ctx context.Context, n node) error {
 	ipt := func(args ...string) error {
-		return n.run(ctx, "iptables", append([]string{"-w", "5", "-t", "nat"}, args...)...)
+		return n.run(ctx, "iptables", append([]string{"-w", "5", "-t", "mangle"}, args...)...)
 	}
-	if n.command(ctx, "iptables", "-w", "5", "-t", "nat", "-n", "-L", podSourcesChain).Run() != nil {
+	if n.command(ctx, "iptables", "-w", "5", "-t", "mangle", "-n", "-L", podSourcesChain).Run() != nil {
 		if err := ipt("-N", podSourcesChain); err != nil {
 			return err
 		}
@@ -331,15 +342,14 @@ func keepPodSources(ctx context.Context, n node) error {
 	if err := ipt("-A", podSourcesChain, "-d", n.podCIDR, "-j", "RETURN"); err != nil {
 		return err
 	}
-	if err := ipt("-A", podSourcesChain, "-j", "ACCEPT"); err != nil {
+	if err := ipt("-A", podSourcesChain, "-j", "MARK", "--set-xmark", "0x0/"+kubeProxyMasqMark); err != nil {
 		return err
 	}
-	jump := []string{"-s", n.podCIDR, "-d", clusterNets[0], "-m", "comment", "--comment", "mao: pod to another node's pod keeps its source", "-j", podSourcesChain}
-	if n.command(ctx, "iptables", append([]string{"-w", "5", "-t", "nat", "-C", "POSTROUTING"}, jump...)...).Run() == nil {
+	jump := []string{"FORWARD", "-s", n.podCIDR, "-d", clusterNets[0], "-m", "comment", "--comment", "mao: pod to another node's pod keeps its source", "-j", podSourcesChain}
+	if n.command(ctx, "iptables", append([]string{"-w", "5", "-t", "mangle", "-C"}, jump...)...).Run() == nil {
 		return nil
 	}
-	// First in the chain, before kube-proxy's jump to KUBE-POSTROUTING.
-	return ipt(append([]string{"-I", "POSTROUTING", "1"}, jump...)...)
+	return ipt(append([]string{"-A"}, jump...)...)
 }
 
 // proxyAddr is where the node's kube-proxy and policy agent serve health and metrics: the
@@ -438,7 +448,23 @@ func (c *cluster) reconnectNode(ctx context.Context, n node) error {
 		return err
 	}
 	c.logf("node %s: network restored", n.name)
-	return c.waitNodeReady(ctx, n, 3*time.Minute)
+	if err := c.waitNodeReady(ctx, n, 3*time.Minute); err != nil {
+		return err
+	}
+	// kube-proxy's and the agent's informers failed every list and watch while the node was
+	// cut, and client-go backs them off for up to a minute; until they list again the node
+	// routes Services to gone endpoints and judges packets by gone pods (an address reused
+	// by a new pod). Restarted, both list at once, as after a node's reboot.
+	bin, err := c.bin("kube-proxy")
+	if err != nil {
+		return err
+	}
+	for _, comp := range []string{netpolAgent, "kube-proxy"} {
+		if err := c.stop(ctx, n.comp(comp), 10*time.Second); err != nil {
+			return err
+		}
+	}
+	return c.startNodeNetworking(ctx, n, bin)
 }
 
 // nodeAt is node n again, now that the first node's IP is known.
