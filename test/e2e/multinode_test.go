@@ -216,7 +216,33 @@ func cutReplicaSpec(ctx context.Context, c client.Client, ns string) {
 		tl.mark("failed call at +%.1fs: %s %s %s", f.At.Sub(cutAt).Seconds(), f.Op, f.Answer, f.Detail)
 	}
 	Expect(len(answers)).To(BeNumerically(">=", int(ready.Sub(cutAt)/time.Second)), "the agent kept calling")
-	Expect(failed).To(BeEmpty(), "calls that failed after the cut")
+	// Until the node lifecycle controller marks the cut node's pods not ready, the Service
+	// still sends new connections to the cut replica half the time. What the documented
+	// client retry cannot cover, and nothing else, may fail in that window: the one call in
+	// flight on a pooled connection to the cut replica (its request was sent, so it is not
+	// sent again), and a call whose every attempt drew the cut replica (refused at once:
+	// the host has no route to a cut node; 1 in 8 per new connection with three attempts).
+	dropped := cutAt.Add(2 * time.Minute)
+	for _, ch := range changes {
+		if ch.Reason == memoryv1alpha1.ReasonNodeUnavailable {
+			dropped = ch.At
+			break
+		}
+	}
+	inFlight := 0
+	for _, f := range failed {
+		Expect(f.At).To(BeTemporally("<", dropped.Add(5*time.Second)), "a call failed after the Service dropped the cut replica: %+v", f)
+		switch {
+		case strings.Contains(f.Answer, "reused true, request sent true"):
+			inFlight++
+		case strings.Contains(f.Answer, "request sent false"):
+		default:
+			Fail(fmt.Sprintf("a call failed other than on the cut replica's connection: %+v", f))
+		}
+	}
+	Expect(inFlight).To(BeNumerically("<=", 1), "more than the one call in flight on the cut replica's pooled connection failed after being sent")
+	tl.mark("failed: %d (in flight on the cut replica's connection: %d; every attempt to the cut replica: %d); the Service dropped it %.0f s after the cut",
+		len(failed), inFlight, len(failed)-inFlight, dropped.Sub(cutAt).Seconds())
 
 	By("reconnecting " + victim)
 	out, err = clusterTool(ctx, "reconnect-node", victim)
