@@ -138,6 +138,15 @@ func (p *Proxy) IsCut() bool {
 	return p.cut
 }
 
+// Faulting reports whether a fault is in effect: the proxy cuts (Cut) or stalls (Stall). A
+// connection that fails while it is not faulting failed on the path to the server, not by a
+// fault a case injected.
+func (p *Proxy) Faulting() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cut || p.release != nil
+}
+
 // ActiveConns returns the number of client connections currently forwarded.
 func (p *Proxy) ActiveConns() int {
 	p.mu.Lock()

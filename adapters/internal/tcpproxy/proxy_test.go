@@ -223,3 +223,28 @@ func TestStallHoldsRequestsUntilRestore(t *testing.T) {
 		t.Fatalf("after Restore the held request got %q, %v", got, err)
 	}
 }
+
+// TestFaulting: a cut and a stall are faults until Restore; nothing else is.
+func TestFaulting(t *testing.T) {
+	p, err := New(echoServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	for _, step := range []struct {
+		name string
+		do   func()
+		want bool
+	}{
+		{"new", func() {}, false},
+		{"cut", p.Cut, true},
+		{"restored after cut", p.Restore, false},
+		{"stalled", p.Stall, true},
+		{"restored after stall", p.Restore, false},
+	} {
+		step.do()
+		if got := p.Faulting(); got != step.want {
+			t.Errorf("%s: Faulting() = %v, want %v", step.name, got, step.want)
+		}
+	}
+}
