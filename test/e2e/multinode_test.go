@@ -266,6 +266,11 @@ func leaderSpec(ctx context.Context, c client.Client, ns string) {
 	leaseKey := types.NamespacedName{Namespace: operatorNamespace, Name: leaderLeaseName}
 	var holder string
 	Eventually(func(g Gomega) {
+		// The restart's old pods must be gone: a stopping leader releases the lease, and a
+		// lease read from it would be handed over before any cut.
+		pods := &corev1.PodList{}
+		g.Expect(c.List(ctx, pods, client.InNamespace(operatorNamespace), client.MatchingLabels{"control-plane": "controller-manager"})).To(Succeed())
+		g.Expect(pods.Items).To(HaveLen(2), "the restart's old manager pods are still there")
 		lease := &coordinationv1.Lease{}
 		g.Expect(c.Get(ctx, leaseKey, lease)).To(Succeed())
 		g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
@@ -310,6 +315,9 @@ func leaderSpec(ctx context.Context, c client.Client, ns string) {
 		g.Expect(newHolder).NotTo(Equal(holder))
 	}).WithTimeout(3 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
 	took := tl.mark("%s holds the lease, %.1f s after the cut", newHolder, time.Since(cutAt).Seconds())
+	// The leader renews every 2 s and its lease lasts 15 s: a lease taken sooner than it can
+	// have expired was handed over, not taken from the cut node.
+	Expect(took.Sub(cutAt)).To(BeNumerically(">", 5*time.Second), "the lease moved before it could expire")
 
 	By("the new leader leaves the steady adapter's status as it was")
 	// Two health periods and a resync's worth of the new leader's work.
@@ -333,12 +341,14 @@ func leaderSpec(ctx context.Context, c client.Client, ns string) {
 	kubectl(ctx, "rollout", "status", "-n", operatorNamespace, "deployment/"+managerDeployment, "--timeout=5m")
 }
 
-// managerPodNode is the node of the running manager pod named name ("" when there is none).
+// managerPodNode is the node of the running manager pod that holds the lease as holder ("" when
+// there is none, or it is stopping).
 func managerPodNode(ctx context.Context, c client.Client, holder string) string {
 	pod := &corev1.Pod{}
 	// A lease holder identity is "<pod name>_<uuid>".
 	podName, _, _ := strings.Cut(holder, "_")
-	if err := c.Get(ctx, types.NamespacedName{Namespace: operatorNamespace, Name: podName}, pod); err != nil || pod.Status.Phase != corev1.PodRunning {
+	if err := c.Get(ctx, types.NamespacedName{Namespace: operatorNamespace, Name: podName}, pod); err != nil ||
+		pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
 		return ""
 	}
 	return pod.Spec.NodeName
