@@ -148,27 +148,33 @@ func queueBound(pid, n int) (bool, error) {
 
 // installNetpolRules (re)writes node n's netpolChain and its jump; idempotent, as up is.
 func installNetpolRules(ctx context.Context, n node) error {
-	ipt := func(args ...string) error {
-		return n.run(ctx, "iptables", append([]string{"-w", "5", "-t", "mangle"}, args...)...)
-	}
-	if n.command(ctx, "iptables", "-w", "5", "-t", "mangle", "-n", "-L", netpolChain).Run() != nil {
-		if err := ipt("-N", netpolChain); err != nil {
-			return err
-		}
-	}
-	if err := ipt("-F", netpolChain); err != nil {
-		return err
-	}
 	hostSource := ""
 	if n.netns != "" {
 		hostSource = n.hostIP()
 	}
-	for _, r := range netpolRules(n.podCIDR, hostSource) {
-		if err := ipt(append([]string{"-A", netpolChain}, r...)...); err != nil {
+	return installMangleChain(ctx, n, netpolChain, netpolRules(n.podCIDR, hostSource),
+		[]string{"POSTROUTING", "-m", "comment", "--comment", netpolComment, "-j", netpolChain})
+}
+
+// installMangleChain (re)writes a mangle chain of node n with rules, and appends jump (a
+// built-in chain and its match) unless it is there; idempotent, as up is.
+func installMangleChain(ctx context.Context, n node, chain string, rules [][]string, jump []string) error {
+	ipt := func(args ...string) error {
+		return n.run(ctx, "iptables", append([]string{"-w", "5", "-t", "mangle"}, args...)...)
+	}
+	if n.command(ctx, "iptables", "-w", "5", "-t", "mangle", "-n", "-L", chain).Run() != nil {
+		if err := ipt("-N", chain); err != nil {
 			return err
 		}
 	}
-	jump := []string{"POSTROUTING", "-m", "comment", "--comment", netpolComment, "-j", netpolChain}
+	if err := ipt("-F", chain); err != nil {
+		return err
+	}
+	for _, r := range rules {
+		if err := ipt(append([]string{"-A", chain}, r...)...); err != nil {
+			return err
+		}
+	}
 	if n.command(ctx, "iptables", append([]string{"-w", "5", "-t", "mangle", "-C"}, jump...)...).Run() == nil {
 		return nil
 	}

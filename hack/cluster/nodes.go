@@ -328,28 +328,10 @@ const kubeProxyMasqMark = "0x4000"
 // another node, the mark is cleared, the source stays the pod's, and the reply is routed back
 // to the pod through the host.
 func keepPodSources(ctx context.Context, n node) error {
-	ipt := func(args ...string) error {
-		return n.run(ctx, "iptables", append([]string{"-w", "5", "-t", "mangle"}, args...)...)
-	}
-	if n.command(ctx, "iptables", "-w", "5", "-t", "mangle", "-n", "-L", podSourcesChain).Run() != nil {
-		if err := ipt("-N", podSourcesChain); err != nil {
-			return err
-		}
-	}
-	if err := ipt("-F", podSourcesChain); err != nil {
-		return err
-	}
-	if err := ipt("-A", podSourcesChain, "-d", n.podCIDR, "-j", "RETURN"); err != nil {
-		return err
-	}
-	if err := ipt("-A", podSourcesChain, "-j", "MARK", "--set-xmark", "0x0/"+kubeProxyMasqMark); err != nil {
-		return err
-	}
-	jump := []string{"FORWARD", "-s", n.podCIDR, "-d", clusterNets[0], "-m", "comment", "--comment", "mao: pod to another node's pod keeps its source", "-j", podSourcesChain}
-	if n.command(ctx, "iptables", append([]string{"-w", "5", "-t", "mangle", "-C"}, jump...)...).Run() == nil {
-		return nil
-	}
-	return ipt(append([]string{"-A"}, jump...)...)
+	return installMangleChain(ctx, n, podSourcesChain, [][]string{
+		{"-d", n.podCIDR, "-j", "RETURN"},
+		{"-j", "MARK", "--set-xmark", "0x0/" + kubeProxyMasqMark},
+	}, []string{"FORWARD", "-s", n.podCIDR, "-d", clusterNets[0], "-m", "comment", "--comment", "mao: pod to another node's pod keeps its source", "-j", podSourcesChain})
 }
 
 // proxyAddr is where the node's kube-proxy and policy agent serve health and metrics: the
