@@ -32,6 +32,7 @@ command -v runc >/dev/null || need+=(runc)
 [ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
 command -v iptables >/dev/null || need+=(iptables)
 command -v ip >/dev/null || need+=(iproute2)
+command -v nsenter >/dev/null && command -v unshare >/dev/null || need+=(util-linux)
 if [ ${#need[@]} -gt 0 ]; then
   log "installing ${need[*]} with apt"
   apt-get update -qq >&2

@@ -45,7 +45,11 @@ func (c *cluster) up(ctx context.Context, images []string) error {
 		}
 		bins[b] = p
 	}
-	for _, tool := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "ip"} {
+	tools := []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "ip"}
+	if len(c.nodes()) > 1 {
+		tools = append(tools, "unshare", "nsenter") // util-linux: the further nodes' namespaces
+	}
+	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("%s not found in PATH (hack/cluster-up.sh installs it with apt)", tool)
 		}
