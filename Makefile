@@ -15,6 +15,10 @@ LOGCHECK ?= $(LOCALBIN)/logcheck-$(LOGCHECK_VERSION)
 # hack/tools/go.mod requires, read from there so that the two cannot disagree.
 KUBE_API_LINTER_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kube-api-linter" { print $$2 }' hack/tools/go.mod)
 KAL ?= $(LOCALBIN)/kal-$(KUBE_API_LINTER_VERSION)
+# The ginkgo CLI runs the end-to-end suite on parallel processes (go test cannot); its version
+# is the library's in go.mod, so the CLI and the suite it drives always agree.
+GINKGO_VERSION := $(shell awk '$$1 == "github.com/onsi/ginkgo/v2" { print $$2 }' go.mod)
+GINKGO ?= $(LOCALBIN)/ginkgo-$(GINKGO_VERSION)
 
 # Recipes run in bash with pipefail so a failing command in a pipe fails the target.
 SHELL = /usr/bin/env bash -o pipefail
@@ -173,6 +177,11 @@ golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into ./bin.
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION),EST_TOOL_GOLANGCI)
 
+.PHONY: ginkgo
+ginkgo: $(GINKGO) ## Install the ginkgo CLI (the end-to-end suite's parallel runner) into ./bin.
+$(GINKGO): | $(LOCALBIN)
+	$(call go-install-tool,$(GINKGO),github.com/onsi/ginkgo/v2/ginkgo,$(GINKGO_VERSION),EST_TOOL_INSTALL)
+
 .PHONY: logcheck
 logcheck: $(LOGCHECK) ## Install logcheck (structured logging checks) into ./bin.
 $(LOGCHECK): | $(LOCALBIN)
@@ -242,16 +251,19 @@ demo: ## The tour (README "Try it"): cluster, images, operator, the SQLite sampl
 demo-down: ## Remove what make demo made: its namespace, its PostgreSQL server, the operator, and the cluster; then print the caches it keeps (about 1-2 GB) and how to remove them.
 	hack/demo.sh down
 
+# The suite runs on E2E_PROCS Ginkgo processes: most specs wait on the cluster (a conformance
+# run, an outage held for minutes), so three share two cores well; the specs that disrupt the
+# manager or a node are Serial and run alone at the end (docs/development.md).
+E2E_PROCS ?= 3
 # A step that runs past 45s reports what it is waiting on every 30s, so no wait is silent.
 # Ginkgo colours its report unless told not to; a log or a pipe gets plain text.
-E2E_GO_TEST = [ -t 1 ] || export GINKGO_NO_COLOR=TRUE; \
-	go test -tags e2e ./test/e2e/ -count=1 -timeout 90m -v -ginkgo.v \
-	  -ginkgo.poll-progress-after=45s -ginkgo.poll-progress-interval=30s
+E2E_GINKGO = [ -t 1 ] || export GINKGO_NO_COLOR=TRUE; \
+	$(GINKGO) run --tags=e2e --timeout=90m -v --poll-progress-after=45s --poll-progress-interval=30s
 
 .PHONY: test-e2e
-test-e2e: ## End-to-end suite on the single-node local cluster: brings it up (or reuses it), tears down what it started unless KEEP_CLUSTER=1.
-	export MAO_NODES=1; $(E2E_GO_TEST) -ginkgo.label-filter='!multinode'
+test-e2e: ginkgo ## End-to-end suite on the single-node local cluster, on E2E_PROCS parallel processes: brings the cluster up (or reuses it), tears down what it started unless KEEP_CLUSTER=1.
+	export MAO_NODES=1; $(E2E_GINKGO) --procs=$(E2E_PROCS) --label-filter='!multinode' ./test/e2e
 
 .PHONY: test-e2e-multinode
-test-e2e-multinode: ## The multi-node stage: the specs labelled multinode on a three-node local cluster (a running one-node cluster must be stopped first).
-	export MAO_NODES=3; $(E2E_GO_TEST) -ginkgo.label-filter='multinode'
+test-e2e-multinode: ginkgo ## The multi-node stage: the specs labelled multinode on a three-node local cluster (a running one-node cluster must be stopped first). They stop and cut nodes, so they run one at a time.
+	export MAO_NODES=3; $(E2E_GINKGO) --label-filter='multinode' ./test/e2e

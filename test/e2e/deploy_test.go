@@ -36,7 +36,8 @@ func makeTarget(ctx context.Context, target string) {
 	Expect(cmd.Run()).To(Succeed(), "make %s failed; its output is above", target)
 }
 
-var _ = Describe("installing the operator with make deploy", Ordered, func() {
+// Serial: it undeploys the operator every other spec uses, and installs it again after.
+var _ = Describe("installing the operator with make deploy", Serial, Ordered, func() {
 	AfterEach(func() { printDiagnostics(operatorNamespace) })
 
 	It("admits the manager pod into a namespace enforcing the restricted Pod Security Standard, and undeploy removes it all", func(ctx SpecContext) {
@@ -79,6 +80,8 @@ var _ = Describe("installing the operator with make deploy", Ordered, func() {
 		}
 
 		By("make undeploy: the namespace and the CRD go")
+		// Whatever this spec finds, the specs after it need the operator back.
+		DeferCleanup(func(ctx SpecContext) { installOperator(ctx) }, NodeTimeout(10*time.Minute))
 		makeTarget(ctx, "undeploy")
 		Eventually(func() bool {
 			_, err := clientset.CoreV1().Namespaces().Get(ctx, operatorNamespace, metav1.GetOptions{})

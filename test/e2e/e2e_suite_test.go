@@ -80,7 +80,7 @@ func readVersions(path string) (map[string]string, error) {
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "End-to-end suite (real single-node cluster)")
+	RunSpecs(t, "End-to-end suite (real local cluster)")
 	printFailureDigest(os.Stdout)
 }
 
@@ -124,7 +124,60 @@ func run(ctx context.Context, name string, args ...string) (string, error) {
 	return out.String(), err
 }
 
-var _ = BeforeSuite(func(ctx SpecContext) {
+// The suite runs on Ginkgo's parallel processes (make test-e2e: the ginkgo CLI with
+// E2E_PROCS): the first process brings the cluster up, loads the images and installs the
+// operator once; every process then connects and makes a namespace of its own. Specs that
+// stop the manager, change its flags, or stop, cut or cordon a node are Serial: Ginkgo runs
+// them on the first process once every other spec has finished, so no spec sees another's
+// disruption.
+var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
+	initSuite()
+	// Whether a cluster is already running decides whether we tear it down afterwards.
+	tool := filepath.Join(GinkgoT().TempDir(), "cluster")
+	_, err := run(ctx, "go", "build", "-o", tool, "./hack/cluster")
+	Expect(err).NotTo(HaveOccurred(), "building hack/cluster")
+	_, statusErr := run(ctx, tool, "status")
+	started := statusErr != nil
+	By(fmt.Sprintf("bringing the cluster up (already running: %v)", !started))
+	out, err := run(ctx, "bash", "hack/cluster-up.sh")
+	Expect(err).NotTo(HaveOccurred(), "hack/cluster-up.sh failed; its output is above")
+	Expect(out).To(ContainSubstring("export KUBECONFIG="))
+
+	By("building the adapter and manager images and loading them into every node's containerd")
+	_, err = run(ctx, filepath.Join(clusterDir, "tools", "images"),
+		"-out", filepath.Join(clusterDir, "images"),
+		"-load", containerdSockets(ctx),
+		adapterImage+"=./cmd/memory-adapter:/memory-adapter", managerImage+"=./cmd:/manager")
+	Expect(err).NotTo(HaveOccurred(), "building/loading images")
+
+	connect(ctx)
+	installOperator(ctx)
+	if started {
+		return []byte("started")
+	}
+	return nil
+}, func(ctx SpecContext, data []byte) {
+	initSuite()
+	startedCluster = string(data) == "started"
+	connect(ctx)
+
+	ns, err := clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"},
+	}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	namespace = ns.Name
+	// The ServiceAccount admission plugin rejects pods until the namespace's default
+	// service account exists.
+	Eventually(func(g Gomega) {
+		_, err := clientset.CoreV1().ServiceAccounts(namespace).Get(ctx, "default", metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+}, NodeTimeout(60*time.Minute))
+
+// initSuite reads what every process needs before it touches the cluster: the repository,
+// the cluster's state directory and the cluster's own image names.
+func initSuite() {
+	GinkgoHelper()
 	// controller-runtime's client logs through its own logger; without one set it prints a
 	// stack trace that reads like a failure.
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
@@ -142,25 +195,13 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	helperImage = "mao.local/busybox-static:" + versions["BUSYBOX_VERSION"]
 	Expect(pauseImage).NotTo(BeEmpty())
 	Expect(versions["BUSYBOX_VERSION"]).NotTo(BeEmpty())
+}
 
-	// Whether a cluster is already running decides whether we tear it down afterwards.
-	tool := filepath.Join(GinkgoT().TempDir(), "cluster")
-	_, err = run(ctx, "go", "build", "-o", tool, "./hack/cluster")
-	Expect(err).NotTo(HaveOccurred(), "building hack/cluster")
-	_, statusErr := run(ctx, tool, "status")
-	startedCluster = statusErr != nil
-	By(fmt.Sprintf("bringing the cluster up (already running: %v)", !startedCluster))
-	out, err := run(ctx, "bash", "hack/cluster-up.sh")
-	Expect(err).NotTo(HaveOccurred(), "hack/cluster-up.sh failed; its output is above")
-	Expect(out).To(ContainSubstring("export KUBECONFIG="))
-
-	By("building the adapter and manager images and loading them into every node's containerd")
-	_, err = run(ctx, filepath.Join(clusterDir, "tools", "images"),
-		"-out", filepath.Join(clusterDir, "images"),
-		"-load", containerdSockets(ctx),
-		adapterImage+"=./cmd/memory-adapter:/memory-adapter", managerImage+"=./cmd:/manager")
-	Expect(err).NotTo(HaveOccurred(), "building/loading images")
-
+// connect builds the clients from the cluster's admin kubeconfig and reads the first node's
+// InternalIP, the host address pods reach the host's servers on.
+func connect(ctx context.Context) {
+	GinkgoHelper()
+	var err error
 	restConfig, err = clientcmd.BuildConfigFromFlags("", filepath.Join(clusterDir, "admin.kubeconfig"))
 	Expect(err).NotTo(HaveOccurred())
 	restConfig.QPS, restConfig.Burst = 50, 100
@@ -176,19 +217,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		}
 	}
 	Expect(nodeIP).NotTo(BeEmpty(), "node %s has no InternalIP", nodeName)
-
-	ns, err := clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"},
-	}, metav1.CreateOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	namespace = ns.Name
-	// The ServiceAccount admission plugin rejects pods until the namespace's default
-	// service account exists.
-	Eventually(func(g Gomega) {
-		_, err := clientset.CoreV1().ServiceAccounts(namespace).Get(ctx, "default", metav1.GetOptions{})
-		g.Expect(err).NotTo(HaveOccurred())
-	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
-}, NodeTimeout(60*time.Minute))
+}
 
 // containerdSockets are the containerd sockets of the cluster's nodes, comma-separated, as
 // the images tool's -load takes them: a node without an image could never start its pod.
@@ -199,15 +228,21 @@ func containerdSockets(ctx context.Context) string {
 	return strings.TrimSpace(out)
 }
 
-var _ = AfterSuite(func(ctx SpecContext) {
+var _ = SynchronizedAfterSuite(func(ctx SpecContext) {
 	if clientset != nil && namespace != "" {
 		_ = clientset.CoreV1().Namespaces().Delete(ctx, namespace, metav1.DeleteOptions{})
+	}
+}, func(ctx SpecContext) {
+	tearDown := startedCluster && os.Getenv("KEEP_CLUSTER") != "1"
+	if !tearDown && clientset != nil {
+		// A cluster that stays up keeps no operator of the suite's: the next run installs its own.
+		uninstallOperator(ctx)
 	}
 	if !startedCluster {
 		By("leaving the cluster running: it was up before the suite started")
 		return
 	}
-	if os.Getenv("KEEP_CLUSTER") == "1" {
+	if !tearDown {
 		By("KEEP_CLUSTER=1: leaving the cluster running")
 		return
 	}
@@ -217,7 +252,7 @@ var _ = AfterSuite(func(ctx SpecContext) {
 
 	By("checking that no process, mount, iptables rule or bridge of the cluster remains")
 	Expect(leftovers()).To(BeEmpty())
-}, NodeTimeout(5*time.Minute))
+}, NodeTimeout(15*time.Minute))
 
 // leftovers inspects the host directly, independently of the cluster tool's own check.
 func leftovers() []string {

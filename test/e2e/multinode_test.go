@@ -116,16 +116,16 @@ func describeChanges(changes []conditionChange, from time.Time) string {
 	return strings.Join(parts, "; ")
 }
 
-var _ = Describe("three nodes: adapters survive a lost node, and roll and drain without a failed call", Ordered, Label(multiNodeLabel), func() {
+var _ = Describe("three nodes: adapters survive a lost node, and roll and drain without a failed call", Serial, Ordered, Label(multiNodeLabel), func() {
 	var (
 		c  client.Client
 		ns string
 	)
 	BeforeAll(func(ctx SpecContext) {
 		Expect(nodeCount(ctx)).To(Equal(3), "these specs need the three-node cluster: make test-e2e-multinode brings it up (MAO_NODES=3)")
-		c, ns = deployOperator(ctx, "nodes-")
+		c, ns = adapterNamespace(ctx, "nodes-")
 	}, NodeTimeout(15*time.Minute))
-	AfterAll(func(ctx SpecContext) { undeployOperator(ctx, c, ns) }, NodeTimeout(10*time.Minute))
+	AfterAll(func(ctx SpecContext) { deleteAdapterNamespace(ctx, c, ns) }, NodeTimeout(10*time.Minute))
 	AfterEach(func() { printDiagnostics(ns, operatorNamespace) })
 
 	// The cuts come last: the rollout is measured on nodes that were never cut.

@@ -106,19 +106,19 @@ var _ = Describe("the adapter's NetworkPolicy, enforced by kube-network-policies
 		b, err := os.ReadFile("/proc/net/netfilter/nfnetlink_queue")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(strings.Fields(string(b))).To(ContainElement(netpolQueue), "no process reads nfqueue %s: the cluster's NetworkPolicy agent is not running", netpolQueue)
-		c, ns = deployOperator(ctx, "netpol-")
+		c, ns = adapterNamespace(ctx, "netpol-")
 		other := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "netpol-other-"}}
 		Expect(c.Create(ctx, other)).To(Succeed())
 		otherNS = other.Name
 		Eventually(func() error {
 			return c.Get(ctx, types.NamespacedName{Namespace: otherNS, Name: "default"}, &corev1.ServiceAccount{})
 		}).WithTimeout(time.Minute).Should(Succeed())
-	}, NodeTimeout(15*time.Minute))
+	}, NodeTimeout(5*time.Minute))
 	AfterAll(func(ctx SpecContext) {
 		if otherNS != "" {
 			_ = c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: otherNS}})
 		}
-		undeployOperator(ctx, c, ns)
+		deleteAdapterNamespace(ctx, c, ns)
 	}, NodeTimeout(10*time.Minute))
 	AfterEach(func() { printDiagnostics(ns, otherNS, operatorNamespace) })
 

@@ -201,8 +201,8 @@ var _ = Describe("Prometheus on the manager's metrics", Ordered, func() {
 		c  client.Client
 		ns string
 	)
-	BeforeAll(func(ctx SpecContext) { c, ns = deployOperator(ctx, "prom-") }, NodeTimeout(15*time.Minute))
-	AfterAll(func(ctx SpecContext) { undeployOperator(ctx, c, ns) }, NodeTimeout(10*time.Minute))
+	BeforeAll(func(ctx SpecContext) { c, ns = adapterNamespace(ctx, "prom-") }, NodeTimeout(5*time.Minute))
+	AfterAll(func(ctx SpecContext) { deleteAdapterNamespace(ctx, c, ns) }, NodeTimeout(10*time.Minute))
 	AfterEach(func() { printDiagnostics(ns, operatorNamespace) })
 
 	It("scrapes both manager pods with a metrics-reader token and fires MemoryAdapterUnavailable through a PostgreSQL outage, resolving it after", func(ctx SpecContext) {
