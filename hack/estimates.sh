@@ -33,9 +33,13 @@ EST_DEMO_WARM="1-3 min"
 # and specs: 443 s for the specs on a running cluster, about 8-10 min in all. A .ci/run on a
 # fresh clone on 2026-12-04 (9de3ab5) stopped after the single-node stage at 46m59s (its 32
 # specs 1725 s, one of them waiting out its 8-minute deadline on a failed conformance run), so
-# a whole warm run is estimated at about 50-55 min, not yet measured end to end.
-EST_CI_COLD="75-90 min"
-EST_CI_WARM="45-60 min"
+# a whole warm run is estimated at about 50-55 min; the CI of that stop measured 41m09s (25b2a02).
+# With the single-node suite on three parallel Ginkgo processes and its disruptive specs Serial
+# (2026-12-04, 3bbff4f): .ci/run on a fresh clone 30m23s, of which verify, lint and test about
+# 8.6 min, the single-node stage 14m46s (34 specs) and the three-node stage 7m02s. Cold adds the
+# Kubernetes, tools and image builds (about 25 min idle) and the policy agent's (about 11 min).
+EST_CI_COLD="60-75 min"
+EST_CI_WARM="28-35 min"
 
 # --- make demo's and make cluster-up's steps ------------------------------------------------
 # The cluster from nothing: Kubernetes, CoreDNS and local-path-provisioner built 12m50s in the

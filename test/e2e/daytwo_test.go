@@ -143,7 +143,7 @@ var _ = Describe("day two: status explains failures and stays true", func() {
 			}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 		}, SpecTimeout(15*time.Minute))
 
-		It("rotates an adapter's token: the bound agent follows its projected binding, the old token works through the grace period only, no pod restarts", func(ctx SpecContext) {
+		It("rotates an adapter's token: the bound agent follows its projected binding, the old token works through the grace period only, no pod restarts", longSpec, func(ctx SpecContext) {
 			tokenRotationSpec(ctx, c, ns)
 		}, SpecTimeout(10*time.Minute))
 	})

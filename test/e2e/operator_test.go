@@ -309,13 +309,18 @@ func installOperator(ctx context.Context) {
 	kubectl(ctx, "rollout", "status", "-n", operatorNamespace, "deployment/"+managerDeployment, "--timeout=5m")
 }
 
-// uninstallOperator runs make undeploy and waits until the MemoryAdapter API is gone. Every
-// namespace holding adapters must be gone first: an adapter under deletionPolicy Delete holds
-// its finalizer until the manager has purged its scope, and with the manager gone first it
-// would hold the CRD's deletion forever.
+// uninstallOperator runs make undeploy and checks that it removes everything: the operator's
+// namespace and the MemoryAdapter API. Every namespace holding adapters must be gone first:
+// an adapter under deletionPolicy Delete holds its finalizer until the manager has purged its
+// scope, and with the manager gone first it would hold the CRD's deletion forever.
 func uninstallOperator(ctx context.Context) {
 	GinkgoHelper()
+	By("make undeploy: the operator's namespace and the CRD go")
 	makeTarget(ctx, "undeploy")
+	Eventually(func() bool {
+		_, err := clientset.CoreV1().Namespaces().Get(ctx, operatorNamespace, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(poll).Should(BeTrue(), "namespace %s not deleted", operatorNamespace)
 	// The next make deploy must find no CRD left terminating: its adapters would be refused
 	// ("create not allowed while custom resource definition is terminating").
 	Eventually(func() error {
@@ -544,7 +549,7 @@ var _ = Describe("the operator loop", func() {
 	Describe("against host servers", func() {
 		namespacePerSpec("loop-", &c, &ns)
 
-		It("verifies PostgreSQL; through a 3-minute outage keeps Available=False on the evidence and answers a bound agent with the typed 503; restores it when the server is back", func(ctx SpecContext) {
+		It("verifies PostgreSQL; through a 3-minute outage keeps Available=False on the evidence and answers a bound agent with the typed 503; restores it when the server is back", longSpec, func(ctx SpecContext) {
 			pg, conn := startStoppable(ctx, "postgres-server.sh", "MAO_TEST_POSTGRES_LISTEN_URL=")
 			pgSecret := connectionSecret(ctx, ns, "pg", "pgmem", conn)
 			Expect(c.Create(ctx, pgSecret)).To(Succeed())
@@ -602,7 +607,7 @@ var _ = Describe("the operator loop", func() {
 			tl.mark("the agent stores again")
 		}, SpecTimeout(20*time.Minute))
 
-		It("heals a real PostgreSQL minor upgrade in place (17.9 to 17.10) with no step by anyone: one new run, restarted pods, Available again, data kept", func(ctx SpecContext) {
+		It("heals a real PostgreSQL minor upgrade in place (17.9 to 17.10) with no step by anyone: one new run, restarted pods, Available again, data kept", longSpec, func(ctx SpecContext) {
 			const (
 				from, to       = "17.9.0-beta.17", "17.10.0-beta.17"
 				fromSvc, toSvc = "PostgreSQL 17.9", "PostgreSQL 17.10"
@@ -699,7 +704,7 @@ var _ = Describe("the operator loop", func() {
 			tl.mark("the item stored on 17.9 read back on 17.10")
 		}, SpecTimeout(25*time.Minute))
 
-		It("invalidates an SQLite adapter whose volume stops taking writes, under the running instance and under a fresh one, and recovers", func(ctx SpecContext) {
+		It("invalidates an SQLite adapter whose volume stops taking writes, under the running instance and under a fresh one, and recovers", longSpec, func(ctx SpecContext) {
 			const adapter = "sqlro"
 			dir, loop := ext4Claim(ctx, c, ns, adapter)
 			ma := networkedAdapter(ns, adapter, memoryv1alpha1.BackendSQLite, "sqlite", "immediate")

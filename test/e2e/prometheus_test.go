@@ -205,7 +205,7 @@ var _ = Describe("Prometheus on the manager's metrics", Ordered, func() {
 	AfterAll(func(ctx SpecContext) { deleteAdapterNamespace(ctx, c, ns) }, NodeTimeout(10*time.Minute))
 	AfterEach(func() { printDiagnostics(ns, operatorNamespace) })
 
-	It("scrapes both manager pods with a metrics-reader token and fires MemoryAdapterUnavailable through a PostgreSQL outage, resolving it after", func(ctx SpecContext) {
+	It("scrapes both manager pods with a metrics-reader token and fires MemoryAdapterUnavailable through a PostgreSQL outage, resolving it after", longSpec, func(ctx SpecContext) {
 		promBin, err := run(ctx, "hack/prometheus-bin.sh")
 		Expect(err).NotTo(HaveOccurred(), "hack/prometheus-bin.sh could not provide Debian's prometheus")
 		promBin = strings.TrimSpace(promBin)
