@@ -279,6 +279,9 @@ func printDiagnostics(namespaces ...string) {
 				}
 			}
 		}
+		// The adapters' own account: conditions, the recorded run and its cases.
+		fmt.Fprintf(GinkgoWriter, "--- MemoryAdapters in %s:\n%s\n", ns, kubectlQuiet(dctx, "get", "madp", "-n", ns,
+			"-o", `jsonpath={range .items[*]}{.metadata.name}{": "}{.status}{"\n"}{end}`))
 		if evs, err := clientset.CoreV1().Events(ns).List(dctx, metav1.ListOptions{}); err == nil {
 			for _, e := range evs.Items {
 				fmt.Fprintf(GinkgoWriter, "--- event %s %s %s/%s %s: %s\n", ns, e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)

@@ -84,10 +84,18 @@ func runKubectl(ctx context.Context, args ...string) (string, error) {
 	return string(out), err
 }
 
-// waitAvailable is the user's check: kubectl wait on the Available condition.
+// waitAvailable is the user's check: kubectl wait on the Available condition. When it times
+// out, the failure carries the adapter's status (conditions, the recorded run's cases) and its
+// Jobs: the adapter and its Jobs may be gone by the time anyone reads the log.
 func waitAvailable(ctx context.Context, ns, name string) {
 	GinkgoHelper()
-	kubectl(ctx, "wait", "-n", ns, "--for=condition=Available", "madp/"+name, fmt.Sprintf("--timeout=%s", availableDeadline))
+	out, err := runKubectl(ctx, "wait", "-n", ns, "--for=condition=Available", "madp/"+name, fmt.Sprintf("--timeout=%s", availableDeadline))
+	if err != nil {
+		Fail(fmt.Sprintf("kubectl wait -n %s --for=condition=Available madp/%s --timeout=%s: %v: %s\nits status: %s\nits Jobs:\n%s",
+			ns, name, availableDeadline, err, strings.TrimSpace(out),
+			kubectlQuiet(ctx, "get", "madp", "-n", ns, name, "-o", "jsonpath={.status}"),
+			kubectlQuiet(ctx, "get", "jobs", "-n", ns, "-l", "memory.agentmem.io/adapter="+name, "-o", "wide")))
+	}
 }
 
 func loopClient() client.Client {
@@ -913,6 +921,9 @@ var _ = Describe("the operator loop", func() {
 			DeferCleanup(func(ctx SpecContext) {
 				_ = c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: doomed}})
 			})
+			// Registered after the deletion, so it runs first: the namespace the spec's
+			// AfterEach reports on is not this one.
+			DeferCleanup(func() { printDiagnostics(doomed) })
 			Eventually(func() error {
 				return c.Get(ctx, types.NamespacedName{Namespace: doomed, Name: "default"}, &corev1.ServiceAccount{})
 			}).WithTimeout(time.Minute).Should(Succeed())
