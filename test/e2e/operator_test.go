@@ -214,7 +214,12 @@ func networkedAdapter(ns, name string, t memoryv1alpha1.BackendType, adapter str
 				RetrieveFidelity:  "full", SearchFidelity: "full", SearchReturnsTags: true, PreservesMetadata: true,
 			},
 			Backend: memoryv1alpha1.BackendSpec{Type: t, Scope: "agents", ConnectionSecretRef: &memoryv1alpha1.SecretKeyReference{Name: name + "-conn"}},
-			Health:  &memoryv1alpha1.HealthSpec{Period: memoryv1alpha1.NewDuration(3 * time.Second), FailureThreshold: ptr.To[int32](2)},
+			// The default grace, three periods (9 s), is shorter than one evidence read that
+			// times out (5 s) plus the next period and the reconcile that follows: on a loaded
+			// machine a single slow read turned Healthy Unknown (EvidenceStale) in the middle
+			// of an outage. 15 s outlasts that; two failed reads still say EvidenceUnreachable.
+			Health: &memoryv1alpha1.HealthSpec{Period: memoryv1alpha1.NewDuration(3 * time.Second), FailureThreshold: ptr.To[int32](2),
+				StalenessGrace: memoryv1alpha1.NewDuration(15 * time.Second)},
 		},
 	}
 }
