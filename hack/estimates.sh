@@ -36,7 +36,9 @@ EST_DEMO_WARM="1-3 min"
 # a whole warm run is estimated at about 50-55 min; the CI of that stop measured 41m09s (25b2a02).
 # With the single-node suite on three parallel Ginkgo processes and its disruptive specs Serial
 # (2026-12-04, 3bbff4f): .ci/run on a fresh clone 30m23s, of which verify, lint and test about
-# 8.6 min, the single-node stage 14m46s (34 specs) and the three-node stage 7m02s. Cold adds the
+# 8.6 min, the single-node stage 14m46s (34 specs) and the three-node stage 7m02s. With two
+# processes, the default since ee6bffd: 33m48s (the single-node stage 17m08s, the three-node
+# stage 8m21s). Cold adds the
 # Kubernetes, tools and image builds (about 25 min idle) and the policy agent's (about 11 min).
 EST_CI_COLD="60-75 min"
 EST_CI_WARM="28-35 min"
