@@ -47,22 +47,10 @@ done
 
 section "backend server packages"
 # The live PostgreSQL and Redis tests start their own throwaway servers, and the test packages
-# run in parallel. On a fresh machine each would install the Debian package itself, and two
-# concurrent apt-get runs fight over dpkg's lock; so install them once, here, by starting and
-# stopping one server of each through the same scripts the tests use.
-probe_dir=$(mktemp -d /tmp/mao-probe.XXXXXX)
-chmod 755 "$probe_dir"
-trap 'rm -rf "$probe_dir"' EXIT
-# One && chain, not separate lines: heartbeat_run tests the function's status, and bash
-# ignores `set -e` inside a function run that way.
-install_backends() {
-  hack/postgres-server.sh start "$probe_dir/pg" >/dev/null &&
-    hack/postgres-server.sh stop "$probe_dir/pg" &&
-    hack/redis-server.sh start "$probe_dir/redis" >/dev/null &&
-    hack/redis-server.sh stop "$probe_dir/redis"
-}
-heartbeat_run -v "installing or checking" -e "$EST_BACKENDS" \
-  "postgresql and redis-server" install_backends
+# run in parallel: install the packages once, first (hack/install-backends.sh says why).
+hack/install-backends.sh
+work_dir=$(mktemp -d /tmp/mao-test.XXXXXX)
+trap 'rm -rf "$work_dir"' EXIT
 
 section "alert rules (promtool test rules)"
 # The shipped rules (config/prometheus/alerts.rules.yaml) against recorded series, firing and
@@ -92,7 +80,7 @@ section "go test -race ./... and the contract modules"
 # finishes; the heartbeat adds how many have finished and which are not yet, so a long
 # envtest or live-backend package is never a silent minute.
 mapfile -t test_pkgs < <(go list ./... "${contract_pkgs[@]}")
-test_log="$probe_dir/go-test.log"
+test_log="$work_dir/go-test.log"
 : >"$test_log"
 go_test_status() {
   local -A finished=()
