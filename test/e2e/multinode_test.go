@@ -129,7 +129,7 @@ var _ = Describe("three nodes: adapters survive a lost node, and roll and drain 
 	AfterEach(func() { printDiagnostics(ns, operatorNamespace) })
 
 	// The cuts come last: the rollout is measured on nodes that were never cut.
-	It("rolls a two-replica adapter to a new image under a bound agent's load without one failed call, and drains a node onto the others", func(ctx SpecContext) {
+	It("rolls a two-replica adapter to a new image under a bound agent's load without one failed call; a drain stops at the budget when the replacement has nowhere to run, and drains a node onto the others", func(ctx SpecContext) {
 		rolloutSpec(ctx, c, ns)
 	}, SpecTimeout(15*time.Minute))
 

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -75,8 +76,9 @@ func servingAdapterPods(ctx context.Context, c client.Client, ns, name string) [
 
 // rolloutSpec is a two-replica PostgreSQL adapter upgraded to a new image, then drained, while
 // a bound agent stores and reads back every 200 ms over pooled connections: not one call may
-// fail, the new version is trusted (Available) only after its own conformance run, and the
-// drain stops at the PodDisruptionBudget.
+// fail, the new version is trusted (Available) only after its own conformance run, a drain
+// stops at the PodDisruptionBudget when a replacement has nowhere to run, and a drain with
+// room moves a replica to another node. It needs more than one node.
 func rolloutSpec(ctx context.Context, c client.Client, ns string) {
 	const name = "pgroll"
 	tl := newTimeline("rollout")
@@ -144,34 +146,54 @@ func rolloutSpec(ctx context.Context, c client.Client, ns string) {
 	Expect(len(answers)).To(BeNumerically(">=", int(rolled.Sub(upgraded)/time.Second)), "the agent kept calling through the rollout")
 	Expect(failedAnswers(answers)).To(BeEmpty(), "calls that failed during the rollout")
 
-	node := servingAdapterPods(ctx, c, ns, name)[0].Spec.NodeName
 	drainFrom := time.Now()
-	DeferCleanup(func(ctx SpecContext) { _, _ = runKubectl(ctx, "uncordon", node) })
-	drainArgs := []string{"drain", node, "--pod-selector=memory.agentmem.io/adapter=" + name + ",app.kubernetes.io/component=adapter",
-		"--ignore-daemonsets", "--delete-emptydir-data"}
-	if nodeCount(ctx) == 1 {
-		By("draining the node of the adapter's pods: the budget lets one go and holds the other")
-		out, err := runKubectl(ctx, append(drainArgs, "--timeout=40s")...)
-		tl.mark("kubectl drain %s returned (%v)", node, err)
-		Expect(err).To(HaveOccurred(), "the drain cannot finish: the evicted pod's replacement has no node to run on, and the budget holds the last one:\n%s", out)
-		Expect(out).To(ContainSubstring("disruption budget"))
-		Expect(servingAdapterPods(ctx, c, ns, name)).To(HaveLen(1), "one replica was evicted and one kept")
-		Expect(c.Get(ctx, key, pdb)).To(Succeed())
-		Expect(pdb.Status.DisruptionsAllowed).To(BeZero())
-	} else {
-		By("draining the node of one replica: its replacement starts on another node")
-		out, err := runKubectl(ctx, append(drainArgs, "--timeout=3m")...)
-		tl.mark("kubectl drain %s returned (%v)", node, err)
-		Expect(err).NotTo(HaveOccurred(), "kubectl drain:\n%s", out)
-		Eventually(func(g Gomega) {
-			pods := servingAdapterPods(ctx, c, ns, name)
-			g.Expect(pods).To(HaveLen(2))
-			for _, p := range pods {
-				g.Expect(p.Spec.NodeName).NotTo(Equal(node), "pod %s is on the drained node", p.Name)
-			}
-		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
-		tl.mark("2 ready replicas, none on %s: %s", node, podNodes(servingAdapterPods(ctx, c, ns, name)))
+	drain := func(node, timeout string) (string, error) {
+		return runKubectl(ctx, "drain", node, "--pod-selector=memory.agentmem.io/adapter="+name+",app.kubernetes.io/component=adapter",
+			"--ignore-daemonsets", "--delete-emptydir-data", "--timeout="+timeout)
 	}
+	nodes, err := clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	uncordonAll := func(ctx context.Context) {
+		for _, n := range nodes.Items {
+			_, _ = runKubectl(ctx, "uncordon", n.Name)
+		}
+	}
+	DeferCleanup(func(ctx SpecContext) { uncordonAll(ctx) })
+
+	By("draining both replicas' nodes with every node cordoned: the budget lets one replica go and holds the other")
+	// With nowhere to run, the first evicted replica's replacement stays Pending, so the
+	// second eviction must be refused for as long as the drain tries.
+	pods := servingAdapterPods(ctx, c, ns, name)
+	Expect(pods).To(HaveLen(2))
+	for _, n := range nodes.Items {
+		kubectl(ctx, "cordon", n.Name)
+	}
+	out, err := drain(pods[0].Spec.NodeName, "2m")
+	Expect(err).NotTo(HaveOccurred(), "the budget lets the first replica go:\n%s", out)
+	out, err = drain(pods[1].Spec.NodeName, "20s")
+	tl.mark("every node cordoned; kubectl drain %s returned, then kubectl drain %s returned (%v)", pods[0].Spec.NodeName, pods[1].Spec.NodeName, err)
+	Expect(err).To(HaveOccurred(), "the drain cannot finish: the budget holds the last serving replica:\n%s", out)
+	Expect(out).To(ContainSubstring("disruption budget"))
+	Expect(servingAdapterPods(ctx, c, ns, name)).To(ConsistOf(HaveField("Name", pods[1].Name)), "one replica was evicted and one kept")
+	Expect(c.Get(ctx, key, pdb)).To(Succeed())
+	Expect(pdb.Status.DisruptionsAllowed).To(BeZero())
+	uncordonAll(ctx)
+	kubectl(ctx, "rollout", "status", "-n", ns, "deployment/"+name, "--timeout=3m")
+	tl.mark("uncordoned: 2 ready replicas again (%s)", podNodes(servingAdapterPods(ctx, c, ns, name)))
+
+	By("draining the node of one replica: its replacement starts on another node")
+	node := servingAdapterPods(ctx, c, ns, name)[0].Spec.NodeName
+	out, err = drain(node, "3m")
+	tl.mark("kubectl drain %s returned (%v)", node, err)
+	Expect(err).NotTo(HaveOccurred(), "kubectl drain:\n%s", out)
+	Eventually(func(g Gomega) {
+		pods := servingAdapterPods(ctx, c, ns, name)
+		g.Expect(pods).To(HaveLen(2))
+		for _, p := range pods {
+			g.Expect(p.Spec.NodeName).NotTo(Equal(node), "pod %s is on the drained node", p.Name)
+		}
+	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	tl.mark("2 ready replicas, none on %s: %s", node, podNodes(servingAdapterPods(ctx, c, ns, name)))
 	kubectl(ctx, "uncordon", node)
 	kubectl(ctx, "rollout", "status", "-n", ns, "deployment/"+name, "--timeout=3m")
 	dep := &appsv1.Deployment{}
