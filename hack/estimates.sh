@@ -38,10 +38,15 @@ EST_DEMO_WARM="1-3 min"
 # (2026-12-04, 3bbff4f): .ci/run on a fresh clone 30m23s, of which verify, lint and test about
 # 8.6 min, the single-node stage 14m46s (34 specs) and the three-node stage 7m02s. With two
 # processes, the default since ee6bffd: 33m48s (the single-node stage 17m08s, the three-node
-# stage 8m21s). Cold adds the
-# Kubernetes, tools and image builds (about 25 min idle) and the policy agent's (about 11 min).
-EST_CI_COLD="60-75 min"
-EST_CI_WARM="28-35 min"
+# stage 8m21s). Since 2026-12-05 (hack/ci.sh) lint and test run at the lowest CPU priority
+# beside the single-node stage, and the one-node rollout and stopped kubelet are gone (they run
+# on three nodes): 26m30s with both duplicates still in (b6ca72b), 23m33s without (e4a5884;
+# the single-node stage 15m37s, the three-node stage 7m37s), 21m03s with E2E_PROCS=3 (the
+# single-node stage 13m01s). Cold adds the Kubernetes, tools and image builds (about 25 min
+# idle) and the policy agent's (about 11 min); lint's and the tests' cold builds now happen
+# beside the suite. The cold figure is that sum, not a measured run with hack/ci.sh.
+EST_CI_COLD="50-70 min"
+EST_CI_WARM="22-27 min"
 
 # --- make demo's and make cluster-up's steps ------------------------------------------------
 # The cluster from nothing: Kubernetes, CoreDNS and local-path-provisioner built 12m50s in the
