@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
@@ -120,6 +121,34 @@ func TestAgentWatch(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAgentWatchWaitsOutTheServersBudget: a typed 503 that takes longer than the old 5 s wait
+// (the PostgreSQL adapter's own request budget, spent during an outage under load) is printed
+// as the answer it is, not as a client timeout: the watch waits as long as the Go client does.
+func TestAgentWatchWaitsOutTheServersBudget(t *testing.T) {
+	const slow = 5500 * time.Millisecond
+	late := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(slow):
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"type":"unavailable","title":"Unavailable","status":503,"detail":"backend unreachable"}`))
+	}))
+	defer late.Close()
+	t.Setenv("SERVICE_BINDING_ROOT", bindingDir(t, "mem", late.URL, "tk"))
+	// The watch ends at --timeout; one call sent at once answers after 5.5 s, within it.
+	out, _, err := execute(t, "agent-check", "--adapter", "mem", "--watch", "--interval", "100ms", "--timeout", "7s")
+	if err != nil {
+		t.Fatalf("agent-check --watch: %v", err)
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
+	if !strings.Contains(first, " store 503 application/problem+json unavailable") {
+		t.Fatalf("the first call's line is %q, want the late typed 503 (all output: %q)", first, out)
 	}
 }
 

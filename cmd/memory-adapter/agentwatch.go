@@ -61,7 +61,12 @@ func runAgentWatch(ctx context.Context, out io.Writer, root string, f *agentChec
 			if client != nil {
 				client.CloseIdleConnections()
 			}
-			client, err = b.httpClient(max(f.interval, 5*time.Second))
+			// A call waits as long as the Go client's does (remote.DefaultTimeout: the server's
+			// backend budget plus headroom), so an adapter's typed answer that takes its whole
+			// backend budget is seen, not cut off as a hang. Five seconds, the old wait, equalled
+			// the PostgreSQL adapter's own request budget: under load the typed 503 of an outage
+			// came after the agent had given up (docs/development.md, four e2e processes).
+			client, err = b.httpClient(max(f.interval, remote.DefaultTimeout))
 			usedCA = b.caCert
 		}
 		if err != nil {
