@@ -6,7 +6,7 @@
 #
 #   1. make verify                 generated files current, gofmt-clean, estimates in sync
 #   2. set-up the later stages share: the Kubernetes binaries (envtest's and the local
-#      cluster's) and the PostgreSQL and Redis packages
+#      cluster's), the PostgreSQL and Redis packages, and Debian's Prometheus binaries
 #   3. make lint and make test,    side by side: the first two at the lowest CPU priority,
 #      make test-e2e                the single-node end-to-end suite at normal priority
 #   4. make test-e2e-multinode     the three-node stage
@@ -20,8 +20,10 @@
 # on a machine at load 11-31 (hack/test.sh), so they tolerate waiting.
 #
 # What stage 2 prevents: both sides of stage 3 start PostgreSQL servers (the live tests, the
-# suite's host backends) and need Kubernetes binaries (envtest, the cluster); on a fresh
-# machine each would install or build them at the same moment. And make deploy, which the
+# suite's host backends), need Kubernetes binaries (envtest, the cluster) and run Prometheus's
+# binaries (promtool, the Prometheus spec); on a fresh machine each would install, fetch or
+# build them at the same moment. After it, apt is the e2e suite's alone (the cluster's host
+# packages, busybox, npm for the PostgreSQL upgrade). And make deploy, which the
 # suite runs, regenerates the CRDs that envtest reads: MANIFESTS_CHECKED=1 (set once stage 1
 # has proven them current) makes it use them as they are.
 #
@@ -46,6 +48,10 @@ stage "2/4 set-up shared by the stages"
 KUBEBUILDER_ASSETS=$(hack/k8s-binaries.sh etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
 export KUBEBUILDER_ASSETS
 hack/install-backends.sh
+# promtool and prometheus (Debian's package, fetched with apt-get download): the test stage's
+# alert-rule check and the e2e suite's Prometheus spec both ask for them, and on a fresh
+# machine two fetches would race each other's apt-get update and cache directory.
+hack/prometheus-bin.sh >/dev/null
 export MANIFESTS_CHECKED=1
 
 stage "3/4 make lint and make test (lowest CPU priority, output below when done) beside make test-e2e"
