@@ -41,7 +41,7 @@ EST_DEMO_WARM="1-3 min"
 # stage 8m21s). Since 2026-12-05 (hack/ci.sh) lint and test run at the lowest CPU priority
 # beside the single-node stage, and the one-node rollout and stopped kubelet are gone (they run
 # on three nodes): 26m30s with both duplicates still in (b6ca72b), 23m33s without (e4a5884;
-# the single-node stage 15m37s, the three-node stage 7m37s), 21m03s with E2E_PROCS=3 (the
+# the single-node stage 15m37s, the three-node stage 7m37s; 24m10s at df4a49c), 21m03s with E2E_PROCS=3 (the
 # single-node stage 13m01s). Cold adds the Kubernetes, tools and image builds (about 25 min
 # idle) and the policy agent's (about 11 min); lint's and the tests' cold builds now happen
 # beside the suite. The cold figure is that sum, not a measured run with hack/ci.sh.
