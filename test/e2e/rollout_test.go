@@ -162,19 +162,24 @@ func rolloutSpec(ctx context.Context, c client.Client, ns string) {
 
 	By("draining both replicas' nodes with every node cordoned: the budget lets one replica go and holds the other")
 	// With nowhere to run, the first evicted replica's replacement stays Pending, so the
-	// second eviction must be refused for as long as the drain tries.
+	// second eviction must be refused for as long as the drain tries. The spread is
+	// ScheduleAnyway, so both replicas may share a node: then one drain meets both.
+	Expect(nodeCount(ctx)).To(BeNumerically(">", 1), "rolloutSpec drains a node onto the others: it runs on the three-node cluster")
 	pods := servingAdapterPods(ctx, c, ns, name)
 	Expect(pods).To(HaveLen(2))
+	first, second := pods[0].Spec.NodeName, pods[1].Spec.NodeName
 	for _, n := range nodes.Items {
 		kubectl(ctx, "cordon", n.Name)
 	}
-	out, err := drain(pods[0].Spec.NodeName, "2m")
-	Expect(err).NotTo(HaveOccurred(), "the budget lets the first replica go:\n%s", out)
-	out, err = drain(pods[1].Spec.NodeName, "20s")
-	tl.mark("every node cordoned; kubectl drain %s returned, then kubectl drain %s returned (%v)", pods[0].Spec.NodeName, pods[1].Spec.NodeName, err)
+	if first != second {
+		out, err := drain(first, "2m")
+		Expect(err).NotTo(HaveOccurred(), "the budget lets the first replica go:\n%s", out)
+	}
+	out, err := drain(second, "20s")
+	tl.mark("every node cordoned; replicas on %s and %s; the last kubectl drain returned (%v)", first, second, err)
 	Expect(err).To(HaveOccurred(), "the drain cannot finish: the budget holds the last serving replica:\n%s", out)
 	Expect(out).To(ContainSubstring("disruption budget"))
-	Expect(servingAdapterPods(ctx, c, ns, name)).To(ConsistOf(HaveField("Name", pods[1].Name)), "one replica was evicted and one kept")
+	Expect(servingAdapterPods(ctx, c, ns, name)).To(HaveLen(1), "one replica was evicted and one kept")
 	Expect(c.Get(ctx, key, pdb)).To(Succeed())
 	Expect(pdb.Status.DisruptionsAllowed).To(BeZero())
 	uncordonAll(ctx)
