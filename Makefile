@@ -257,14 +257,16 @@ demo-down: ## Remove what make demo made: its namespace, its PostgreSQL server, 
 # disrupt the manager or a node are Serial and run alone at the end (docs/development.md).
 E2E_PROCS ?= 2
 # A step that runs past 45s reports what it is waiting on every 30s, so no wait is silent.
-# Ginkgo colours its report unless told not to; a log or a pipe gets plain text.
+# Ginkgo colours its report unless told not to; a log or a pipe gets plain text. Each stage
+# also leaves a JSON report in bin/ (every spec's start, end and Ginkgo process), to see where
+# a run's time went.
 E2E_GINKGO = [ -t 1 ] || export GINKGO_NO_COLOR=TRUE; \
-	$(GINKGO) run --tags=e2e --timeout=90m -v --poll-progress-after=45s --poll-progress-interval=30s
+	$(GINKGO) run --tags=e2e --timeout=90m -v --poll-progress-after=45s --poll-progress-interval=30s --output-dir=$(LOCALBIN)
 
 .PHONY: test-e2e
 test-e2e: ginkgo ## End-to-end suite on the single-node local cluster, on E2E_PROCS parallel processes: brings the cluster up (or reuses it), tears down what it started unless KEEP_CLUSTER=1.
-	export MAO_NODES=1; $(E2E_GINKGO) --procs=$(E2E_PROCS) --label-filter='!multinode' ./test/e2e
+	export MAO_NODES=1; $(E2E_GINKGO) --procs=$(E2E_PROCS) --json-report=e2e-single-node.json --label-filter='!multinode' ./test/e2e
 
 .PHONY: test-e2e-multinode
 test-e2e-multinode: ginkgo ## The multi-node stage: the specs labelled multinode on a three-node local cluster (a running one-node cluster must be stopped first). They stop and cut nodes, so they run one at a time.
-	export MAO_NODES=3; $(E2E_GINKGO) --label-filter='multinode' ./test/e2e
+	export MAO_NODES=3; $(E2E_GINKGO) --json-report=e2e-multinode.json --label-filter='multinode' ./test/e2e
