@@ -144,12 +144,25 @@ type TokenStatus struct {
 }
 
 // TLSSpec says how an adapter's endpoint is secured.
+// +kubebuilder:validation:XValidation:rule="!has(self.certificateLifetime) || !has(self.mode) || self.mode == 'Operator'",message="certificateLifetime applies only to mode Operator: mode Disabled serves no certificate"
 type TLSSpec struct {
 	// mode is Operator (the default: HTTPS with an operator-issued
 	// certificate) or Disabled (plain HTTP).
 	// +optional
 	// +kubebuilder:default=Operator
 	Mode TLSMode `json:"mode,omitempty"`
+
+	// certificateLifetime is how long each serving certificate the operator
+	// issues for this adapter is valid, from 1m to 8760h (a year), as a Go
+	// duration such as "720h"; the operator renews it after two thirds of
+	// that. Omitted, the manager's --adapter-cert-lifetime applies (90 days
+	// unless set). A lifetime shorter than what the current certificate has
+	// left takes effect at once, with a new certificate; a longer one at the
+	// next renewal. Under an hour, the kubelet's Secret sync (about a minute)
+	// takes a large share of the third left after a renewal.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('8760h')",message="must be between 1m and 8760h"
+	CertificateLifetime *Duration `json:"certificateLifetime,omitempty"`
 }
 
 // TLSMode is how an adapter's endpoint is secured.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -258,6 +259,14 @@ var _ = Describe("MemoryAdapter admission", func() {
 			}
 		})
 
+		It("accepts a certificate lifetime of its own, under the defaulted mode Operator", func() {
+			a := newAdapter(ns, fullManifest())
+			a.Spec.TLS = &v1alpha1.TLSSpec{CertificateLifetime: v1alpha1.NewDuration(90 * time.Second)}
+			Expect(k8sClient.Create(ctx, a, client.DryRunAll)).To(Succeed())
+			Expect(a.Spec.TLS.Mode).To(Equal(v1alpha1.TLSOperator))
+			Expect(*a.Spec.TLS.CertificateLifetime).To(Equal(v1alpha1.Duration("1m30s")))
+		})
+
 		external := func(a *v1alpha1.MemoryAdapter) {
 			a.Spec.Backend.Type = v1alpha1.BackendExternal
 			a.Spec.Backend.External = &v1alpha1.ExternalOptions{
@@ -334,8 +343,14 @@ var _ = Describe("MemoryAdapter admission", func() {
 				d := v1alpha1.Duration("1000h")
 				a.Spec.Conformance = &v1alpha1.ConformanceSpec{Interval: &d}
 			}, "must be between 1m and 720h"),
+			Entry("a certificate lifetime under a minute", func(a *v1alpha1.MemoryAdapter) {
+				a.Spec.TLS = &v1alpha1.TLSSpec{CertificateLifetime: v1alpha1.NewDuration(30 * time.Second)}
+			}, "must be between 1m and 8760h"),
+			Entry("a certificate lifetime for plain HTTP", func(a *v1alpha1.MemoryAdapter) {
+				a.Spec.TLS = &v1alpha1.TLSSpec{Mode: v1alpha1.TLSDisabled, CertificateLifetime: v1alpha1.NewDuration(time.Hour)}
+			}, "certificateLifetime applies only to mode Operator"),
 			Entry("a staleness grace shorter than the period", func(a *v1alpha1.MemoryAdapter) {
-				a.Spec.Health = &v1alpha1.HealthSpec{Period: v1alpha1.NewDuration(60e9), StalenessGrace: v1alpha1.NewDuration(30e9)}
+				a.Spec.Health = &v1alpha1.HealthSpec{Period: v1alpha1.NewDuration(60e9), StalenessGrace: v1alpha1.NewDuration(30 * time.Second)}
 			}, "stalenessGrace must not be shorter than period"),
 			Entry("a name too long for the adapter's Jobs", func(a *v1alpha1.MemoryAdapter) {
 				a.GenerateName, a.Name = "", "a-name-that-is-much-too-long-for-conformance-jobs"

@@ -143,6 +143,10 @@ var _ = Describe("day two: status explains failures and stays true", func() {
 			}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 		}, SpecTimeout(15*time.Minute))
 
+		It("serves adapters over TLS: the binding's ca.crt verifies them, and a renewal drops no call", longSpec, func(ctx SpecContext) {
+			tlsRenewalSpec(ctx, c, ns)
+		}, SpecTimeout(12*time.Minute))
+
 		It("rotates an adapter's token: the bound agent follows its projected binding, the old token works through the grace period only, no pod restarts", longSpec, func(ctx SpecContext) {
 			tokenRotationSpec(ctx, c, ns)
 		}, SpecTimeout(10*time.Minute))
@@ -153,10 +157,6 @@ var _ = Describe("day two: status explains failures and stays true", func() {
 	Describe("through disruptions", Serial, Ordered, func() {
 		BeforeAll(func(ctx SpecContext) { c, ns = adapterNamespace(ctx, "daytwo-") }, NodeTimeout(5*time.Minute))
 		AfterAll(func(ctx SpecContext) { deleteAdapterNamespace(ctx, c, ns) }, NodeTimeout(10*time.Minute))
-
-		It("serves adapters over TLS: the binding's ca.crt verifies them, and a renewal drops no call", func(ctx SpecContext) {
-			tlsRenewalSpec(ctx, c, ns)
-		}, SpecTimeout(12*time.Minute))
 
 		// The rollout and drain and the stopped kubelet run on three nodes only (multinode_test.go):
 		// there the drain has somewhere to go and a stopped node leaves the others working, and

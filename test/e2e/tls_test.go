@@ -8,13 +8,11 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
-	"slices"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,29 +20,6 @@ import (
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 )
-
-// withManagerArg restarts the manager's pods with one more argument and puts the original
-// arguments back when the spec ends, waiting for each rollout.
-func withManagerArg(ctx context.Context, c client.Client, arg string) {
-	GinkgoHelper()
-	key := types.NamespacedName{Namespace: operatorNamespace, Name: managerDeployment}
-	dep := &appsv1.Deployment{}
-	Expect(c.Get(ctx, key, dep)).To(Succeed())
-	original := slices.Clone(dep.Spec.Template.Spec.Containers[0].Args)
-	setArgs := func(ctx context.Context, args []string) {
-		Eventually(func() error {
-			d := &appsv1.Deployment{}
-			if err := c.Get(ctx, key, d); err != nil {
-				return err
-			}
-			d.Spec.Template.Spec.Containers[0].Args = args
-			return c.Update(ctx, d)
-		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
-		kubectl(ctx, "rollout", "status", "-n", operatorNamespace, "deployment/"+managerDeployment, "--timeout=5m")
-	}
-	setArgs(ctx, append(slices.Clone(original), arg))
-	DeferCleanup(func(ctx SpecContext) { setArgs(ctx, original) })
-}
 
 // servedCertificate is the certificate the adapter's Service answers a new TLS connection
 // with, verified against the binding's CA for the Service's name.
@@ -65,18 +40,18 @@ func servedCertificate(ctx context.Context, g Gomega, c client.Client, ns, name 
 
 // tlsRenewalSpec is the TLS acceptance on the cluster: an adapter serves HTTPS with the
 // operator's certificate, a bound agent (agent-check --watch, on the projected binding) and
-// a client on the node verify it with the binding's ca.crt, and a renewal under a forced
-// short lifetime reaches the pod and the agent without one failed call.
+// a client on the node verify it with the binding's ca.crt, and a renewal under the adapter's
+// own short certificate lifetime reaches the pod and the agent without one failed call. The
+// lifetime is the adapter's, not the manager's flag, so no manager restarts and the spec runs
+// beside others.
 func tlsRenewalSpec(ctx context.Context, c client.Client, ns string) {
 	const name = "tlsmem"
 	const lifetime = 90 * time.Second
 	tl := newTimeline("tls")
-	By("giving new serving certificates a 90-second life: renewed after 60 s")
-	withManagerArg(ctx, c, "--adapter-cert-lifetime="+lifetime.String())
-	tl.mark("manager restarted with --adapter-cert-lifetime=%s", lifetime)
-
+	By("an adapter whose serving certificates live 90 seconds (spec.tls.certificateLifetime): renewed after 60 s")
 	ma := networkedAdapter(ns, name, memoryv1alpha1.BackendSQLite, "sqlite", "immediate")
 	ma.Spec.Backend.ConnectionSecretRef = nil
+	ma.Spec.TLS = &memoryv1alpha1.TLSSpec{CertificateLifetime: memoryv1alpha1.NewDuration(lifetime)}
 	Expect(c.Create(ctx, ma)).To(Succeed())
 	DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, ma) })
 	waitAvailable(ctx, ns, name)

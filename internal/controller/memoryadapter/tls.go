@@ -76,12 +76,29 @@ func renewAt(issued, notAfter time.Time) time.Time {
 	return issued.Add(notAfter.Sub(issued) * 2 / 3)
 }
 
+// certLifetime is the lifetime of the adapter's next serving certificate: its own
+// spec.tls.certificateLifetime, else the manager's, else DefaultCertLifetime.
+func (r *Reconciler) certLifetime(ma *memoryv1alpha1.MemoryAdapter) time.Duration {
+	def := r.CertLifetime
+	if def <= 0 {
+		def = DefaultCertLifetime
+	}
+	if ma.Spec.TLS == nil {
+		return def
+	}
+	return ma.Spec.TLS.CertificateLifetime.Or(def)
+}
+
 // tlsStatusCurrent reports whether st describes a certificate that still serves ma: from the
-// operator's current CA, for the adapter's names, not yet due for renewal.
+// operator's current CA, for the adapter's names, not yet due for renewal, and ending no later
+// than a certificate issued now would. The last point makes a shortened lifetime take effect
+// at once: a user shortens it to bound how long a key stays valid, not how long the next one
+// does.
 func (r *Reconciler) tlsStatusCurrent(ma *memoryv1alpha1.MemoryAdapter, st *memoryv1alpha1.TLSStatus, now time.Time) bool {
 	return st != nil && st.Mode == memoryv1alpha1.TLSOperator && r.CA != nil &&
 		st.CAFingerprint == r.CA.Fingerprint() && slices.Equal(st.DNSNames, serviceDNSNames(ma)) &&
-		st.RenewAfter != nil && now.Before(st.RenewAfter.Time)
+		st.RenewAfter != nil && now.Before(st.RenewAfter.Time) &&
+		st.NotAfter != nil && !st.NotAfter.After(now.Add(r.certLifetime(ma)))
 }
 
 // ensureServingCertificate keeps the adapter's serving certificate: for mode Disabled it
@@ -110,12 +127,8 @@ func (r *Reconciler) ensureServingCertificate(ctx context.Context, s *scope) err
 		s.requeue(current.RenewAfter.Sub(s.now))
 		return nil
 	}
-	lifetime := r.CertLifetime
-	if lifetime <= 0 {
-		lifetime = DefaultCertLifetime
-	}
 	names := serviceDNSNames(ma)
-	cert, err := r.CA.Issue(names, lifetime, s.now)
+	cert, err := r.CA.Issue(names, r.certLifetime(ma), s.now)
 	if err != nil {
 		return fmt.Errorf("serving certificate for %s: %w", ma.Name, err)
 	}

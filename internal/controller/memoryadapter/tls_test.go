@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 	"github.com/agentmem/memory-adapter-operator/internal/pki"
 	adapterserver "github.com/agentmem/memory-adapter-operator/internal/server"
 )
@@ -85,5 +88,73 @@ func TestRenewalLeavesAThird(t *testing.T) {
 		if got := renewAt(issued, issued.Add(lifetime)).Sub(issued); got != want {
 			t.Errorf("lifetime %s: renewed after %s, want %s", lifetime, got, want)
 		}
+	}
+}
+
+// TestCertificateLifetime covers which lifetime a new serving certificate gets and when the
+// recorded one is replaced: the adapter's own lifetime wins over the manager's, and one that
+// outlives what a certificate issued now would get (a shortened lifetime) is replaced at once.
+func TestCertificateLifetime(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ca, err := pki.NewCA("operator", 10*365*24*time.Hour, now.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adapter := func(lifetime string) *memoryv1alpha1.MemoryAdapter {
+		ma := &memoryv1alpha1.MemoryAdapter{ObjectMeta: metav1.ObjectMeta{Name: "mem", Namespace: "team"}}
+		if lifetime != "" {
+			d := memoryv1alpha1.Duration(lifetime)
+			ma.Spec.TLS = &memoryv1alpha1.TLSSpec{Mode: memoryv1alpha1.TLSOperator, CertificateLifetime: &d}
+		}
+		return ma
+	}
+	// issued describes a certificate of the given lifetime issued at the given time.
+	issued := func(ma *memoryv1alpha1.MemoryAdapter, at time.Time, lifetime time.Duration) *memoryv1alpha1.TLSStatus {
+		return &memoryv1alpha1.TLSStatus{
+			Mode: memoryv1alpha1.TLSOperator, CAFingerprint: ca.Fingerprint(), DNSNames: serviceDNSNames(ma),
+			NotAfter:   &metav1.Time{Time: at.Add(lifetime)},
+			RenewAfter: &metav1.Time{Time: renewAt(at, at.Add(lifetime))},
+		}
+	}
+	for name, tc := range map[string]struct {
+		manager      time.Duration
+		spec         string
+		st           func(*memoryv1alpha1.MemoryAdapter) *memoryv1alpha1.TLSStatus
+		wantLifetime time.Duration
+		wantCurrent  bool
+	}{
+		"the default":                     {0, "", nil, DefaultCertLifetime, false},
+		"the manager's flag":              {48 * time.Hour, "", nil, 48 * time.Hour, false},
+		"the adapter's own over the flag": {48 * time.Hour, "90s", nil, 90 * time.Second, false},
+		"an unparsable value falls back":  {48 * time.Hour, "soon", nil, 48 * time.Hour, false},
+		"a fresh certificate of that length": {0, "2h", func(ma *memoryv1alpha1.MemoryAdapter) *memoryv1alpha1.TLSStatus {
+			return issued(ma, now.Add(-time.Minute), 2*time.Hour)
+		}, 2 * time.Hour, true},
+		"due for renewal": {0, "2h", func(ma *memoryv1alpha1.MemoryAdapter) *memoryv1alpha1.TLSStatus {
+			return issued(ma, now.Add(-90*time.Minute), 2*time.Hour)
+		}, 2 * time.Hour, false},
+		"the lifetime shortened": {0, "1h", func(ma *memoryv1alpha1.MemoryAdapter) *memoryv1alpha1.TLSStatus {
+			return issued(ma, now.Add(-time.Minute), 2*time.Hour)
+		}, time.Hour, false},
+		"the lifetime lengthened": {0, "4h", func(ma *memoryv1alpha1.MemoryAdapter) *memoryv1alpha1.TLSStatus {
+			return issued(ma, now.Add(-time.Minute), 2*time.Hour)
+		}, 4 * time.Hour, true},
+		"the flag shortened below a default certificate": {24 * time.Hour, "", func(ma *memoryv1alpha1.MemoryAdapter) *memoryv1alpha1.TLSStatus {
+			return issued(ma, now.Add(-time.Hour), DefaultCertLifetime)
+		}, 24 * time.Hour, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := &Reconciler{CA: ca, CertLifetime: tc.manager}
+			ma := adapter(tc.spec)
+			if got := r.certLifetime(ma); got != tc.wantLifetime {
+				t.Errorf("lifetime %s, want %s", got, tc.wantLifetime)
+			}
+			if tc.st == nil {
+				return
+			}
+			if got := r.tlsStatusCurrent(ma, tc.st(ma), now); got != tc.wantCurrent {
+				t.Errorf("current %v, want %v", got, tc.wantCurrent)
+			}
+		})
 	}
 }
