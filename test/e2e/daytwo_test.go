@@ -152,118 +152,144 @@ var _ = Describe("day two: status explains failures and stays true", func() {
 		}, SpecTimeout(10*time.Minute))
 	})
 
-	// These change the manager's flags or restart it: Serial, so no other spec runs through
-	// the disruption.
-	Describe("through disruptions", Serial, Ordered, func() {
-		BeforeAll(func(ctx SpecContext) { c, ns = adapterNamespace(ctx, "daytwo-") }, NodeTimeout(5*time.Minute))
-		AfterAll(func(ctx SpecContext) { deleteAdapterNamespace(ctx, c, ns) }, NodeTimeout(10*time.Minute))
-
-		// The rollout and drain and the stopped kubelet run on three nodes only (multinode_test.go):
-		// there the drain has somewhere to go and a stopped node leaves the others working, and
-		// the budget's refusal is proven there too.
-
-		It("a manager restart during an outage leaves true conditions", func(ctx SpecContext) {
-			pg, conn := startStoppable(ctx, "postgres-server.sh", "MAO_TEST_POSTGRES_LISTEN_URL=")
-			Expect(c.Create(ctx, connectionSecret(ctx, ns, "pgrestart-db", "pgrestart", conn))).To(Succeed())
-			ma := networkedAdapter(ns, "pgrestart", memoryv1alpha1.BackendPostgres, "postgres", "immediate")
-			Expect(c.Create(ctx, ma)).To(Succeed())
-			DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, ma) })
-			waitAvailable(ctx, ns, "pgrestart")
-			Expect(c.Get(ctx, client.ObjectKeyFromObject(ma), ma)).To(Succeed())
-			run := ma.Status.Conformance.JobName
-			Expect(jobsOf(ctx, c, ns, "pgrestart")).To(HaveLen(1))
-			tl := newTimeline("restart-during-outage")
-			tl.mark("pgrestart Available, verified by job %s", run)
-
-			evidenceReasons := []string{memoryv1alpha1.ReasonEvidenceInvalidatesManifest, memoryv1alpha1.ReasonCapabilityProbeFailed}
-			// outageTruth is what must hold at every reading during the outage: deployed, the
-			// recorded run passing, and Available False on the evidence's reason.
-			outageTruth := func(conds []metav1.Condition) string {
-				d := meta.FindStatusCondition(conds, memoryv1alpha1.ConditionDeployed)
-				if d == nil || d.Status != metav1.ConditionTrue {
-					return "Deployed not True: " + describeConditions(conds)
-				}
-				cf := meta.FindStatusCondition(conds, memoryv1alpha1.ConditionConformant)
-				if cf == nil || cf.Status != metav1.ConditionTrue || !strings.Contains(cf.Message, "job "+run+" passed") {
-					return "Conformant not True on job " + run + ": " + describeConditions(conds)
-				}
-				a := meta.FindStatusCondition(conds, memoryv1alpha1.ConditionAvailable)
-				h := meta.FindStatusCondition(conds, memoryv1alpha1.ConditionHealthy)
-				if a == nil || h == nil || a.Status != metav1.ConditionFalse || h.Status != metav1.ConditionFalse ||
-					!slices.Contains(evidenceReasons, a.Reason) || a.Reason != h.Reason {
-					return "Available not False on the evidence: " + describeConditions(conds)
-				}
-				return ""
-			}
-
-			By("stopping the PostgreSQL server")
-			pg.do(ctx, "stop")
-			tl.mark("server stopped")
-			Eventually(func(g Gomega) {
-				ma := &memoryv1alpha1.MemoryAdapter{}
-				g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "pgrestart"}, ma)).To(Succeed())
-				g.Expect(outageTruth(ma.Status.Conditions)).To(BeEmpty())
-			}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
-			a := condition(ctx, c, ns, "pgrestart", memoryv1alpha1.ConditionAvailable)
-			tl.mark("Available=False %s: %s", a.Reason, a.Message)
-
-			By("deleting both manager pods while the server is down")
-			watch := watchConditions(ctx, c, ns, []string{"pgrestart"}, time.Second, outageTruth)
-			old := map[string]bool{}
-			for _, p := range managerPods(ctx, c) {
-				old[p.Name] = true
-			}
-			Expect(old).To(HaveLen(2), "two manager replicas")
-			kubectl(ctx, "delete", "pod", "-n", operatorNamespace, "-l", "control-plane=controller-manager", "--wait=false")
-			deleted := tl.mark("manager pods %v deleted", slices.Sorted(maps.Keys(old)))
-			var holder string
-			Eventually(func(g Gomega) {
-				holder = leaseHolder(ctx, c)
-				g.Expect(holder).NotTo(BeEmpty())
-				g.Expect(old).NotTo(HaveKey(holder), "the Lease is still held by a deleted pod")
-			}).WithTimeout(3 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
-			acquired := tl.mark("Lease held by the new pod %s", holder)
-			// An adapter created now is written only by the new leader: when its conditions
-			// appear, the new leader has reconciled (and the watch has read pgrestart throughout).
-			probe := networkedAdapter(ns, "restart-probe", memoryv1alpha1.BackendPostgres, "postgres", "immediate")
-			Expect(c.Create(ctx, probe)).To(Succeed())
-			DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, probe) })
-			Eventually(func(g Gomega) {
-				got := &memoryv1alpha1.MemoryAdapter{}
-				g.Expect(c.Get(ctx, client.ObjectKeyFromObject(probe), got)).To(Succeed())
-				g.Expect(got.Status.Conditions).NotTo(BeEmpty())
-			}).WithTimeout(2 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
-			wrote := tl.mark("the new leader wrote status (lease +%.1fs)", time.Since(acquired).Seconds())
-			Eventually(func(g Gomega) {
-				pods := managerPods(ctx, c)
-				g.Expect(pods).To(HaveLen(2))
-				for _, p := range pods {
-					g.Expect(old).NotTo(HaveKey(p.Name))
-					g.Expect(podReady(p)).To(BeTrue(), "manager pod %s is not Ready", p.Name)
-				}
-			}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
-			tl.mark("both new manager pods Ready (+%.1fs after the deletion)", time.Since(deleted).Seconds())
-			// Long enough for the new leader's prober to read the evidence again (health period
-			// 3 s, failure threshold 2) and write what it found.
-			Consistently(func(g Gomega) {
-				ma := &memoryv1alpha1.MemoryAdapter{}
-				g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "pgrestart"}, ma)).To(Succeed())
-				g.Expect(outageTruth(ma.Status.Conditions)).To(BeEmpty())
-			}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
-			bad, reads := watch.result()
-			tl.mark("%d readings of pgrestart from the deletion to %.1fs after the new leader's first write, %d not true", reads, time.Since(wrote).Seconds(), len(bad))
-			Expect(bad).To(BeEmpty(), "a reading showed a false state across the restart")
-			Expect(reads).To(BeNumerically(">", 10))
-			Expect(condition(ctx, c, ns, "pgrestart", memoryv1alpha1.ConditionAvailable).Reason).To(BeElementOf(evidenceReasons))
-
-			By("resuming the server: Available again, with no new run")
-			pg.do(ctx, "resume")
-			tl.mark("server resumed")
-			waitAvailable(ctx, ns, "pgrestart")
-			tl.mark("Available=True")
-			Expect(jobsOf(ctx, c, ns, "pgrestart")).To(HaveLen(1), "a restart during an outage is no new version to verify")
-			Expect(c.Get(ctx, client.ObjectKeyFromObject(ma), ma)).To(Succeed())
-			Expect(ma.Status.Conformance.JobName).To(Equal(run))
-		}, SpecTimeout(20*time.Minute))
-	})
 })
+
+// managerRestartSpec deletes every manager pod at once while a PostgreSQL adapter's server is
+// down and a conformance rerun of sqlite-memory (Available in ns) is under way: no reading
+// of the adapter's conditions is false across the restart, the new leader starts no second
+// Job for the rerun and records it, and no outage is taken for a new version to verify.
+func managerRestartSpec(ctx SpecContext, c client.Client, ns string) {
+	pg, conn := startStoppable(ctx, "postgres-server.sh", "MAO_TEST_POSTGRES_LISTEN_URL=")
+	Expect(c.Create(ctx, connectionSecret(ctx, ns, "pgrestart-db", "pgrestart", conn))).To(Succeed())
+	ma := networkedAdapter(ns, "pgrestart", memoryv1alpha1.BackendPostgres, "postgres", "immediate")
+	Expect(c.Create(ctx, ma)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, ma) })
+	waitAvailable(ctx, ns, "pgrestart")
+	Expect(c.Get(ctx, client.ObjectKeyFromObject(ma), ma)).To(Succeed())
+	run := ma.Status.Conformance.JobName
+	Expect(jobsOf(ctx, c, ns, "pgrestart")).To(HaveLen(1))
+	tl := newTimeline("restart-during-outage")
+	tl.mark("pgrestart Available, verified by job %s", run)
+
+	evidenceReasons := []string{memoryv1alpha1.ReasonEvidenceInvalidatesManifest, memoryv1alpha1.ReasonCapabilityProbeFailed}
+	// outageTruth is what must hold at every reading during the outage: deployed, the
+	// recorded run passing, and Available False on the evidence's reason.
+	outageTruth := func(conds []metav1.Condition) string {
+		d := meta.FindStatusCondition(conds, memoryv1alpha1.ConditionDeployed)
+		if d == nil || d.Status != metav1.ConditionTrue {
+			return "Deployed not True: " + describeConditions(conds)
+		}
+		cf := meta.FindStatusCondition(conds, memoryv1alpha1.ConditionConformant)
+		if cf == nil || cf.Status != metav1.ConditionTrue || !strings.Contains(cf.Message, "job "+run+" passed") {
+			return "Conformant not True on job " + run + ": " + describeConditions(conds)
+		}
+		a := meta.FindStatusCondition(conds, memoryv1alpha1.ConditionAvailable)
+		h := meta.FindStatusCondition(conds, memoryv1alpha1.ConditionHealthy)
+		if a == nil || h == nil || a.Status != metav1.ConditionFalse || h.Status != metav1.ConditionFalse ||
+			!slices.Contains(evidenceReasons, a.Reason) || a.Reason != h.Reason {
+			return "Available not False on the evidence: " + describeConditions(conds)
+		}
+		return ""
+	}
+
+	By("stopping the PostgreSQL server")
+	pg.do(ctx, "stop")
+	tl.mark("server stopped")
+	Eventually(func(g Gomega) {
+		ma := &memoryv1alpha1.MemoryAdapter{}
+		g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "pgrestart"}, ma)).To(Succeed())
+		g.Expect(outageTruth(ma.Status.Conditions)).To(BeEmpty())
+	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	a := condition(ctx, c, ns, "pgrestart", memoryv1alpha1.ConditionAvailable)
+	tl.mark("Available=False %s: %s", a.Reason, a.Message)
+
+	By("a rerun under way on sqlite-memory as well")
+	// Counted by UID: the controller prunes finished Jobs beyond its history, so a count
+	// of all Jobs drops when the rerun finishes.
+	known := map[types.UID]bool{}
+	for _, j := range jobsOf(ctx, c, ns, "sqlite-memory") {
+		known[j.UID] = true
+	}
+	newJobs := func() []string {
+		var names []string
+		for _, j := range jobsOf(ctx, c, ns, "sqlite-memory") {
+			if !known[j.UID] {
+				names = append(names, j.Name)
+			}
+		}
+		return names
+	}
+	kubectl(ctx, "annotate", "-n", ns, "madp/sqlite-memory", "memory.agentmem.io/rerun-conformance=manager-restart", "--overwrite")
+	Eventually(newJobs).WithTimeout(time.Minute).Should(HaveLen(1))
+	tl.mark("rerun Job %v started on sqlite-memory", newJobs())
+
+	By("deleting both manager pods while the server is down and the rerun runs")
+	watch := watchConditions(ctx, c, ns, []string{"pgrestart"}, time.Second, outageTruth)
+	old := map[string]bool{}
+	for _, p := range managerPods(ctx, c) {
+		old[p.Name] = true
+	}
+	Expect(old).To(HaveLen(2), "two manager replicas")
+	kubectl(ctx, "delete", "pod", "-n", operatorNamespace, "-l", "control-plane=controller-manager", "--wait=false")
+	deleted := tl.mark("manager pods %v deleted", slices.Sorted(maps.Keys(old)))
+	var holder string
+	Eventually(func(g Gomega) {
+		holder = leaseHolder(ctx, c)
+		g.Expect(holder).NotTo(BeEmpty())
+		g.Expect(old).NotTo(HaveKey(holder), "the Lease is still held by a deleted pod")
+	}).WithTimeout(3 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
+	acquired := tl.mark("Lease held by the new pod %s", holder)
+	// An adapter created now is written only by the new leader: when its conditions
+	// appear, the new leader has reconciled (and the watch has read pgrestart throughout).
+	probe := networkedAdapter(ns, "restart-probe", memoryv1alpha1.BackendPostgres, "postgres", "immediate")
+	Expect(c.Create(ctx, probe)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, probe) })
+	Eventually(func(g Gomega) {
+		got := &memoryv1alpha1.MemoryAdapter{}
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(probe), got)).To(Succeed())
+		g.Expect(got.Status.Conditions).NotTo(BeEmpty())
+	}).WithTimeout(2 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
+	wrote := tl.mark("the new leader wrote status (lease +%.1fs)", time.Since(acquired).Seconds())
+	Eventually(func(g Gomega) {
+		pods := managerPods(ctx, c)
+		g.Expect(pods).To(HaveLen(2))
+		for _, p := range pods {
+			g.Expect(old).NotTo(HaveKey(p.Name))
+			g.Expect(podReady(p)).To(BeTrue(), "manager pod %s is not Ready", p.Name)
+		}
+	}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	tl.mark("both new manager pods Ready (+%.1fs after the deletion)", time.Since(deleted).Seconds())
+	// Long enough for the new leader's prober to read the evidence again (health period
+	// 3 s, failure threshold 2) and write what it found, and for it to have started a second
+	// Job for the rerun if it were going to.
+	Consistently(func(g Gomega) {
+		ma := &memoryv1alpha1.MemoryAdapter{}
+		g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "pgrestart"}, ma)).To(Succeed())
+		g.Expect(outageTruth(ma.Status.Conditions)).To(BeEmpty())
+		g.Expect(newJobs()).To(HaveLen(1), "no duplicate Job for the rerun")
+	}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
+	bad, reads := watch.result()
+	tl.mark("%d readings of pgrestart from the deletion to %.1fs after the new leader's first write, %d not true", reads, time.Since(wrote).Seconds(), len(bad))
+	Expect(bad).To(BeEmpty(), "a reading showed a false state across the restart")
+	Expect(reads).To(BeNumerically(">", 10))
+	Expect(condition(ctx, c, ns, "pgrestart", memoryv1alpha1.ConditionAvailable).Reason).To(BeElementOf(evidenceReasons))
+
+	By("the new leader finishes the rerun it inherited, without a second Job")
+	Eventually(func(g Gomega) {
+		ma := &memoryv1alpha1.MemoryAdapter{}
+		g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "sqlite-memory"}, ma)).To(Succeed())
+		g.Expect(ma.Status.Conformance.RerunToken).To(Equal("manager-restart"))
+	}).WithTimeout(availableDeadline).WithPolling(2 * time.Second).Should(Succeed())
+	waitAvailable(ctx, ns, "sqlite-memory")
+	Expect(newJobs()).To(HaveLen(1), "no duplicate Job")
+	tl.mark("sqlite-memory Available on the inherited rerun")
+
+	By("resuming the server: Available again, with no new run")
+	pg.do(ctx, "resume")
+	tl.mark("server resumed")
+	waitAvailable(ctx, ns, "pgrestart")
+	tl.mark("Available=True")
+	Expect(jobsOf(ctx, c, ns, "pgrestart")).To(HaveLen(1), "a restart during an outage is no new version to verify")
+	Expect(c.Get(ctx, client.ObjectKeyFromObject(ma), ma)).To(Succeed())
+	Expect(ma.Status.Conformance.JobName).To(Equal(run))
+}

@@ -1017,21 +1017,9 @@ var _ = Describe("the operator loop", func() {
 		}, NodeTimeout(15*time.Minute))
 		AfterAll(func(ctx SpecContext) { deleteAdapterNamespace(ctx, c, ns) }, NodeTimeout(10*time.Minute))
 
-		It("restarts no duplicate Job when the manager pod is deleted mid-run", func(ctx SpecContext) {
-			before := len(jobsOf(ctx, c, ns, "sqlite-memory"))
-			kubectl(ctx, "annotate", "-n", ns, "madp/sqlite-memory", "memory.agentmem.io/rerun-conformance=manager-restart", "--overwrite")
-			Eventually(func() int { return len(jobsOf(ctx, c, ns, "sqlite-memory")) }).WithTimeout(time.Minute).Should(Equal(before + 1))
-			kubectl(ctx, "delete", "pod", "-n", operatorNamespace, "-l", "control-plane=controller-manager", "--wait=true")
-			kubectl(ctx, "rollout", "status", "-n", operatorNamespace, "deployment/"+managerDeployment, "--timeout=5m")
-			Consistently(func() int { return len(jobsOf(ctx, c, ns, "sqlite-memory")) }).WithTimeout(20 * time.Second).WithPolling(time.Second).
-				Should(BeNumerically("<=", before+1))
-			Eventually(func(g Gomega) {
-				ma := &memoryv1alpha1.MemoryAdapter{}
-				g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "sqlite-memory"}, ma)).To(Succeed())
-				g.Expect(ma.Status.Conformance.RerunToken).To(Equal("manager-restart"))
-			}).WithTimeout(availableDeadline).WithPolling(2 * time.Second).Should(Succeed())
-			waitAvailable(ctx, ns, "sqlite-memory")
-		}, SpecTimeout(15*time.Minute))
+		It("restarts every manager pod mid-run and mid-outage: no duplicate Job, and no false condition while the server is down", func(ctx SpecContext) {
+			managerRestartSpec(ctx, c, ns)
+		}, SpecTimeout(20*time.Minute))
 
 		It("fails over to the standby manager when the leader pod is deleted mid-run: no duplicate Job, no Available flap", func(ctx SpecContext) {
 			// The earlier specs' host servers stopped with them: a PostgreSQL adapter of this
