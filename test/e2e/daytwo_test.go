@@ -204,21 +204,7 @@ func managerRestartSpec(ctx SpecContext, c client.Client, ns string) {
 	tl.mark("Available=False %s: %s", a.Reason, a.Message)
 
 	By("a rerun under way on sqlite-memory as well")
-	// Counted by UID: the controller prunes finished Jobs beyond its history, so a count
-	// of all Jobs drops when the rerun finishes.
-	known := map[types.UID]bool{}
-	for _, j := range jobsOf(ctx, c, ns, "sqlite-memory") {
-		known[j.UID] = true
-	}
-	newJobs := func() []string {
-		var names []string
-		for _, j := range jobsOf(ctx, c, ns, "sqlite-memory") {
-			if !known[j.UID] {
-				names = append(names, j.Name)
-			}
-		}
-		return names
-	}
+	newJobs := jobsSince(ctx, c, ns, "sqlite-memory")
 	kubectl(ctx, "annotate", "-n", ns, "madp/sqlite-memory", "memory.agentmem.io/rerun-conformance=manager-restart", "--overwrite")
 	Eventually(newJobs).WithTimeout(time.Minute).Should(HaveLen(1))
 	tl.mark("rerun Job %v started on sqlite-memory", newJobs())

@@ -164,6 +164,26 @@ func jobsOf(ctx context.Context, c client.Client, ns, name string) []batchv1.Job
 	return jobs.Items
 }
 
+// jobsSince returns a function naming the adapter's conformance Jobs created after this call.
+// They are told apart by UID: the controller prunes finished Jobs beyond its history, so a
+// count of all Jobs drops when a run finishes.
+func jobsSince(ctx context.Context, c client.Client, ns, name string) func() []string {
+	GinkgoHelper()
+	known := map[types.UID]bool{}
+	for _, j := range jobsOf(ctx, c, ns, name) {
+		known[j.UID] = true
+	}
+	return func() []string {
+		var names []string
+		for _, j := range jobsOf(ctx, c, ns, name) {
+			if !known[j.UID] {
+				names = append(names, j.Name)
+			}
+		}
+		return names
+	}
+}
+
 // hostServer is a throwaway backend server on the host that a spec can stop and resume on
 // the same port, which the Service-without-selector keeps pointing at.
 type hostServer struct{ script, dir string }
@@ -1045,21 +1065,7 @@ var _ = Describe("the operator loop", func() {
 			}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
 
 			By("a rerun under way on sqlite-memory when the leader " + leader + " is deleted")
-			// Counted by UID: the controller prunes finished Jobs beyond its history, so a count
-			// of all Jobs drops when the rerun finishes.
-			known := map[types.UID]bool{}
-			for _, j := range jobsOf(ctx, c, ns, "sqlite-memory") {
-				known[j.UID] = true
-			}
-			newJobs := func() []string {
-				var names []string
-				for _, j := range jobsOf(ctx, c, ns, "sqlite-memory") {
-					if !known[j.UID] {
-						names = append(names, j.Name)
-					}
-				}
-				return names
-			}
+			newJobs := jobsSince(ctx, c, ns, "sqlite-memory")
 			kubectl(ctx, "annotate", "-n", ns, "madp/sqlite-memory", "memory.agentmem.io/rerun-conformance=failover", "--overwrite")
 			Eventually(newJobs).WithTimeout(time.Minute).Should(HaveLen(1))
 			flaps := watchAvailable(ctx, c, ns, steady)
