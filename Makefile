@@ -253,9 +253,10 @@ demo-down: ## Remove what make demo made: its namespace, its PostgreSQL server, 
 	hack/demo.sh down
 
 # The suite runs on E2E_PROCS Ginkgo processes: most specs wait on the cluster (a conformance
-# run, an outage held for minutes), so two share two cores with room to spare; the specs that
-# disrupt the manager or a node are Serial and run alone at the end (docs/development.md).
-E2E_PROCS ?= 2
+# run, an outage held for minutes), so three share two cores, lint and the tests of make ci
+# beside them; the specs that disrupt the manager or a node are Serial and run alone at the
+# end (docs/development.md has the measurements at two, three and four).
+E2E_PROCS ?= 3
 # A step that runs past 45s reports what it is waiting on every 30s, so no wait is silent.
 # Ginkgo colours its report unless told not to; a log or a pipe gets plain text. Each stage
 # also leaves a JSON report in bin/ (every spec's start, end and Ginkgo process), to see where

@@ -205,6 +205,14 @@ func cutReplicaSpec(ctx context.Context, c client.Client, ns string) {
 	}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	ready := tl.mark("replacement %s ready on %s, %.0f s after the cut", replacement.Name, replacement.Spec.NodeName, time.Since(cutAt).Seconds())
 	Expect(replacement.Spec.NodeName).NotTo(Equal(victim))
+	// A replacement that restarted before it was ready says why: its last container log is
+	// the only account of the time it took (the cluster's logs are gone with the stage).
+	for _, st := range replacement.Status.ContainerStatuses {
+		if st.RestartCount > 0 {
+			prev, err := runKubectl(ctx, "logs", "-n", ns, replacement.Name, "-c", st.Name, "--previous", "--tail=20")
+			tl.mark("replacement container %s restarted %d times; its last run's log (%v):\n%s", st.Name, st.RestartCount, err, prev)
+		}
+	}
 	waitAvailable(ctx, ns, name)
 	end := time.Now()
 	changes := track.stop()
