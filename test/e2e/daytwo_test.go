@@ -154,15 +154,15 @@ var _ = Describe("day two: status explains failures and stays true", func() {
 
 })
 
-// managerRestartSpec deletes every manager pod at once while a PostgreSQL adapter's server is
-// down and a conformance rerun of sqlite-memory (Available in ns) is under way: no reading
+// managerRestartSpec deletes every manager pod at once while the server pg of the PostgreSQL
+// adapter pgrestart is down and a conformance rerun of sqlite-memory is under way (both
+// adapters made by the caller in ns): no reading
 // of the adapter's conditions is false across the restart, the new leader starts no second
 // Job for the rerun and records it, and no outage is taken for a new version to verify.
-func managerRestartSpec(ctx SpecContext, c client.Client, ns string) {
-	pg, conn := startStoppable(ctx, "postgres-server.sh", "MAO_TEST_POSTGRES_LISTEN_URL=")
-	Expect(c.Create(ctx, connectionSecret(ctx, ns, "pgrestart-db", "pgrestart", conn))).To(Succeed())
-	ma := networkedAdapter(ns, "pgrestart", memoryv1alpha1.BackendPostgres, "postgres", "immediate")
-	Expect(c.Create(ctx, ma)).To(Succeed())
+func managerRestartSpec(ctx SpecContext, c client.Client, ns string, pg hostServer) {
+	ma := &memoryv1alpha1.MemoryAdapter{}
+	Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "pgrestart"}, ma)).To(Succeed())
+	// Gone with the spec, so the failover spec after it watches only adapters it keeps steady.
 	DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, ma) })
 	waitAvailable(ctx, ns, "pgrestart")
 	Expect(c.Get(ctx, client.ObjectKeyFromObject(ma), ma)).To(Succeed())

@@ -37,8 +37,9 @@ const (
 	clusterDNSIP = "10.96.0.10"
 )
 
-// longSpec marks a spec of a minute or more that runs beside others: Ginkgo hands these out
-// first, so that none of them starts last and runs alone at the end of the parallel phase.
+// longSpec marks a spec of a minute or more that runs beside others, or an ordered group whose
+// specs add up to that: Ginkgo hands these out first, so that none of them starts last and
+// runs alone at the end of the parallel phase.
 const longSpec SpecPriority = 1
 
 var (

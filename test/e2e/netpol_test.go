@@ -92,8 +92,9 @@ func adapterAddrs(ctx context.Context, c client.Client, ns, name string) (podAdd
 var dnsAddr = net.JoinHostPort(clusterDNSIP, "53")
 
 // ContinueOnFailure: past the first spec each one probes on its own, and a wrong policy should
-// show every direction it gets wrong, not only the first.
-var _ = Describe("the adapter's NetworkPolicy, enforced by kube-network-policies", Ordered, ContinueOnFailure, func() {
+// show every direction it gets wrong, not only the first. Its specs run in order on one process
+// for over a minute in all, so the group counts as long.
+var _ = Describe("the adapter's NetworkPolicy, enforced by kube-network-policies", Ordered, ContinueOnFailure, longSpec, func() {
 	const adapter = "sqlite-memory"
 	var (
 		c       client.Client

@@ -1028,25 +1028,35 @@ var _ = Describe("the operator loop", func() {
 
 	// These stop manager pods: Serial, so no other spec's adapter sees the restart.
 	Describe("across manager restarts", Serial, Ordered, func() {
+		// pgrestart's server, which the restart spec stops and resumes.
+		var restartServer hostServer
 		BeforeAll(func(ctx SpecContext) {
 			c, ns = adapterNamespace(ctx, "restart-")
 			kubectl(ctx, "apply", "-n", ns, "-f", "config/samples/memory_v1alpha1_memoryadapter_sqlite.yaml")
 			kubectl(ctx, "apply", "-n", ns, "-f", "config/samples/memory_v1alpha1_memoryadapter_external.yaml")
-			waitAvailable(ctx, ns, "sqlite-memory")
-			waitAvailable(ctx, ns, "external-memory")
+			// Each spec's PostgreSQL adapter, on a host server of its own, comes up here beside
+			// the samples: their conformance runs overlap instead of following one another in
+			// the Serial phase, where nothing else runs. The servers stop after AfterAll.
+			var conn string
+			restartServer, conn = startStoppable(ctx, "postgres-server.sh", "MAO_TEST_POSTGRES_LISTEN_URL=")
+			Expect(c.Create(ctx, connectionSecret(ctx, ns, "pgrestart-db", "pgrestart", conn))).To(Succeed())
+			Expect(c.Create(ctx, networkedAdapter(ns, "pgrestart", memoryv1alpha1.BackendPostgres, "postgres", "immediate"))).To(Succeed())
+			_, conn = startStoppable(ctx, "postgres-server.sh", "MAO_TEST_POSTGRES_LISTEN_URL=")
+			Expect(c.Create(ctx, connectionSecret(ctx, ns, "pgsteady-db", "pgsteady", conn))).To(Succeed())
+			Expect(c.Create(ctx, networkedAdapter(ns, "pgsteady", memoryv1alpha1.BackendPostgres, "postgres", "immediate"))).To(Succeed())
+			for _, n := range []string{"sqlite-memory", "external-memory", "pgrestart", "pgsteady"} {
+				waitAvailable(ctx, ns, n)
+			}
 		}, NodeTimeout(15*time.Minute))
 		AfterAll(func(ctx SpecContext) { deleteAdapterNamespace(ctx, c, ns) }, NodeTimeout(10*time.Minute))
 
 		It("restarts every manager pod mid-run and mid-outage: no duplicate Job, and no false condition while the server is down", func(ctx SpecContext) {
-			managerRestartSpec(ctx, c, ns)
+			managerRestartSpec(ctx, c, ns, restartServer)
 		}, SpecTimeout(20*time.Minute))
 
 		It("fails over to the standby manager when the leader pod is deleted mid-run: no duplicate Job, no Available flap", func(ctx SpecContext) {
-			// The earlier specs' host servers stopped with them: a PostgreSQL adapter of this
-			// spec's own and the External adapter are the steady ones.
-			_, conn := startStoppable(ctx, "postgres-server.sh", "MAO_TEST_POSTGRES_LISTEN_URL=")
-			Expect(c.Create(ctx, connectionSecret(ctx, ns, "pgsteady-db", "pgsteady", conn))).To(Succeed())
-			Expect(c.Create(ctx, networkedAdapter(ns, "pgsteady", memoryv1alpha1.BackendPostgres, "postgres", "immediate"))).To(Succeed())
+			// A PostgreSQL adapter whose server nothing stops (BeforeAll's) and the External
+			// adapter are the steady ones.
 			steady := []string{"pgsteady", "external-memory"}
 			for _, n := range steady {
 				waitAvailable(ctx, ns, n)
