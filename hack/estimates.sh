@@ -42,11 +42,17 @@ EST_DEMO_WARM="1-3 min"
 # beside the single-node stage, and the one-node rollout and stopped kubelet are gone (they run
 # on three nodes): 26m30s with both duplicates still in (b6ca72b), 23m33s without (e4a5884;
 # the single-node stage 15m37s, the three-node stage 7m37s; 24m10s at df4a49c), 21m03s with E2E_PROCS=3 (the
-# single-node stage 13m01s). Cold adds the Kubernetes, tools and image builds (about 25 min
+# single-node stage 13m01s). With three processes the default, the TLS renewal beside the other
+# specs, one manager restart fewer and the manager's readiness probed every 2 s (2026-12-05):
+# 19m18s (d1d8885; the single-node stage 10m50s, its specs 629 s; the three-node stage 8m08s)
+# and 18m09s (850c9b8; the single-node stage 10m50s, its specs 583 s, lint and the tests
+# finishing with it; the three-node stage 6m59s). The three-node stage varies by a minute or
+# two: one run at e9e4004 waited 180 s, not 80, for a replacement pod (docs/operator.md).
+# Cold adds the Kubernetes, tools and image builds (about 25 min
 # idle) and the policy agent's (about 11 min); lint's and the tests' cold builds now happen
 # beside the suite. The cold figure is that sum, not a measured run with hack/ci.sh.
 EST_CI_COLD="50-70 min"
-EST_CI_WARM="22-27 min"
+EST_CI_WARM="18-21 min"
 
 # --- make demo's and make cluster-up's steps ------------------------------------------------
 # The cluster from nothing: Kubernetes, CoreDNS and local-path-provisioner built 12m50s in the
