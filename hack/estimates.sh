@@ -46,8 +46,11 @@ EST_DEMO_WARM="1-3 min"
 # specs, one manager restart fewer and the manager's readiness probed every 2 s (2026-12-05):
 # 19m18s (d1d8885; the single-node stage 10m50s, its specs 629 s; the three-node stage 8m08s)
 # and 18m09s (850c9b8; the single-node stage 10m50s, its specs 583 s, lint and the tests
-# finishing with it; the three-node stage 6m59s). The three-node stage varies by a minute or
-# two: one run at e9e4004 waited 180 s, not 80, for a replacement pod (docs/operator.md).
+# finishing with it; the three-node stage 6m59s). Then 20m54s (ace6bd9): lint and the tests
+# took until 13m03s beside a 10-minute suite, so the three-node stage now starts beside their
+# tail: 18m37s (0bfd0bc; the single-node stage 9m56s, the three-node stage 8m20s with lint and
+# the tests finishing 2 minutes into it). The three-node stage varies by a minute or two: one
+# run at e9e4004 waited 180 s, not 80, for a replacement pod (docs/operator.md).
 # Cold adds the Kubernetes, tools and image builds (about 25 min
 # idle) and the policy agent's (about 11 min); lint's and the tests' cold builds now happen
 # beside the suite. The cold figure is that sum, not a measured run with hack/ci.sh.
