@@ -350,7 +350,7 @@ var _ = Describe("MemoryAdapter admission", func() {
 				a.Spec.TLS = &v1alpha1.TLSSpec{Mode: v1alpha1.TLSDisabled, CertificateLifetime: v1alpha1.NewDuration(time.Hour)}
 			}, "certificateLifetime applies only to mode Operator"),
 			Entry("a staleness grace shorter than the period", func(a *v1alpha1.MemoryAdapter) {
-				a.Spec.Health = &v1alpha1.HealthSpec{Period: v1alpha1.NewDuration(60e9), StalenessGrace: v1alpha1.NewDuration(30 * time.Second)}
+				a.Spec.Health = &v1alpha1.HealthSpec{Period: v1alpha1.NewDuration(time.Minute), StalenessGrace: v1alpha1.NewDuration(30 * time.Second)}
 			}, "stalenessGrace must not be shorter than period"),
 			Entry("a name too long for the adapter's Jobs", func(a *v1alpha1.MemoryAdapter) {
 				a.GenerateName, a.Name = "", "a-name-that-is-much-too-long-for-conformance-jobs"
