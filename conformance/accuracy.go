@@ -122,6 +122,14 @@ var accuracyTable = []accuracyRow{
 		{Name: "full fidelity", Manifest: fullManifest,
 			Expect: []CaseID{CaseDirectRetrieval, CaseTypedSearch}},
 	}},
+	// The lie lionagi's items met (contract.md §3, revised 2026-12): a store that keeps
+	// microseconds behind a full claim. Under the earlier one-microsecond rule it passed.
+	{Knob: "timestamps kept to the microsecond", Service: fake.ServiceKnobs{MicrosecondTimestamps: true}, Lies: []lie{
+		{Name: "full fidelity", Manifest: fullManifest,
+			Expect: []CaseID{CaseDirectRetrieval, CaseTypedSearch}},
+		{Name: "retrieve_fidelity=native_fields", Manifest: func(m *memory.Manifest) { m.RetrieveFidelity = memory.FidelityNativeFields },
+			Expect: []CaseID{CaseDirectRetrieval}},
+	}},
 	{Knob: "created_at dropped by the service", Service: fake.ServiceKnobs{DropCreatedAt: true}, Lies: []lie{
 		{Name: "created_at native at full fidelity", Manifest: fullManifest,
 			Expect: []CaseID{CaseDirectRetrieval, CaseDroppedWriteField, CaseTypedSearch}},

@@ -6,9 +6,9 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -92,8 +92,8 @@ func fieldProblems(stored, got memory.Item, fields ...memory.ItemField) []string
 				out = append(out, fmt.Sprintf("content %s, want %s", short(got.ContentJSON()), short(stored.ContentJSON())))
 			}
 		case memory.FieldCreatedAt:
-			if !got.CreatedAt.Truncate(time.Microsecond).Equal(stored.CreatedAt) {
-				out = append(out, fmt.Sprintf("created_at %s, want %s", got.CreatedAt.UTC().Format(time.RFC3339Nano), stored.CreatedAt.Format(time.RFC3339Nano)))
+			if !memory.SameTimestamp(got.CreatedAt, stored.CreatedAt) {
+				out = append(out, createdAtProblem(stored.CreatedAt, got.CreatedAt))
 			}
 		case memory.FieldTags:
 			if !slices.Equal(got.Tags, stored.Tags) {
@@ -276,15 +276,27 @@ var caseDroppedWriteField = Case{
 				}
 			}
 		}
-		delta := got.CreatedAt.Sub(it.CreatedAt).Abs()
 		if c.m.Dropped(memory.FieldCreatedAt) {
-			if c.check("dropped-write-field/dropped-created-at-not-kept") && delta == 0 {
-				c.failf("created_at is declared dropped but retrieve returned the stored value %s", it.CreatedAt.Format(time.RFC3339Nano))
+			if c.check("dropped-write-field/dropped-created-at-not-kept") && memory.SameTimestamp(got.CreatedAt, it.CreatedAt) {
+				c.failf("created_at is declared dropped but retrieve returned the stored value %s", memory.FormatTimestamp(it.CreatedAt))
 			}
-		} else if c.check("dropped-write-field/native-created-at-survives") && delta > 24*time.Hour {
+		} else if c.check("dropped-write-field/native-created-at-survives") && math.Abs(got.CreatedAt-it.CreatedAt) > 24*60*60 {
 			// Even a lossy created_at stays near its value; a default (epoch, "now") does not.
-			c.failf("created_at is not declared dropped but retrieve returned %s for a stored %s", got.CreatedAt.UTC().Format(time.RFC3339Nano), it.CreatedAt.Format(time.RFC3339Nano))
+			c.failf("created_at is not declared dropped but retrieve returned %s for a stored %s", memory.FormatTimestamp(got.CreatedAt), memory.FormatTimestamp(it.CreatedAt))
 		}
 		c.notef("dropped fields %v come back as defaults; other fields survive", c.m.DroppedItemFields)
 	},
+}
+
+// createdAtProblem describes a created_at that did not round-trip, naming the usual cause
+// when the value came back rounded to the microsecond or to the second.
+func createdAtProblem(stored, got float64) string {
+	msg := fmt.Sprintf("created_at %s, want %s (bit-exact)", memory.FormatTimestamp(got), memory.FormatTimestamp(stored))
+	switch {
+	case memory.SameTimestamp(got, math.Round(stored*1e6)/1e6):
+		msg += ": the store keeps microseconds (a timestamptz or an integer column); keep the double, or declare created_at lossy"
+	case memory.SameTimestamp(got, math.Trunc(stored)):
+		msg += ": the store keeps whole seconds; keep the double, or declare created_at lossy"
+	}
+	return msg
 }

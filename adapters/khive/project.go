@@ -124,7 +124,7 @@ func project(text string, createdAt time.Time) (memory.Item, error) {
 		return memory.Item{}, errors.New("content envelope: content is not JSON")
 	}
 	return memory.Item{
-		ID: id, CreatedAt: createdAt, Metadata: map[string]json.RawMessage{},
+		ID: id, CreatedAt: memory.Timestamp(createdAt), Metadata: map[string]json.RawMessage{},
 		Content: bytes.Clone(content), Tags: []string{},
 	}, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -29,7 +28,7 @@ func bulkLoad(b *testing.B, pool *pgxpool.Pool, schema, scope string, n int) []u
 			b.Fatal(err)
 		}
 		ids[i] = p.ID
-		rows[i] = []any{scope, p.ID, time.UnixMicro(p.CreatedAtMicros), string(p.Metadata), string(p.Content), p.SearchText, p.Tags}
+		rows[i] = []any{scope, p.ID, p.CreatedAt, string(p.Metadata), string(p.Content), p.SearchText, p.Tags}
 	}
 	_, err := pool.CopyFrom(context.Background(), pgx.Identifier{schema, "memory_items"},
 		[]string{"scope", "id", "created_at", "metadata", "content", "search_text", "tags"}, pgx.CopyFromRows(rows))
@@ -112,14 +111,14 @@ func benchDriver(s *Store, raw *pgxpool.Pool, schema string) storetest.BenchDriv
 		},
 		Retrieve: func(ctx context.Context, id uuid.UUID) error {
 			var kind, meta, content string
-			var ts time.Time
+			var ts float64
 			var tags []string
 			if err := raw.QueryRow(ctx, `SELECT kind, created_at, metadata::text, content::text, tags
 					FROM `+table+` WHERE scope = $1 AND id = $2`, "bench", id).
 				Scan(&kind, &ts, &meta, &content, &tags); err != nil {
 				return err
 			}
-			_, err := storetest.DecodePlain(id, ts.UTC(), meta, content, tags)
+			_, err := storetest.DecodePlain(id, ts, meta, content, tags)
 			return err
 		},
 		Search: func(q memory.Query) (func(context.Context) (int, error), error) {
@@ -181,13 +180,13 @@ func driverSearchRows(ctx context.Context, raw *pgxpool.Pool, s *Store, q memory
 	count := 0
 	for rows.Next() {
 		var id uuid.UUID
-		var ts time.Time
+		var ts float64
 		var meta, content string
 		var tags []string
 		if err := rows.Scan(&id, &ts, &meta, &content, &tags); err != nil {
 			return count, err
 		}
-		if _, err := storetest.DecodePlain(id, ts.UTC(), meta, content, tags); err != nil {
+		if _, err := storetest.DecodePlain(id, ts, meta, content, tags); err != nil {
 			return count, err
 		}
 		count++

@@ -6,8 +6,8 @@
 // schema) can hold many adapters. Content and metadata are jsonb for filters (numbers are
 // exact numerics) and, beside it, the exact compact text written, which reads return: jsonb
 // prints 1e131071 as 131,072 digits, and a read must stay about the size of the write (the
-// contract's amplification bound). Tags are an ordered text[],
-// created_at a timestamptz (microseconds). Text search is strpos over a lower-cased copy of the
+// contract's amplification bound). Tags are an ordered text[], created_at a double precision
+// (the client's double, bit for bit). Text search is strpos over a lower-cased copy of the
 // content text, so %, _ and * are ordinary characters. Values PostgreSQL cannot store exactly
 // (U+0000 anywhere, unpaired surrogate escapes) are rejected before the write with
 // MemoryAdapterError.

@@ -238,7 +238,7 @@ func (h *Harness) MakeWrongKindRecord(ctx context.Context) (uuid.UUID, error) {
 	id := uuid.New()
 	_, err := h.admin.Exec(ctx, `INSERT INTO `+h.table()+`
 		(scope, id, kind, created_at, metadata, content, search_text, tags)
-		VALUES ($1, $2, $3, now(), '{}', $4, $5, '{}')`,
+		VALUES ($1, $2, $3, extract(epoch FROM now()), '{}', $4, $5, '{}')`,
 		h.scope, id, relstore.WrongKind, relstore.WrongKindContent, relstore.WrongKindSearchText)
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("postgres harness: plant wrong-kind record: %w", err)

@@ -31,7 +31,7 @@ func TestRejectsWhatPostgresCannotStore(t *testing.T) {
 	for name, it := range cases {
 		t.Run(name, func(t *testing.T) {
 			it.ID = uuid.New()
-			it.CreatedAt = time.Now()
+			it.CreatedAt = memory.Now()
 			id, err := s.Store(context.Background(), it)
 			// An invalid JSON escape (\U) is also rejected, by the JSON check.
 			if !errors.Is(err, memory.ErrAdapter) || errors.Is(err, memory.ErrUnavailable) || id != uuid.Nil {

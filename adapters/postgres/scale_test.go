@@ -34,7 +34,7 @@ func copyLoad(ctx context.Context, pool *pgxpool.Pool, schema, scope string, n i
 			return nil, err
 		}
 		i++
-		return []any{scope, p.ID, time.UnixMicro(p.CreatedAtMicros).UTC(), string(p.Metadata), string(p.Content),
+		return []any{scope, p.ID, p.CreatedAt, string(p.Metadata), string(p.Content),
 			p.SearchText, p.Tags, string(p.Metadata), string(p.Content)}, nil
 	})
 	if _, err := pool.CopyFrom(ctx, pgx.Identifier{schema, "memory_items"},

@@ -277,6 +277,14 @@ var migrations = []string{
 		EXECUTE FUNCTION %[1]s.memory_item_tags_sync();
 	CREATE TRIGGER memory_items_tags_delete AFTER DELETE ON %[1]s.memory_items
 		FOR EACH ROW EXECUTE FUNCTION %[1]s.memory_item_tags_sync();`,
+	// created_at as the client's double, bit for bit (contract.md §3, revised 2026-12): a
+	// timestamptz keeps microseconds, so lionagi's time.time() values came back altered.
+	// float8 is an IEEE-754 double and pgx moves it in binary, -0.0 included. A row written
+	// as a timestamptz becomes the double nearest its microseconds, which is the double a
+	// client read from the wire for it before the upgrade. The rewrite holds the table's
+	// lock for its duration (seconds per million rows), once.
+	6: `ALTER TABLE %[1]s.memory_items ALTER COLUMN created_at TYPE double precision
+		USING extract(epoch FROM created_at)::double precision;`,
 }
 
 // SchemaVersion is the schema version this build writes and expects.
@@ -476,7 +484,7 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 				content = excluded.content, search_text = excluded.search_text, tags = excluded.tags,
 				metadata_text = excluded.metadata_text, content_text = excluded.content_text
 			WHERE memory_items.kind = 'memory_item'`,
-			s.scope, p.ID, time.UnixMicro(p.CreatedAtMicros).UTC(), string(p.Metadata), string(p.Content), p.SearchText, p.Tags,
+			s.scope, p.ID, p.CreatedAt, string(p.Metadata), string(p.Content), p.SearchText, p.Tags,
 			string(p.Metadata), string(p.Content))
 		n = tag.RowsAffected()
 		return err
@@ -531,18 +539,23 @@ const exactColumns = `COALESCE(metadata_text, metadata::text), COALESCE(content_
 
 type row struct {
 	id        uuid.UUID
-	createdAt time.Time
+	createdAt float64
 	metadata  string
 	content   string
 	tags      []string
 }
 
 func (r row) item() (memory.Item, error) {
+	// Written by this adapter it is always in range; a NaN another writer put there is not
+	// a time.
+	if !memory.TimestampInRange(r.createdAt) {
+		return memory.Item{}, memory.NewAdapterError("decode stored created_at: out of range (years 1 to 9999)", nil)
+	}
 	meta, err := relstore.DecodeMetadata(r.metadata)
 	if err != nil {
 		return memory.Item{}, err
 	}
-	it := memory.Item{ID: r.id, CreatedAt: r.createdAt.UTC(), Metadata: meta, Content: json.RawMessage(r.content), Tags: r.tags}
+	it := memory.Item{ID: r.id, CreatedAt: r.createdAt, Metadata: meta, Content: json.RawMessage(r.content), Tags: r.tags}
 	if it.Tags == nil {
 		it.Tags = []string{}
 	}

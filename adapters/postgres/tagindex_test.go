@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -45,7 +44,7 @@ func TestTagIndexBackfillAndUpkeep(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := h.admin.Exec(ctx, `INSERT INTO `+q+`.memory_items (scope, id, created_at, metadata, content, search_text, tags)
-			VALUES ('s', $1, $2, $3, $4, $5, $6)`, p.ID, time.UnixMicro(p.CreatedAtMicros), string(p.Metadata), string(p.Content), p.SearchText, p.Tags); err != nil {
+			VALUES ('s', $1, to_timestamp($2), $3, $4, $5, $6)`, p.ID, p.CreatedAt, string(p.Metadata), string(p.Content), p.SearchText, p.Tags); err != nil {
 			t.Fatal(err)
 		}
 	}

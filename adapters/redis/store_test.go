@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -305,11 +306,11 @@ func TestValidationBeforeTransport(t *testing.T) {
 		t.Errorf("limit 0: %v, %v; want [] without transport", hits, err)
 	}
 	bad := []memory.Item{
-		{ID: uuid.Nil, CreatedAt: time.Now()},
-		{ID: uuid.New(), CreatedAt: time.Now(), Content: json.RawMessage(`{bad`)},
-		{ID: uuid.New(), CreatedAt: time.Now(), Tags: []string{"\xff"}},
-		{ID: uuid.New(), CreatedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
-		{ID: uuid.New(), CreatedAt: time.Now(), Content: json.RawMessage(`"` + string(make([]byte, memory.MaxItemBytes)) + `"`)},
+		{ID: uuid.Nil, CreatedAt: memory.Now()},
+		{ID: uuid.New(), CreatedAt: memory.Now(), Content: json.RawMessage(`{bad`)},
+		{ID: uuid.New(), CreatedAt: memory.Now(), Tags: []string{"\xff"}},
+		{ID: uuid.New(), CreatedAt: math.Nextafter(memory.MaxTimestamp, math.Inf(1))},
+		{ID: uuid.New(), CreatedAt: memory.Now(), Content: json.RawMessage(`"` + string(make([]byte, memory.MaxItemBytes)) + `"`)},
 	}
 	for i, it := range bad {
 		id, err := s.Store(ctx, it)

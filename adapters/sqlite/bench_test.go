@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -58,13 +58,18 @@ func bulkInsert(ctx context.Context, db *sql.DB, scope string, n int, loaded fun
 	return nil
 }
 
-// decodePlain is storetest.DecodePlain for SQLite's columns: microseconds and a JSON tag array.
-func decodePlain(id uuid.UUID, us int64, meta, content, tagsJ string) (memory.Item, error) {
+// decodePlain is storetest.DecodePlain for SQLite's columns: created_at's text and a JSON
+// tag array.
+func decodePlain(id uuid.UUID, createdAt, meta, content, tagsJ string) (memory.Item, error) {
 	var tags []string
 	if err := json.Unmarshal([]byte(tagsJ), &tags); err != nil {
 		return memory.Item{}, err
 	}
-	return storetest.DecodePlain(id, time.UnixMicro(us).UTC(), meta, content, tags)
+	ts, err := strconv.ParseFloat(createdAt, 64)
+	if err != nil {
+		return memory.Item{}, err
+	}
+	return storetest.DecodePlain(id, ts, meta, content, tags)
 }
 
 // BenchmarkSQLite measures each adapter operation beside a "driver" baseline that runs the
@@ -138,21 +143,20 @@ func benchDriver(b *testing.B, raw *sql.DB) storetest.BenchDriver {
 				return err
 			}
 			_, err = raw.ExecContext(ctx, `INSERT INTO memory_items
-				(scope, id, kind, created_at_us, metadata, content, search_text, tags)
+				(scope, id, kind, created_at, metadata, content, search_text, tags)
 				VALUES (?, ?, 'memory_item', ?, ?, ?, ?, ?)
 				ON CONFLICT (scope, id) DO UPDATE SET content = excluded.content`,
-				"bench", it.ID.String(), it.CreatedAt.UnixMicro(), string(meta),
+				"bench", it.ID.String(), strconv.FormatFloat(it.CreatedAt, 'g', -1, 64), string(meta),
 				string(it.Content), memory.SearchText(it.Content), string(tags))
 			return err
 		},
 		Retrieve: func(ctx context.Context, id uuid.UUID) error {
-			var kind, meta, content, tags string
-			var us int64
+			var kind, createdAt, meta, content, tags string
 			if err := retrieve.QueryRowContext(ctx, "bench", id.String()).
-				Scan(&kind, &us, &meta, &content, &tags); err != nil {
+				Scan(&kind, &createdAt, &meta, &content, &tags); err != nil {
 				return err
 			}
-			_, err := decodePlain(id, us, meta, content, tags)
+			_, err := decodePlain(id, createdAt, meta, content, tags)
 			return err
 		},
 		Search: func(q memory.Query) (func(context.Context) (int, error), error) {
@@ -195,16 +199,15 @@ func benchDriver(b *testing.B, raw *sql.DB) storetest.BenchDriver {
 				defer rows.Close()
 				count := 0
 				for rows.Next() {
-					var idS, meta, content, tags string
-					var us int64
-					if err := rows.Scan(&idS, &us, &meta, &content, &tags); err != nil {
+					var idS, createdAt, meta, content, tags string
+					if err := rows.Scan(&idS, &createdAt, &meta, &content, &tags); err != nil {
 						return count, err
 					}
 					id, err := uuid.Parse(idS)
 					if err != nil {
 						return count, err
 					}
-					if _, err := decodePlain(id, us, meta, content, tags); err != nil {
+					if _, err := decodePlain(id, createdAt, meta, content, tags); err != nil {
 						return count, err
 					}
 					count++

@@ -209,9 +209,9 @@ func (h *Harness) ServiceVersion(ctx context.Context) (string, error) {
 func (h *Harness) MakeWrongKindRecord(ctx context.Context) (uuid.UUID, error) {
 	id := uuid.New()
 	_, err := h.admin.ExecContext(ctx, `INSERT INTO memory_items
-		(scope, id, kind, created_at_us, metadata, content, search_text, tags)
+		(scope, id, kind, created_at, metadata, content, search_text, tags)
 		VALUES (?, ?, ?, ?, '{}', ?, ?, '[]')`,
-		h.scope, id.String(), relstore.WrongKind, time.Now().UnixMicro(), relstore.WrongKindContent, relstore.WrongKindSearchText)
+		h.scope, id.String(), relstore.WrongKind, memory.FormatTimestamp(memory.Now()), relstore.WrongKindContent, relstore.WrongKindSearchText)
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("sqlite harness: plant wrong-kind record: %w", err)
 	}

@@ -287,6 +287,16 @@ var schema = relstore.Schema{
 	CREATE TRIGGER memory_items_text_delete AFTER DELETE ON memory_items BEGIN
 		DELETE FROM memory_items_text WHERE rowid = old.seq;
 	END;`,
+		// created_at as the client's double, bit for bit (contract.md §3, revised 2026-12):
+		// the text of its shortest form, which parses back to the same double (-0.0
+		// included; a REAL column would store -0.0 as the integer 0). Rows written by
+		// version 1's integer microseconds become the decimal the wire wrote for them then,
+		// so a client reads back exactly the double it read before the upgrade.
+		4: `ALTER TABLE memory_items ADD COLUMN created_at TEXT NOT NULL DEFAULT '0.0';
+	UPDATE memory_items SET created_at =
+		CASE WHEN created_at_us < 0 THEN '-' ELSE '' END || (abs(created_at_us) / 1000000) || '.' ||
+		printf('%06d', abs(created_at_us) % 1000000);
+	ALTER TABLE memory_items DROP COLUMN created_at_us;`,
 	},
 }
 
@@ -375,14 +385,14 @@ func (s *Store) Close() error {
 // insertRow inserts one memory row; its arguments are rowArgs. Store adds the upsert clause;
 // the benchmarks' bulk loaders use it as is, so loaded rows are exactly what Store writes.
 const insertRow = `INSERT INTO memory_items
-		(scope, id, kind, created_at_us, metadata, content, search_text, tags)
+		(scope, id, kind, created_at, metadata, content, search_text, tags)
 		VALUES (?, ?, 'memory_item', ?, ?, ?, ?, ?)`
 
 // rowArgs are insertRow's arguments for a prepared item in scope: the tags as one JSON
 // array text, the other columns as relstore.Prepare made them.
 func rowArgs(scope string, p relstore.Prepared) []any {
 	tags, _ := json.Marshal(p.Tags)
-	return []any{scope, p.ID.String(), p.CreatedAtMicros, string(p.Metadata), string(p.Content), p.SearchText, string(tags)}
+	return []any{scope, p.ID.String(), memory.FormatTimestamp(p.CreatedAt), string(p.Metadata), string(p.Content), p.SearchText, string(tags)}
 }
 
 // Store writes item under its id. Storing an existing id replaces the item in place and keeps
@@ -397,7 +407,7 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 	defer cancel()
 	res, err := s.exec(ctx, insertRow+`
 		ON CONFLICT (scope, id) DO UPDATE SET
-			created_at_us = excluded.created_at_us, metadata = excluded.metadata,
+			created_at = excluded.created_at, metadata = excluded.metadata,
 			content = excluded.content, search_text = excluded.search_text, tags = excluded.tags
 		WHERE memory_items.kind = 'memory_item'`,
 		rowArgs(s.scope, p)...)
@@ -415,7 +425,7 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 }
 
 // retrieveSQL reads one row by its primary key.
-const retrieveSQL = `SELECT kind, created_at_us, metadata, content, tags
+const retrieveSQL = `SELECT kind, created_at, metadata, content, tags
 	FROM memory_items WHERE scope = ? AND id = ?`
 
 // Retrieve reads the item with id in this scope; an unknown id or a record of another kind is
@@ -424,8 +434,7 @@ func (s *Store) Retrieve(ctx context.Context, id uuid.UUID) (*memory.Item, error
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	var (
-		kind                 string
-		us                   int64
+		kind, createdAt      string
 		meta, content, tagsJ string
 	)
 	idS := id.String()
@@ -435,7 +444,7 @@ func (s *Store) Retrieve(ctx context.Context, id uuid.UUID) (*memory.Item, error
 		s.trace(retrieveSQL, []any{s.scope, idS})
 	}
 	err := s.retrieve.QueryRowContext(ctx, s.scope, idS).
-		Scan(&kind, &us, &meta, &content, &tagsJ)
+		Scan(&kind, &createdAt, &meta, &content, &tagsJ)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -445,19 +454,23 @@ func (s *Store) Retrieve(ctx context.Context, id uuid.UUID) (*memory.Item, error
 	if kind != kindMemoryItem {
 		return nil, nil
 	}
-	it, err := decodeRow(id, us, meta, content, tagsJ)
+	it, err := decodeRow(id, createdAt, meta, content, tagsJ)
 	if err != nil {
 		return nil, err
 	}
 	return &it, nil
 }
 
-func decodeRow(id uuid.UUID, us int64, meta, content, tagsJ string) (memory.Item, error) {
+func decodeRow(id uuid.UUID, createdAt, meta, content, tagsJ string) (memory.Item, error) {
+	ts, err := memory.ParseTimestamp(createdAt)
+	if err != nil {
+		return memory.Item{}, memory.NewAdapterError("decode stored created_at", err)
+	}
 	m, err := relstore.DecodeMetadata(meta)
 	if err != nil {
 		return memory.Item{}, err
 	}
-	it := memory.Item{ID: id, CreatedAt: time.UnixMicro(us).UTC(), Metadata: m, Content: json.RawMessage(content)}
+	it := memory.Item{ID: id, CreatedAt: ts, Metadata: m, Content: json.RawMessage(content)}
 	if err := json.Unmarshal([]byte(tagsJ), &it.Tags); err != nil || it.Tags == nil {
 		return memory.Item{}, memory.NewAdapterError("decode stored tags", err)
 	}
@@ -495,18 +508,17 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 	defer rows.Close()
 	for rows.Next() {
 		var (
-			idS                  string
-			us                   int64
+			idS, createdAt       string
 			meta, content, tagsJ string
 		)
-		if err := rows.Scan(&idS, &us, &meta, &content, &tagsJ); err != nil {
+		if err := rows.Scan(&idS, &createdAt, &meta, &content, &tagsJ); err != nil {
 			return nil, classify("search", err)
 		}
 		id, err := uuid.Parse(idS)
 		if err != nil {
 			return nil, memory.NewAdapterError("search: stored id is not a UUID", err)
 		}
-		it, err := decodeRow(id, us, meta, content, tagsJ)
+		it, err := decodeRow(id, createdAt, meta, content, tagsJ)
 		if err != nil {
 			return nil, err
 		}
@@ -660,7 +672,7 @@ func runProbe(ctx context.Context, db *sql.DB, trace func(string, []any), query 
 func buildSearchWith(scope string, q memory.Query, plan searchPlan) (string, []any, bool) {
 	var b strings.Builder
 	args := []any{scope}
-	b.WriteString(`SELECT id, created_at_us, metadata, content, tags FROM memory_items
+	b.WriteString(`SELECT id, created_at, metadata, content, tags FROM memory_items
 		WHERE scope = ? AND kind = 'memory_item'`)
 	if q.Text != nil {
 		// instr is a literal byte search: no pattern characters exist for it.

@@ -178,8 +178,8 @@ func TestLegacyDeepRowDoesNotPoisonFilters(t *testing.T) {
 	deep := memory.NewItem(json.RawMessage(`"legacy"`))
 	meta := `{"branch_id":"b1","source":` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}`
 	if _, err := h.admin.ExecContext(storetest.Ctx(t), `INSERT INTO memory_items
-		(scope, id, kind, created_at_us, metadata, content, search_text, tags)
-		VALUES (?, ?, 'memory_item', 0, ?, '"legacy"', 'legacy', '[]')`, h.Scope(), deep.ID.String(), meta); err != nil {
+		(scope, id, kind, created_at, metadata, content, search_text, tags)
+		VALUES (?, ?, 'memory_item', '0.0', ?, '"legacy"', 'legacy', '[]')`, h.Scope(), deep.ID.String(), meta); err != nil {
 		t.Fatalf("plant legacy row: %v", err)
 	}
 	for _, f := range []string{`"b1"`, `{"a":1}`, `7`} {

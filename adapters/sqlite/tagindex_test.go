@@ -3,13 +3,13 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"math"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/google/uuid"
 
-	"github.com/agentmem/memory-adapter-operator/adapters/internal/relstore"
 	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
@@ -36,13 +36,7 @@ func TestTagIndexBackfillAndUpkeep(t *testing.T) {
 		memory.NewItem([]byte(`"charlie"`), "y", "y"),
 	}
 	for _, it := range old {
-		p, err := relstore.Prepare(it, relstore.Rules{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := raw.ExecContext(ctx, insertRow, rowArgs("s", p)...); err != nil {
-			t.Fatal(err)
-		}
+		insertV1Row(t, raw, "s", it, int64(math.Round(it.CreatedAt*1e6)))
 	}
 	s, err := Open(ctx, Options{Path: path, Scope: "s"})
 	if err != nil {

@@ -64,7 +64,7 @@ type BenchDriver struct {
 
 // DecodePlain builds an item from raw columns with plain encoding/json and no checks: the
 // decoding a caller of the bare driver would write to get the same item the adapter returns.
-func DecodePlain(id uuid.UUID, created time.Time, meta, content string, tags []string) (memory.Item, error) {
+func DecodePlain(id uuid.UUID, created float64, meta, content string, tags []string) (memory.Item, error) {
 	it := memory.Item{ID: id, CreatedAt: created, Content: json.RawMessage(content), Tags: tags}
 	if err := json.Unmarshal([]byte(meta), &it.Metadata); err != nil {
 		return memory.Item{}, err

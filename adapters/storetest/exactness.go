@@ -2,17 +2,17 @@ package storetest
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
-// Fixture is one named item that must round-trip exactly. A zero CreatedAt gets a distinct
-// microsecond timestamp and nil Tags become an empty list before the item is stored.
+// Fixture is one named item that must round-trip exactly. A CreatedAt of +0 gets a distinct
+// time.time()-like created_at and nil Tags become an empty list before the item is stored.
 type Fixture struct {
 	Name string
 	Item memory.Item
@@ -22,6 +22,9 @@ type Fixture struct {
 const (
 	FixtureBigInteger = "integer-above-2^53"
 	FixtureReordered  = "reordered-keys"
+	// FixtureTimeTime is a created_at as lionagi's time.time() makes it, sub-microsecond bits
+	// and all.
+	FixtureTimeTime = "time-time-sub-microsecond"
 )
 
 // Fixtures returns contract.md §3's portable exactness fixtures (everything except U+0000,
@@ -47,13 +50,31 @@ func Fixtures() []Fixture {
 			Content: json.RawMessage(`"t"`),
 			Tags:    []string{"b", "a", "b", "a", "a"},
 		}},
-		{"microsecond-timestamp", memory.Item{
+		// created_at is lionagi's time.time(): doubles with sub-microsecond bits, each of which
+		// must come back (contract.md §3); a microsecond or timestamptz store fails these.
+		{FixtureTimeTime, memory.Item{
 			Content:   json.RawMessage(`"ts"`),
-			CreatedAt: time.Date(1999, 12, 31, 23, 59, 59, 999999000, time.UTC),
+			CreatedAt: 1796513095.4649496,
 		}},
-		{"microsecond-timestamp-recent", memory.Item{
+		{"time-time-sub-microsecond-2", memory.Item{
 			Content:   json.RawMessage(`"micro"`),
-			CreatedAt: time.Date(2026, 7, 9, 12, 34, 56, 123456000, time.UTC),
+			CreatedAt: 1764975600.5738423,
+		}},
+		{"time-time-near-one", memory.Item{
+			Content:   json.RawMessage(`"one"`),
+			CreatedAt: 1.0000004,
+		}},
+		{"time-time-before-1970", memory.Item{
+			Content:   json.RawMessage(`"past"`),
+			CreatedAt: -12345.678901234567,
+		}},
+		{"time-time-negative-zero", memory.Item{
+			Content:   json.RawMessage(`"signed zero"`),
+			CreatedAt: math.Copysign(0, -1),
+		}},
+		{"time-time-range-edges", memory.Item{
+			Content:   json.RawMessage(`"edge"`),
+			CreatedAt: memory.MaxTimestamp,
 		}},
 		{"escaped-backslash-u0000-is-text", memory.Item{
 			Content:  json.RawMessage(`{"s":"a\\u0000b"}`),
@@ -83,14 +104,14 @@ func Exactness(t *testing.T, f Factory, extra ...Fixture) map[string]memory.Item
 	h := f(t)
 	s := Open(t, h)
 	ctx := Ctx(t)
-	base := time.Date(2026, 3, 4, 5, 6, 7, 123456000, time.UTC)
+	base := 1772600767.1234567
 	stored := map[string]memory.Item{}
 	for i, fx := range append(Fixtures(), extra...) {
 		t.Run(fx.Name, func(t *testing.T) {
 			it := fx.Item
 			it.ID = uuid.New()
-			if it.CreatedAt.IsZero() {
-				it.CreatedAt = base.Add(time.Duration(i) * time.Microsecond)
+			if it.CreatedAt == 0 && !math.Signbit(it.CreatedAt) {
+				it.CreatedAt = base + float64(i)*1e-7
 			}
 			if it.Tags == nil {
 				it.Tags = []string{}

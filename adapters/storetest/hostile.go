@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -105,12 +104,12 @@ func HostileData(t *testing.T, f Factory, o HostileOptions) {
 	h := f(t)
 	s := Open(t, h)
 	ctx := Ctx(t)
-	base := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
+	base := 1778051289.0000001
 	n := 0
 	next := func(it memory.Item) memory.Item {
 		n++
 		it.ID = uuid.New()
-		it.CreatedAt = base.Add(time.Duration(n) * time.Microsecond)
+		it.CreatedAt = base + float64(n)*1e-6
 		if it.Tags == nil {
 			it.Tags = []string{}
 		}

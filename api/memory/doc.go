@@ -7,6 +7,7 @@
 // workloads can depend on it alone.
 //
 // Exactness matters more than convenience here: content and metadata are kept as raw JSON so
-// that numbers above 2^53 and key order survive, created_at has microsecond resolution, and tag
-// order and duplicates are part of an item's value.
+// that numbers above 2^53 and key order survive, created_at is the client's double of Unix
+// seconds kept bit for bit (lionagi's time.time()), and tag order and duplicates are part of
+// an item's value.
 package memory

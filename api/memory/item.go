@@ -5,11 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"slices"
-	"strconv"
-	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -18,20 +14,14 @@ import (
 // DefaultLimit is lionagi's MemoryQuery default limit; a decoded query without "limit" gets it.
 const DefaultLimit = 20
 
-// Timestamps outside these bounds are rejected on decode: they cannot be represented by every
-// backend and a huge exponent would be an easy way to make a decoder burn CPU.
-var (
-	minCreatedAt = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
-	maxCreatedAt = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
-)
-
 // Item is lionagi's MemoryItem. Content and metadata values are raw JSON so that they keep
 // exact numbers and nested structure; use JSONEqual or Item.Equal to compare them.
 type Item struct {
 	// ID is the item's identity, chosen by the client.
 	ID uuid.UUID
-	// CreatedAt has microsecond resolution on the wire and in every full-fidelity backend.
-	CreatedAt time.Time
+	// CreatedAt is Unix seconds as lionagi makes it (time.time()): an IEEE-754 double whose
+	// every bit is part of the value (contract.md §3). TimeOf and Timestamp convert.
+	CreatedAt float64
 	// Metadata maps keys to JSON values; nil means empty.
 	Metadata map[string]json.RawMessage
 	// Content is any JSON value; nil means JSON null.
@@ -40,12 +30,12 @@ type Item struct {
 	Tags []string
 }
 
-// NewItem returns an item with a fresh UUIDv4 and the current time at microsecond resolution,
-// as lionagi's defaults do.
+// NewItem returns an item with a fresh UUIDv4 and the current time as a double of Unix
+// seconds, as lionagi's defaults (uuid4(), time.time()) do.
 func NewItem(content json.RawMessage, tags ...string) Item {
 	return Item{
 		ID:        uuid.New(),
-		CreatedAt: time.Now().UTC().Truncate(time.Microsecond),
+		CreatedAt: Now(),
 		Metadata:  map[string]json.RawMessage{},
 		Content:   content,
 		Tags:      append([]string{}, tags...),
@@ -75,10 +65,10 @@ func (it Item) ContentJSON() json.RawMessage {
 }
 
 // Equal reports whether two items are equal under the contract's exactness rules: same id,
-// same microsecond created_at, JSON-equal content and metadata, identical tag lists.
+// bit-identical created_at, JSON-equal content and metadata, identical tag lists.
 func (it Item) Equal(o Item) bool {
 	return it.ID == o.ID &&
-		it.CreatedAt.Truncate(time.Microsecond).Equal(o.CreatedAt.Truncate(time.Microsecond)) &&
+		SameTimestamp(it.CreatedAt, o.CreatedAt) &&
 		MetadataEqual(it.Metadata, o.Metadata) &&
 		JSONEqual(it.ContentJSON(), o.ContentJSON()) &&
 		slices.Equal(nonNil(it.Tags), nonNil(o.Tags))
@@ -90,7 +80,7 @@ func (it Item) Diff(o Item) []ItemField {
 	if it.ID != o.ID {
 		out = append(out, FieldID)
 	}
-	if !it.CreatedAt.Truncate(time.Microsecond).Equal(o.CreatedAt.Truncate(time.Microsecond)) {
+	if !SameTimestamp(it.CreatedAt, o.CreatedAt) {
 		out = append(out, FieldCreatedAt)
 	}
 	if !MetadataEqual(it.Metadata, o.Metadata) {
@@ -232,8 +222,8 @@ func isNull(raw json.RawMessage) bool {
 	return len(t) == 0 || bytes.Equal(t, []byte("null"))
 }
 
-// MarshalJSON writes the wire form of contract.md §4: created_at as float seconds with
-// microsecond precision, metadata defaulting to {}, content to null and tags to [].
+// MarshalJSON writes the wire form of contract.md §4: created_at as float seconds in the
+// shortest form that parses back to the same double, metadata defaulting to {}, content to null and tags to [].
 func (it Item) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.Grow(sizeHint(&it))
@@ -248,7 +238,7 @@ func (it Item) MarshalJSON() ([]byte, error) {
 // caller either goes through json.Marshal or json.HTMLEscape, which escapes them in the same
 // pass that re-compacts the whole value, so the bytes on the wire are unchanged.
 func appendItem(b *bytes.Buffer, it *Item) error {
-	if it.CreatedAt.Before(minCreatedAt) || it.CreatedAt.After(maxCreatedAt) {
+	if !TimestampInRange(it.CreatedAt) {
 		// The decoder rejects these, so writing one would produce an item nobody can read.
 		return errors.New("created_at: out of range (years 1 to 9999)")
 	}
@@ -485,133 +475,6 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-// FormatTimestamp writes t as Unix seconds with up to six decimals (microseconds), the way a
-// Python float prints it: at least one decimal, trailing zeros trimmed.
-func FormatTimestamp(t time.Time) string {
-	return string(AppendTimestamp(nil, t))
-}
-
-// AppendTimestamp appends FormatTimestamp(t) to dst without allocating when dst has room;
-// the server and client encode one per item.
-func AppendTimestamp(dst []byte, t time.Time) []byte {
-	us := t.Truncate(time.Microsecond).UnixMicro()
-	if us < 0 {
-		dst = append(dst, '-')
-		us = -us
-	}
-	sec, frac := us/1_000_000, us%1_000_000
-	dst = strconv.AppendInt(dst, sec, 10)
-	dst = append(dst, '.')
-	if frac == 0 {
-		return append(dst, '0')
-	}
-	var digits [6]byte
-	for i := 5; i >= 0; i-- {
-		digits[i] = byte('0' + frac%10)
-		frac /= 10
-	}
-	n := 6
-	for digits[n-1] == '0' {
-		n--
-	}
-	return append(dst, digits[:n]...)
-}
-
-// ParseTimestamp parses a JSON number of Unix seconds exactly (never through float64) and
-// rounds it to the nearest microsecond, the contract's resolution.
-func ParseTimestamp(num string) (time.Time, error) {
-	if len(num) > 64 {
-		return time.Time{}, errors.New("number literal too long")
-	}
-	// big.Rat also accepts "1/2", "0x1p4" and "Inf"-like forms; the wire allows JSON numbers
-	// only, and a quoted number is a wrong type, not a timestamp.
-	if !validNumberLiteral(num) {
-		return time.Time{}, fmt.Errorf("not a JSON number: %q", truncate(num, 64))
-	}
-	if t, ok := parsePlainTimestamp(num); ok {
-		return t, nil
-	}
-	return parseRatTimestamp(num)
-}
-
-// parseRatTimestamp is ParseTimestamp's exact path for every valid literal: big.Rat, then
-// rounding half away from zero to whole microseconds.
-func parseRatTimestamp(num string) (time.Time, error) {
-	if i := strings.IndexAny(num, "eE"); i >= 0 {
-		// Bound the exponent before big.Rat sees it: 1e999999999 would be costly.
-		exp := strings.TrimLeft(strings.TrimLeft(num[i+1:], "+-"), "0")
-		if len(exp) > 3 {
-			return time.Time{}, errors.New("exponent out of range")
-		}
-	}
-	r, ok := new(big.Rat).SetString(num)
-	if !ok {
-		return time.Time{}, fmt.Errorf("not a number: %q", truncate(num, 64))
-	}
-	r.Mul(r, big.NewRat(1_000_000, 1))
-	// Round half away from zero to whole microseconds.
-	q, m := new(big.Int).QuoRem(r.Num(), r.Denom(), new(big.Int))
-	m.Mul(m, big.NewInt(2))
-	if m.CmpAbs(r.Denom()) >= 0 {
-		if r.Sign() < 0 {
-			q.Sub(q, big.NewInt(1))
-		} else {
-			q.Add(q, big.NewInt(1))
-		}
-	}
-	if !q.IsInt64() {
-		return time.Time{}, errors.New("timestamp out of range")
-	}
-	t := time.UnixMicro(q.Int64()).UTC()
-	if t.Before(minCreatedAt) || t.After(maxCreatedAt) {
-		return time.Time{}, errors.New("timestamp out of range (years 1 to 9999)")
-	}
-	return t, nil
-}
-
-// parsePlainTimestamp parses the form FormatTimestamp writes and nearly every client sends
-// (digits, optionally a point and at most six decimals, no exponent) with integer
-// arithmetic: such a value is already a whole number of microseconds, so no rounding is
-// needed and big.Rat's allocations are skipped. It reports false for anything else, which
-// ParseTimestamp then handles exactly through big.Rat.
-func parsePlainTimestamp(num string) (time.Time, bool) {
-	s := num
-	neg := strings.HasPrefix(s, "-")
-	if neg {
-		s = s[1:]
-	}
-	intPart, frac, _ := strings.Cut(s, ".")
-	// 12 digits of seconds cover years 1 to 9999 with room to spare and cannot overflow.
-	if len(intPart) == 0 || len(intPart) > 12 || len(frac) > 6 {
-		return time.Time{}, false
-	}
-	var us int64
-	for _, c := range []byte(intPart) {
-		if c < '0' || c > '9' {
-			return time.Time{}, false
-		}
-		us = us*10 + int64(c-'0')
-	}
-	for i := range 6 {
-		us *= 10
-		if i < len(frac) {
-			c := frac[i]
-			if c < '0' || c > '9' {
-				return time.Time{}, false
-			}
-			us += int64(c - '0')
-		}
-	}
-	if neg {
-		us = -us
-	}
-	t := time.UnixMicro(us).UTC()
-	if t.Before(minCreatedAt) || t.After(maxCreatedAt) {
-		return time.Time{}, false
-	}
-	return t, true
 }
 
 // Query is lionagi's MemoryQuery. Text nil means no text predicate; Tags empty means no tag

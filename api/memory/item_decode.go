@@ -121,14 +121,10 @@ func decodeValidItem(data, buf []byte, text string, start int) (Item, int, bool)
 			if c := val[0]; c != '-' && (c < '0' || c > '9') {
 				return it, i, false
 			}
-			// val is a valid number literal, for which ParseTimestamp takes this path first;
-			// the conversion does not escape, so a short literal is not copied to the heap.
-			ts, ok := parsePlainTimestamp(string(val))
-			if !ok {
-				var err error
-				if ts, err = ParseTimestamp(string(val)); err != nil {
-					return it, i, false
-				}
+			// The conversion does not escape, so a short literal is not copied to the heap.
+			ts, err := ParseTimestamp(string(val))
+			if err != nil {
+				return it, i, false
 			}
 			it.CreatedAt = ts
 		case "metadata":

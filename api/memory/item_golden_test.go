@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 )
@@ -15,7 +14,7 @@ import (
 func goldenItem() Item {
 	return Item{
 		ID:        uuid.MustParse("6f1c0f6e-8a55-4c39-9a39-2a0b6f0d4b1e"),
-		CreatedAt: time.UnixMicro(1_767_225_600_123_450),
+		CreatedAt: 1767225600.12345,
 		Metadata: map[string]json.RawMessage{
 			"source":           json.RawMessage(` "a<b>&c" `),
 			"k\"ey\\\n\u2028<": json.RawMessage(`{ "x" : [ 1e400 , "\u2029" , "é" ] }`),

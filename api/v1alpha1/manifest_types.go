@@ -10,7 +10,7 @@ type ItemField string
 const (
 	// ItemFieldID is the item's client-chosen UUID.
 	ItemFieldID ItemField = "id"
-	// ItemFieldCreatedAt is the item's creation time (microsecond resolution).
+	// ItemFieldCreatedAt is the item's creation time: a double of Unix seconds, kept bit for bit where native.
 	ItemFieldCreatedAt ItemField = "created_at"
 	// ItemFieldMetadata is the item's metadata mapping.
 	ItemFieldMetadata ItemField = "metadata"

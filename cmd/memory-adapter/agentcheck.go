@@ -190,7 +190,7 @@ func runAgentCheck(ctx context.Context, out io.Writer, root string, f *agentChec
 	}
 	item := memory.Item{
 		ID:        uuid.New(),
-		CreatedAt: time.Now().UTC().Truncate(time.Microsecond),
+		CreatedAt: memory.Now(),
 		Content:   json.RawMessage(`{"note":"stored by agent-check"}`),
 		Metadata:  map[string]json.RawMessage{"source": json.RawMessage(`"agent-check"`)},
 		Tags:      []string{"agent-check"},

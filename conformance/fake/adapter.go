@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -141,7 +140,7 @@ func (a *Adapter) Store(ctx context.Context, item memory.Item) (uuid.UUID, error
 		Key:     item.ID.String(),
 		Body:    item.ContentJSON(),
 		Labels:  slices.Clone(item.Tags),
-		TsMicro: item.CreatedAt.UnixMicro(),
+		Ts:      item.CreatedAt,
 		NoIndex: a.knobs.IndexNeverVisible,
 	}
 	if a.knobs.ContentFloat64 {
@@ -228,7 +227,7 @@ func project(r record) (memory.Item, error) {
 	}
 	it := memory.Item{
 		ID:        id,
-		CreatedAt: time.UnixMicro(r.TsMicro).UTC(),
+		CreatedAt: r.Ts,
 		Metadata:  map[string]json.RawMessage{},
 		Content:   r.Body,
 		Tags:      slices.Clone(r.Labels),

@@ -66,14 +66,14 @@ func TruthfulManifest(s ServiceKnobs, a AdapterKnobs) memory.Manifest {
 	metaLossy := !metaDropped && !preserves
 	retrieve := memory.FidelityFull
 	switch {
-	case s.NormalizeTimestamps || metaLossy:
+	case s.NormalizeTimestamps || s.MicrosecondTimestamps || metaLossy:
 		retrieve = memory.FidelityLossy
 	case len(dropped) > 0:
 		retrieve = memory.FidelityNativeFields
 	}
 	search := memory.FidelityFull
 	switch {
-	case s.NormalizeTimestamps || metaLossy || (s.SearchDropsMetadata && !metaDropped):
+	case s.NormalizeTimestamps || s.MicrosecondTimestamps || metaLossy || (s.SearchDropsMetadata && !metaDropped):
 		search = memory.FidelityLossy
 	case len(dropped) > 0 || s.DropSearchTags:
 		search = memory.FidelityNativeFields

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -28,6 +29,9 @@ type ServiceKnobs struct {
 	SearchDropsMetadata bool
 	// NormalizeTimestamps truncates created_at to whole seconds.
 	NormalizeTimestamps bool
+	// MicrosecondTimestamps keeps created_at to the nearest microsecond, as a timestamptz or
+	// an integer-microsecond column does: lionagi's time.time() values come back altered.
+	MicrosecondTimestamps bool
 	// DropCreatedAt makes the service ignore created_at and report the Unix epoch.
 	DropCreatedAt bool
 	// FilterableKeys, when not nil, is the closed set of metadata keys the service can
@@ -56,7 +60,7 @@ type record struct {
 	Body    json.RawMessage            `json:"body"`
 	Labels  []string                   `json:"labels,omitempty"`
 	Attrs   map[string]json.RawMessage `json:"attrs,omitempty"`
-	TsMicro int64                      `json:"ts_us"`
+	Ts      float64                    `json:"ts"`
 	NoIndex bool                       `json:"noindex,omitempty"`
 }
 
@@ -163,11 +167,14 @@ func (s *service) put(ctx context.Context, dialErr error, payload []byte) ([]byt
 			r.Attrs[k] = float64JSON(v)
 		}
 	}
+	if s.knobs.MicrosecondTimestamps {
+		r.Ts = math.Round(r.Ts*1e6) / 1e6
+	}
 	if s.knobs.NormalizeTimestamps {
-		r.TsMicro -= r.TsMicro % 1_000_000
+		r.Ts = math.Trunc(r.Ts)
 	}
 	if s.knobs.DropCreatedAt {
-		r.TsMicro = 0
+		r.Ts = 0
 	}
 	if _, exists := s.records[r.Key]; !exists {
 		s.order = append(s.order, r.Key)

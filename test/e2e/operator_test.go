@@ -482,7 +482,7 @@ var _ = Describe("the operator loop", func() {
 
 			By("storing an item through the Service, deleting the pod, and reading it back")
 			st := adapterStore(ctx, c, ns, "sqlite-memory")
-			item := memory.Item{ID: uuid.New(), Content: []byte(`"kept across pods"`), Metadata: map[string]json.RawMessage{"source": json.RawMessage(`"e2e"`)}, Tags: []string{"e2e"}, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
+			item := memory.Item{ID: uuid.New(), Content: []byte(`"kept across pods"`), Metadata: map[string]json.RawMessage{"source": json.RawMessage(`"e2e"`)}, Tags: []string{"e2e"}, CreatedAt: memory.Now()}
 			_, err := st.Store(ctx, item)
 			Expect(err).NotTo(HaveOccurred())
 			kubectl(ctx, "delete", "pod", "-n", ns, "-l", "memory.agentmem.io/adapter=sqlite-memory,app.kubernetes.io/component=adapter", "--wait=true")
@@ -552,7 +552,7 @@ var _ = Describe("the operator loop", func() {
 
 			By("storing and reading an item through the Service of the user's server")
 			st := adapterStore(ctx, c, ns, "external-memory")
-			item := memory.Item{ID: uuid.New(), Content: []byte(`"from the bring-your-own server"`), Metadata: map[string]json.RawMessage{}, Tags: []string{}, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
+			item := memory.Item{ID: uuid.New(), Content: []byte(`"from the bring-your-own server"`), Metadata: map[string]json.RawMessage{}, Tags: []string{}, CreatedAt: memory.Now()}
 			_, err := st.Store(ctx, item)
 			Expect(err).NotTo(HaveOccurred())
 			got, err := st.Retrieve(ctx, item.ID)
@@ -666,7 +666,7 @@ var _ = Describe("the operator loop", func() {
 
 			By("storing an item through the adapter before the upgrade")
 			st := adapterStore(ctx, c, ns, adapter)
-			item := memory.Item{ID: uuid.New(), Content: []byte(`"stored on 17.9"`), Metadata: map[string]json.RawMessage{"source": json.RawMessage(`"e2e"`)}, Tags: []string{"e2e"}, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
+			item := memory.Item{ID: uuid.New(), Content: []byte(`"stored on 17.9"`), Metadata: map[string]json.RawMessage{"source": json.RawMessage(`"e2e"`)}, Tags: []string{"e2e"}, CreatedAt: memory.Now()}
 			_, err := st.Store(ctx, item)
 			Expect(err).NotTo(HaveOccurred())
 			oldPods := adapterPodUIDs(ctx, c, ns, adapter)

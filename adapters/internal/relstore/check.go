@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -17,8 +16,8 @@ import (
 type Prepared struct {
 	// ID is the item's id.
 	ID uuid.UUID
-	// CreatedAtMicros is created_at as Unix microseconds (the contract's resolution).
-	CreatedAtMicros int64
+	// CreatedAt is created_at, the client's double of Unix seconds, to be stored bit for bit.
+	CreatedAt float64
 	// Metadata is the metadata object as compact JSON ({} when empty).
 	Metadata []byte
 	// Content is the content as compact JSON (null when absent).
@@ -56,8 +55,7 @@ func Prepare(item memory.Item, r Rules) (Prepared, error) {
 	if err := memory.CheckItemDepth(item); err != nil {
 		return Prepared{}, err
 	}
-	us := item.CreatedAt.Truncate(time.Microsecond).UnixMicro()
-	if y := item.CreatedAt.UTC().Year(); y < 1 || y > 9999 {
+	if !memory.TimestampInRange(item.CreatedAt) {
 		return Prepared{}, memory.NewAdapterError("store: created_at outside years 1 to 9999", nil)
 	}
 	content, err := compactJSON("content", item.ContentJSON(), r)
@@ -100,12 +98,12 @@ func Prepare(item memory.Item, r Rules) (Prepared, error) {
 		return Prepared{}, tooLarge(max)
 	}
 	return Prepared{
-		ID:              item.ID,
-		CreatedAtMicros: us,
-		Metadata:        metaJSON,
-		Content:         content,
-		Tags:            append([]string{}, tags...),
-		SearchText:      memory.SearchText(content),
+		ID:         item.ID,
+		CreatedAt:  item.CreatedAt,
+		Metadata:   metaJSON,
+		Content:    content,
+		Tags:       append([]string{}, tags...),
+		SearchText: memory.SearchText(content),
 	}, nil
 }
 

@@ -3,8 +3,8 @@ package relstore
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -39,7 +39,7 @@ func TestScanEscapes(t *testing.T) {
 
 func TestPrepare(t *testing.T) {
 	id := uuid.New()
-	ts := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
+	ts := 1767323045.1234567
 	meta := map[string]json.RawMessage{"a": json.RawMessage(` { "x" : 12345678901234567890123 } `)}
 	p, err := Prepare(memory.Item{ID: id, CreatedAt: ts, Metadata: meta, Content: json.RawMessage(` "Hello  World" `)}, Rules{})
 	if err != nil {
@@ -48,7 +48,7 @@ func TestPrepare(t *testing.T) {
 	if string(p.Content) != `"Hello  World"` || string(p.Metadata) != `{"a":{"x":12345678901234567890123}}` {
 		t.Fatalf("compact forms: content %s metadata %s", p.Content, p.Metadata)
 	}
-	if p.SearchText != "hello  world" || p.CreatedAtMicros != ts.Truncate(time.Microsecond).UnixMicro() || p.Tags == nil {
+	if p.SearchText != "hello  world" || math.Float64bits(p.CreatedAt) != math.Float64bits(ts) || p.Tags == nil {
 		t.Fatalf("prepared: %+v", p)
 	}
 	if string(meta["a"]) != ` { "x" : 12345678901234567890123 } ` {
@@ -73,7 +73,10 @@ func TestPrepare(t *testing.T) {
 		{"too large tags", memory.Item{ID: id, Tags: []string{"0123456789"}}, Rules{MaxItemBytes: 8}},
 		{"NUL escape", memory.Item{ID: id, Content: json.RawMessage(`"\u0000"`)}, Rules{RejectNUL: true}},
 		{"NUL tag", memory.Item{ID: id, Tags: []string{"\x00"}}, Rules{RejectNUL: true}},
-		{"year 10000", memory.Item{ID: id, CreatedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, Rules{}},
+		{"year 10000", memory.Item{ID: id, CreatedAt: math.Nextafter(memory.MaxTimestamp, math.Inf(1))}, Rules{}},
+		{"before year 1", memory.Item{ID: id, CreatedAt: math.Nextafter(memory.MinTimestamp, math.Inf(-1))}, Rules{}},
+		{"NaN", memory.Item{ID: id, CreatedAt: math.NaN()}, Rules{}},
+		{"infinity", memory.Item{ID: id, CreatedAt: math.Inf(1)}, Rules{}},
 	}
 	for _, b := range bad {
 		_, err := Prepare(b.item, b.rules)
