@@ -481,8 +481,11 @@ class RemoteMemoryStore:
                 headers["Content-Type"] = "application/json"
             if token:
                 headers["Authorization"] = "Bearer " + token
+            # The socket itself: http.client drops conn.sock once an answer says
+            # "Connection: close", while the response still reads through it.
+            sock = conn.sock
             try:
-                conn.sock.settimeout(max(deadline - time.monotonic(), 0.001))
+                sock.settimeout(max(deadline - time.monotonic(), 0.001))
                 conn.request(method, self._prefix + path, body=body, headers=headers)
                 resp = conn.getresponse()
                 ctype = (resp.getheader("Content-Type") or "").split(";", 1)[0].strip().lower()
@@ -495,7 +498,13 @@ class RemoteMemoryStore:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         raise TimeoutError("the call's deadline passed while reading the response")
-                    conn.sock.settimeout(remaining)
+                    try:
+                        sock.settimeout(remaining)
+                    except OSError:
+                        # Closed by http.client after a "Connection: close" answer (the
+                        # response reads through its own reference); the timeout set
+                        # before the request still bounds each read.
+                        pass
                     chunk = resp.read(min(1 << 16, self._max + 1 - size))
                     if not chunk:
                         break
