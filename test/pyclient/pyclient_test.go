@@ -43,7 +43,7 @@ func pythons(t *testing.T) []string {
 	t.Helper()
 	out := []string{wiretest.Interpreter(t)}
 	first, _ := filepath.EvalSymlinks(out[0])
-	real := func(p string) string {
+	exe := func(p string) string {
 		cmd := exec.Command(p, "-c", "import sys; print(sys.executable, sys.prefix)")
 		b, err := cmd.Output()
 		if err != nil {
@@ -51,7 +51,7 @@ func pythons(t *testing.T) []string {
 		}
 		return strings.TrimSpace(string(b))
 	}
-	if _, err := os.Stat("/usr/bin/python3"); err == nil && first != "/usr/bin/python3" && real(out[0]) != real("/usr/bin/python3") {
+	if _, err := os.Stat("/usr/bin/python3"); err == nil && first != "/usr/bin/python3" && exe(out[0]) != exe("/usr/bin/python3") {
 		out = append(out, "/usr/bin/python3")
 	}
 	return out
