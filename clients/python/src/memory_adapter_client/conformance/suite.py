@@ -1,0 +1,887 @@
+"""The 17-case matrix of ADR-0093 D2, in Python (ids and checks as the Go suite's
+conformance/cases_*.go; contract.md §2 and §3).
+
+``await run(harness)`` returns a ``Report``. Each case gets a fresh store (``reset``, then
+``make_store``) and runs under a timeout; a case that raises unexpectedly or times out is
+Failed with the reason and the run goes on. Outcomes are ``Passed``, ``Failed`` and
+``NotApplicable`` (always with a reason).
+
+One deliberate difference from the Go suite, from contract.md §3 as revised: ``created_at``
+is compared bit-exactly as a double (the Go suite still compares to the microsecond).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import json
+import struct
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Awaitable, Callable
+
+from ..errors import MemoryAdapterError, MemoryAdapterUnavailable, UnsupportedMemoryQuery
+from ..models import MemoryItem, MemoryQuery, coherence_error, manifest_hash
+from .harness import MissingCapability, has_capability
+
+__all__ = ("CASE_IDS", "Options", "Report", "CaseResult", "run", "json_equal", "PASSED", "FAILED", "NOT_APPLICABLE")
+
+PASSED, FAILED, NOT_APPLICABLE = "Passed", "Failed", "NotApplicable"
+SUITE_VERSION = "0.1.0"
+
+CASE_IDS = (
+    "structural-surface",
+    "store-identifier",
+    "direct-retrieval",
+    "unknown-id",
+    "wrong-native-kind",
+    "dropped-write-field",
+    "typed-search",
+    "limit",
+    "empty-query",
+    "unsupported-filter",
+    "supported-filter",
+    "tag-projection",
+    "metadata-projection",
+    "consistency",
+    "transport-outage",
+    "rejected-write",
+    "manifest-accuracy",
+)
+_READ_ONLY = {"manifest-accuracy"}
+
+BIG_INT = 9007199254740993  # 2^53 + 1: a double cannot hold it
+DEFAULT_LIMIT = 20
+MAX_FILTER_KEYS_CHECKED = 8
+# 2001-02-03T04:05:06.789012Z, the Go suite's fixture time, as the double nearest to it.
+_FIXTURE_TIME = Decimal(int(_dt.datetime(2001, 2, 3, 4, 5, 6, tzinfo=_dt.timezone.utc).timestamp())) + Decimal("0.789012")
+
+
+@dataclass
+class Options:
+    case_timeout: float = 30.0
+    visibility_timeout: float = 10.0
+    poll_interval: float = 0.01
+    # The manifest-accuracy table; None means the built-in fake table (fake.run_accuracy_table).
+    accuracy: Callable[[], Awaitable[Any]] | None = None
+    # Set by the accuracy table for its own runs, which must not recurse.
+    nested: bool = False
+
+
+@dataclass
+class CaseResult:
+    id: str
+    outcome: str
+    message: str = ""
+    missing_capabilities: list[str] = field(default_factory=list)
+    duration_ms: int = 0
+
+    def to_json(self) -> dict:
+        return {
+            "id": self.id,
+            "outcome": self.outcome,
+            "message": self.message,
+            "missing_capabilities": list(self.missing_capabilities),
+            "duration_ms": self.duration_ms,
+        }
+
+
+@dataclass
+class Report:
+    cases: list[CaseResult] = field(default_factory=list)
+    adapter_id: str = ""
+    manifest_hash: str = ""
+    error: str = ""
+    result: str = FAILED
+    claim: str = "partial"
+    missing_capabilities: list[str] = field(default_factory=list)
+    suite_version: str = SUITE_VERSION
+
+    def finish(self) -> None:
+        seen = [c.id for c in self.cases]
+        complete = sorted(seen) == sorted(CASE_IDS) and all(c.outcome in (PASSED, FAILED, NOT_APPLICABLE) for c in self.cases)
+        self.missing_capabilities = sorted({m for c in self.cases for m in c.missing_capabilities})
+        failed = any(c.outcome == FAILED for c in self.cases)
+        self.result = PASSED if complete and not failed and not self.error else FAILED
+        self.claim = "full" if complete and not self.missing_capabilities and not self.error else "partial"
+
+    def outcomes(self) -> dict[str, str]:
+        return {c.id: c.outcome for c in self.cases}
+
+    def summary(self) -> str:
+        if self.result != PASSED:
+            return FAILED
+        if self.claim == "full":
+            return "Passed (full claim)"
+        return f"Passed (partial claim: missing harness capabilities {', '.join(self.missing_capabilities)}; not the full ADR-0093 claim)"
+
+    def table(self) -> str:
+        lines = [f"adapter {self.adapter_id}  suite {self.suite_version}  result {self.summary()}"]
+        if self.error:
+            lines.append("error: " + self.error)
+        for c in self.cases:
+            lines.append(f"{c.id:<20} {c.outcome:<13} {_one_line(c.message)[:300]}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict:
+        return {
+            "adapter_id": self.adapter_id,
+            "manifest_hash": self.manifest_hash,
+            "suite_version": self.suite_version,
+            "result": self.result,
+            "claim": self.claim,
+            "missing_capabilities": self.missing_capabilities,
+            "error": self.error,
+            "cases": [c.to_json() for c in self.cases],
+        }
+
+
+def _one_line(s: str) -> str:
+    return " ".join(s.split())
+
+
+# ---- value comparison (contract.md §3) ----
+
+
+def _num(v: Any) -> Decimal:
+    return Decimal(repr(v)) if isinstance(v, float) else Decimal(v)
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """JSON equality: key order free, numbers by exact decimal value, strings by code points."""
+    num = (int, float, Decimal)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, num) and isinstance(b, num):
+        return _num(a) == _num(b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, str) and isinstance(b, str):
+        return a == b
+    return False
+
+
+def same_double(a: Any, b: Any) -> bool:
+    """Bit-exact equality of two created_at doubles."""
+    try:
+        return struct.pack("<d", float(a)) == struct.pack("<d", float(b))
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+def _short(v: Any, n: int = 120) -> str:
+    try:
+        s = json.dumps(v, ensure_ascii=False, default=str, sort_keys=True)
+    except (TypeError, ValueError):
+        s = repr(v)
+    return s if len(s) <= n else s[:n] + "…"
+
+
+def field_problems(stored: Any, got: Any, *fields: str) -> list[str]:
+    out = []
+    for f in fields:
+        if f == "id" and got.id != stored.id:
+            out.append(f"id {got.id}, want {stored.id}")
+        elif f == "content" and not json_equal(got.content, stored.content):
+            out.append(f"content {_short(got.content)}, want {_short(stored.content)}")
+        elif f == "created_at" and not same_double(got.created_at, stored.created_at):
+            out.append(f"created_at {got.created_at!r}, want {stored.created_at!r} (bit-exact)")
+        elif f == "tags" and list(got.tags) != list(stored.tags):
+            out.append(f"tags {list(got.tags)!r}, want {list(stored.tags)!r}")
+        elif f == "metadata" and not json_equal(dict(got.metadata), dict(stored.metadata)):
+            out.append(f"metadata {_short(got.metadata)}, want {_short(stored.metadata)}")
+    return out
+
+
+def _is_adapter_error(e: BaseException | None) -> bool:
+    return isinstance(e, MemoryAdapterError) and not isinstance(e, MemoryAdapterUnavailable)
+
+
+def _hit_ids(hits: list) -> str:
+    ids = [str(h.id)[:8] for h in hits[:5]]
+    if len(hits) > 5:
+        ids.append(f"…({len(hits)})")
+    return "[" + ",".join(ids) + "]"
+
+
+def _contains_all(hits: list, want: list) -> bool:
+    have = {h.id for h in hits}
+    return all(w in have for w in want)
+
+
+def _find_hit(hits: list, id_: uuid.UUID) -> Any:
+    for h in hits:
+        if h.id == id_:
+            return h
+    return None
+
+
+async def _close_store(s: Any) -> None:
+    for name in ("aclose", "close"):
+        fn = getattr(s, name, None)
+        if callable(fn):
+            try:
+                r = fn()
+                if asyncio.iscoroutine(r):
+                    await asyncio.wait_for(r, 5)
+            except Exception:  # noqa: BLE001 - a store's close is its owner's business
+                pass
+            return
+
+
+class _Abort(Exception):
+    pass
+
+
+async def _attempt(f: Callable[[], Awaitable[Any]]) -> tuple[Any, BaseException | None]:
+    """Await f(): its result and no error, or no result and the error it raised."""
+    try:
+        return await f(), None
+    except Exception as e:  # noqa: BLE001 - the cases judge every error the store raises
+        return None, e
+
+
+class _CaseRun:
+    def __init__(self, h: Any, opts: Options) -> None:
+        self.h = h
+        self.opts = opts
+        self.store: Any = None
+        self.m: Any = None
+        self.problems: list[str] = []
+        self.notes: list[str] = []
+        self.na = ""
+        self.missing: list[str] = []
+
+    # -- recording --
+
+    def fail(self, msg: str) -> None:
+        self.problems.append(msg)
+
+    def fatal(self, msg: str) -> None:
+        self.fail(msg)
+        raise _Abort()
+
+    def note(self, msg: str) -> None:
+        self.notes.append(msg)
+
+    def not_applicable(self, reason: str) -> None:
+        self.na = reason
+        raise _Abort()
+
+    def lack(self, cap: str) -> None:
+        if cap not in self.missing:
+            self.missing.append(cap)
+
+    def has(self, cap: str) -> bool:
+        return has_capability(self.h, cap)
+
+    def need(self, cap: str, what: str) -> None:
+        if not self.has(cap):
+            self.lack(cap)
+            self.not_applicable(f"missing harness capability {cap}: {what}")
+
+    async def harness(self, call: str, *args: Any) -> Any:
+        """A harness call whose failure ends the case (NotApplicable for a missing capability)."""
+        try:
+            return await getattr(self.h, call)(*args)
+        except MissingCapability as e:
+            self.lack(e.name)
+            self.not_applicable(f"missing harness capability {e.name} ({call})")
+        except Exception as e:  # noqa: BLE001
+            self.fatal(f"harness {call} failed: {e!r}")
+
+    def result(self) -> CaseResult:
+        if self.problems:
+            msg = self.problems[:6]
+            extra = f"; and {len(self.problems) - 6} more" if len(self.problems) > 6 else ""
+            return CaseResult("", FAILED, "; ".join(msg) + extra, self.missing)
+        if self.na:
+            return CaseResult("", NOT_APPLICABLE, self.na, self.missing)
+        return CaseResult("", PASSED, "; ".join(self.notes), self.missing)
+
+    # -- fixtures --
+
+    def fixture(self, n: int) -> Any:
+        id_ = uuid.uuid4()
+        content = {
+            "n": n,
+            "big": BIG_INT,
+            "text": f"conformance ünïcødé ✓ 𝄞 {id_}",
+            "nested": {"list": [1, "two", {"three": 3.25}], "empty": {}, "null": None},
+            "micro": 0.000001,
+        }
+        metadata = {} if "metadata" in self.m.dropped_item_fields else fixture_metadata(n)
+        return MemoryItem(
+            id=id_,
+            created_at=float(_FIXTURE_TIME + n),
+            metadata=metadata,
+            content=content,
+            tags=["conformance", f"n-{n}", "conformance", "ünï ✓"],
+        )
+
+    # -- helpers --
+
+    async def must_store(self, *items: Any) -> None:
+        for it in items:
+            try:
+                await self.store.store(it)
+            except Exception as e:  # noqa: BLE001
+                self.fatal(f"setup: store of item {it.id} failed: {e!r}")
+
+    async def must_retrieve(self, id_: uuid.UUID) -> Any:
+        got, err = await _attempt(lambda: self.store.retrieve(id_))
+        if err is not None or got is None:
+            self.fatal(f"setup: retrieve after store returned ({got is not None}, {err!r})")
+        return got
+
+    async def poll_search(self, q: Any, done: Callable[[list], bool]) -> tuple[list, bool, BaseException | None]:
+        deadline = time.monotonic() + self.opts.visibility_timeout
+        while True:
+            try:
+                hits = await self.store.search(q)
+            except Exception as e:  # noqa: BLE001 - an error is not "not yet visible"
+                return [], False, e
+            if done(hits):
+                return hits, True, None
+            if time.monotonic() >= deadline:
+                return hits, False, None
+            await asyncio.sleep(self.opts.poll_interval)
+
+    async def visible(self, want: list) -> list:
+        await self.harness("make_search_index_visible")
+        hits, ok, err = await self.poll_search(MemoryQuery(limit=100), lambda h: _contains_all(h, want))
+        if err is not None:
+            self.fatal(f"setup: empty-query search failed after make_search_index_visible: {err!r}")
+        if not ok:
+            self.fatal(
+                f"setup: {len(want)} stored items still not all found by an empty query "
+                f"{self.opts.visibility_timeout}s after make_search_index_visible; got {_hit_ids(hits)}"
+            )
+        return hits
+
+    async def request_count(self) -> int | None:
+        if not self.has("backend_calls"):
+            self.lack("backend_calls")
+            return None
+        try:
+            return int(await self.h.backend_calls())
+        except Exception as e:  # noqa: BLE001
+            self.fatal(f"harness backend-call count failed: {e!r}")
+        return None
+
+    async def silent(self, f: Callable[[], Awaitable[Any]]) -> tuple[Any, BaseException | None, bool, bool]:
+        """Run f; its result or error, and whether no call reached the backend (if observable)."""
+        before = await self.request_count()
+        res, err = await _attempt(f)
+        if before is None:
+            return res, err, False, False
+        after = await self.request_count()
+        return res, err, after == before, True
+
+    async def expect_unavailable(self, which: str, s: Any, known: uuid.UUID) -> None:
+        it = self.fixture(2)
+        for what, call in (
+            ("store", lambda: s.store(it)),
+            ("retrieve", lambda: s.retrieve(known)),
+            ("search", lambda: s.search(MemoryQuery(limit=DEFAULT_LIMIT))),
+        ):
+            try:
+                got = await call()
+            except MemoryAdapterUnavailable:
+                continue
+            except Exception as e:  # noqa: BLE001
+                self.fail(f"{which}: {what} during the outage raised {e!r}, want MemoryAdapterUnavailable")
+                continue
+            self.fail(f"{which}: {what} during the outage returned {_short(str(got) if got is not None else None)}, want MemoryAdapterUnavailable")
+
+
+def fixture_metadata(n: int) -> dict:
+    return {
+        "big": BIG_INT,
+        "nested": {"list": [1, "two", {"three": 3.25}], "empty": {}},
+        "uni": "ünïcødé ✓ 𝄞",
+        "null": None,
+        "bool": True,
+        "seq": n,
+    }
+
+
+# ---- the cases ----
+
+
+async def case_structural_surface(c: _CaseRun) -> None:
+    msg = coherence_error(c.m)
+    if msg is not None:
+        c.fatal(f"manifest does not validate: {msg}")
+    from ..models import ExternalMemoryStore, MemoryStore
+
+    if not isinstance(c.store, MemoryStore) or not isinstance(c.store, ExternalMemoryStore):
+        c.fatal("the store does not satisfy MemoryStore and ExternalMemoryStore")
+    it = c.fixture(0)
+    try:
+        await c.store.store(it)
+        await c.store.search(MemoryQuery(limit=1))
+    except Exception:  # noqa: BLE001 - only the manifest's stability is observed here
+        pass
+    for i in range(2):
+        later = c.store.manifest
+        if later != c.m:
+            c.fatal(f"manifest changed during the instance's lifetime (read {i + 2}): first {manifest_hash(c.m)}, later {manifest_hash(later)}")
+    c.note(f"manifest {manifest_hash(c.m)} validates and is stable")
+
+
+async def case_store_identifier(c: _CaseRun) -> None:
+    for it in (c.fixture(1), c.fixture(2)):
+        try:
+            got = await c.store.store(it)
+        except Exception as e:  # noqa: BLE001
+            c.fatal(f"store failed: {e!r}")
+        if got != it.id:
+            c.fail(f"store returned {got}, want the item's own id {it.id}")
+    if not c.has("identityless_write"):
+        c.lack("identityless_write")
+        c.note("identityless write response not observable (missing harness capability identityless_write)")
+        return
+    await c.harness("make_next_write_identityless")
+    it = c.fixture(3)
+    got, err = await _attempt(lambda: c.store.store(it))
+    if not _is_adapter_error(err) or got is not None:
+        c.fail(f"a write acknowledged without an identity returned ({got}, {err!r}), want MemoryAdapterError and no id")
+
+
+async def case_direct_retrieval(c: _CaseRun) -> None:
+    it = c.fixture(1)
+    await c.must_store(it)
+    try:
+        got = await c.store.retrieve(it.id)
+    except Exception as e:  # noqa: BLE001
+        c.fatal(f"retrieve right after a successful store raised {e!r}, want the item")
+    if got is None:
+        c.fatal("retrieve right after a successful store returned None, want the item (retrieve must not wait for a search index)")
+    for p in field_problems(it, got, "id", "content"):
+        c.fail(f"retrieve: {p}")
+    for p in field_problems(it, got, "tags"):
+        c.fail(f"retrieve (tags are a direct-retrieval anchor at every fidelity): {p}")
+    exact = c.m.retrieve_fidelity != "lossy"
+    verified, skipped = ["id", "content", "tags"], []
+    for f in ("created_at", "metadata"):
+        if f not in c.m.native_item_fields:
+            continue
+        if exact:
+            for p in field_problems(it, got, f):
+                c.fail(f"retrieve at {c.m.retrieve_fidelity} fidelity with {f} native: {p}")
+            verified.append(f)
+        else:
+            skipped.append(f)
+    c.note(f"retrieve at {c.m.retrieve_fidelity} fidelity returns {', '.join(verified)} exactly")
+    if skipped:
+        c.note(f"native {', '.join(skipped)} not compared: lossy retrieve fidelity permits normalising them")
+
+
+async def case_unknown_id(c: _CaseRun) -> None:
+    unknown = uuid.uuid4()
+    decoy = c.fixture(1)
+    decoy.content = {"mentions": str(unknown)}
+    await c.must_store(decoy)
+    await c.visible([decoy.id])
+    try:
+        got = await c.store.retrieve(unknown)
+    except Exception as e:  # noqa: BLE001
+        c.fail(f"retrieve of an unknown id raised {e!r}, want None")
+        return
+    if got is not None:
+        c.fail(f"retrieve of an unknown id returned an item (id {getattr(got, 'id', '?')}), want None (not an empty item, not a search result)")
+    c.note("unknown id returns None")
+
+
+async def case_wrong_native_kind(c: _CaseRun) -> None:
+    c.need("wrong_kind_record", "the harness cannot plant a non-memory service record")
+    id_ = await c.harness("make_wrong_kind_record")
+    try:
+        got = await c.store.retrieve(id_)
+        if got is not None:
+            c.fail(f"retrieve of a non-memory record returned an item, want None")
+    except Exception as e:  # noqa: BLE001
+        c.fail(f"retrieve of a non-memory record raised {e!r}, want None")
+    anchor = c.fixture(1)
+    await c.must_store(anchor)
+    hits = await c.visible([anchor.id])
+    if _find_hit(hits, id_) is not None:
+        c.fail(f"search returned the non-memory record {id_} coerced into an item")
+    c.note("non-memory record is absent from retrieve and search")
+
+
+async def case_dropped_write_field(c: _CaseRun) -> None:
+    it = c.fixture(1)
+    it.metadata = {"probe": {"kept": [1, 2, 3]}, "seq": 1}
+    _, err, silent, observable = await c.silent(lambda: c.store.store(it))
+    if err is not None:
+        if not _is_adapter_error(err):
+            c.fatal(f"store of an item with non-default fields raised {err!r}, want success or MemoryAdapterError")
+        if not c.m.dropped_item_fields:
+            c.fatal(f"store rejected an item although no field is declared dropped: {err!r}")
+        if observable and not silent:
+            c.fatal(f"store rejected the item only after a call reached the backend (reject before transport): {err!r}")
+        if not observable:
+            c.note("rejection before transport not observable (missing harness capability backend_calls)")
+        c.note(f"item with values in dropped fields {sorted(c.m.dropped_item_fields)} rejected before transport")
+        return
+    got = await c.must_retrieve(it.id)
+    if "metadata" in c.m.dropped_item_fields:
+        if got.metadata:
+            c.fail(f"metadata is declared dropped but retrieve returned {len(got.metadata)} keys, want the default {{}}")
+    else:
+        for k in it.metadata:
+            if k not in got.metadata:
+                c.fail(f"metadata is not declared dropped but key {k!r} did not survive store/retrieve")
+    delta = abs(float(got.created_at) - float(it.created_at))
+    if "created_at" in c.m.dropped_item_fields:
+        if same_double(got.created_at, it.created_at):
+            c.fail(f"created_at is declared dropped but retrieve returned the stored value {it.created_at!r}")
+    elif not delta <= 86400:
+        c.fail(f"created_at is not declared dropped but retrieve returned {got.created_at!r} for a stored {it.created_at!r}")
+    c.note(f"dropped fields {sorted(c.m.dropped_item_fields)} come back as defaults; other fields survive")
+
+
+async def case_typed_search(c: _CaseRun) -> None:
+    items = [c.fixture(1), c.fixture(2), c.fixture(3)]
+    await c.must_store(*items)
+    hits = await c.visible([it.id for it in items])
+    ids = {it.id for it in items}
+    for h in hits:
+        if not isinstance(h, MemoryItem) or h.id not in ids:
+            c.fail(f"search returned something that is not a stored item: {type(h).__name__} {getattr(h, 'id', '?')}")
+    if c.m.search_fidelity != "lossy":
+        fields = ["id", "content"] + (["created_at"] if "created_at" in c.m.native_item_fields else [])
+        for it in items:
+            h = _find_hit(hits, it.id)
+            if h is not None:
+                for p in field_problems(it, h, *fields):
+                    c.fail(f"hit at {c.m.search_fidelity} search fidelity: {p}")
+    if not c.has("responses_malformed"):
+        c.lack("responses_malformed")
+        c.note("malformed payload handling not observable (missing harness capability responses_malformed)")
+        return
+    await c.harness("make_responses_malformed")
+    got, err = await _attempt(lambda: c.store.search(MemoryQuery(limit=100)))
+    if not _is_adapter_error(err) or got:
+        c.fail(f"search over malformed service payloads returned ({len(got or [])} hits, {err!r}), want MemoryAdapterError")
+    got, err = await _attempt(lambda: c.store.retrieve(items[0].id))
+    if not _is_adapter_error(err) or got is not None:
+        c.fail(f"retrieve of a malformed service payload returned (item {got is not None}, {err!r}), want MemoryAdapterError")
+    c.note(f"hits are stored items at {c.m.search_fidelity} fidelity; malformed payloads raise MemoryAdapterError")
+
+
+async def case_limit(c: _CaseRun) -> None:
+    items = [c.fixture(1), c.fixture(2), c.fixture(3)]
+    await c.must_store(*items)
+    await c.visible([it.id for it in items])
+    for n in (1, 2, 3, 5):
+        try:
+            hits = await c.store.search(MemoryQuery(limit=n))
+        except Exception as e:  # noqa: BLE001
+            c.fail(f"search with limit {n} raised {e!r}")
+            continue
+        want = min(n, len(items))
+        if len(hits) != want:
+            c.fail(f"search with limit {n} over {len(items)} items returned {len(hits)} hits, want {want} (the first page up to the limit)")
+    hits, err, silent, observable = await c.silent(lambda: c.store.search(MemoryQuery(limit=0)))
+    if err is not None or hits != []:
+        c.fail(f"search with limit 0 returned ({len(hits or [])} hits, {err!r}), want [] and no error")
+    if observable and not silent:
+        c.fail("search with limit 0 reached the backend; it must answer [] locally")
+    hits, err, silent, observable = await c.silent(lambda: c.store.search(MemoryQuery(limit=-1)))
+    if not isinstance(err, UnsupportedMemoryQuery) or tuple(err.rejected_keys) != ("limit",) or hits:
+        c.fail(f"search with limit -1 returned ({len(hits or [])} hits, {err!r}), want UnsupportedMemoryQuery naming exactly [limit]")
+    if observable and not silent:
+        c.fail("search with limit -1 reached the backend before rejecting it")
+    if not observable:
+        c.note("transport silence for limit 0 and -1 not observable (missing harness capability backend_calls)")
+    c.note("positive limits cap the first page; 0 is [] and -1 is UnsupportedMemoryQuery[limit]")
+
+
+async def case_empty_query(c: _CaseRun) -> None:
+    items = [c.fixture(1), c.fixture(2), c.fixture(3)]
+    await c.must_store(*items)
+    await c.harness("make_search_index_visible")
+    want = [it.id for it in items]
+    for q in (MemoryQuery(limit=DEFAULT_LIMIT), MemoryQuery(text="", tags=[], filters={}, limit=DEFAULT_LIMIT)):
+        hits, ok, err = await c.poll_search(q, lambda h: len(h) == len(items) and _contains_all(h, want))
+        if err is not None or not ok:
+            c.fail(
+                f"empty query (text {q.text is not None}) over a scope of {len(items)} items returned {_hit_ids(hits)} "
+                f"(error {err!r}) within {c.opts.visibility_timeout}s after make_search_index_visible, want exactly those items"
+            )
+    c.note("an empty query returns the whole first page")
+
+
+async def case_unsupported_filter(c: _CaseRun) -> None:
+    a, b = "conformance-unsupported-a", "conformance-unsupported-b"
+    while a in c.m.supported_filters or b in c.m.supported_filters:
+        a, b = a + "x", b + "x"
+    filters: dict = {b: 1, a: "x"}
+    if c.m.supported_filters:
+        filters[sorted(c.m.supported_filters)[0]] = "conformance"
+    for limit, want in ((DEFAULT_LIMIT, (a, b)), (-1, (a, b, "limit"))):
+        hits, err, silent, observable = await c.silent(lambda: c.store.search(MemoryQuery(filters=filters, limit=limit)))
+        if not isinstance(err, UnsupportedMemoryQuery) or tuple(err.rejected_keys) != want or hits:
+            c.fail(f"search with unsupported filters (limit {limit}) returned ({len(hits or [])} hits, {err!r}), want UnsupportedMemoryQuery naming exactly {list(want)}")
+        if observable and not silent:
+            c.fail(f"search with unsupported filters (limit {limit}) reached the backend; validation must precede it")
+        if not observable:
+            c.note("transport silence not observable (missing harness capability backend_calls)")
+    c.note("unsupported keys are rejected together, sorted, before transport")
+
+
+async def case_supported_filter(c: _CaseRun) -> None:
+    if not c.m.supported_filters:
+        c.not_applicable("the manifest declares no supported_filters")
+    keys = sorted(c.m.supported_filters)
+    if len(keys) > MAX_FILTER_KEYS_CHECKED:
+        c.note(f"checked the first {MAX_FILTER_KEYS_CHECKED} of {len(keys)} supported keys")
+        keys = keys[:MAX_FILTER_KEYS_CHECKED]
+    for key in keys:
+        match, other, absent = c.fixture(1), c.fixture(2), c.fixture(3)
+        match.metadata = {key: 7}
+        other.metadata = {key: 8}
+        absent.metadata = {}
+        await c.must_store(match, other, absent)
+        await c.visible([match.id, other.id, absent.id])
+        try:
+            hits = await c.store.search(MemoryQuery(filters={key: 7}, limit=100))
+            if len(hits) != 1 or hits[0].id != match.id:
+                c.fail(f"filter {key}=7 returned {_hit_ids(hits)}, want exactly the one matching item {str(match.id)[:8]}")
+        except Exception as e:  # noqa: BLE001
+            c.fail(f"filter {key}=7: search raised {e!r}")
+        await c.harness("reset")
+        s = await c.harness("make_store")
+        if s is None:
+            c.fatal("harness make_store returned None")
+        await _close_store(c.store)
+        c.store = s
+    c.note(f"supported keys {keys} narrow results exactly")
+
+
+async def case_tag_projection(c: _CaseRun) -> None:
+    it = c.fixture(1)
+    await c.must_store(it)
+    got = await c.must_retrieve(it.id)
+    for p in field_problems(it, got, "tags"):
+        c.fail(f"retrieve (tags are a required native anchor): {p}")
+    hits = await c.visible([it.id])
+    h = _find_hit(hits, it.id)
+    tags = list(h.tags) if h is not None else []
+    if c.m.search_returns_tags:
+        if tags != list(it.tags):
+            c.fail(f"search_returns_tags is true but the hit carries tags {tags!r}, want {list(it.tags)!r}")
+    elif tags:
+        c.fail(f"search_returns_tags is false but the hit carries tags {tags!r}; the manifest understates the adapter")
+    c.note(f"tags exact on retrieve; hit tags agree with search_returns_tags={c.m.search_returns_tags}")
+
+
+async def case_metadata_projection(c: _CaseRun) -> None:
+    it = c.fixture(1)
+    it.metadata = fixture_metadata(1)
+    try:
+        await c.store.store(it)
+    except Exception as e:  # noqa: BLE001
+        if "metadata" not in c.m.dropped_item_fields or not _is_adapter_error(e):
+            c.fatal(f"store of an item with metadata raised {e!r}")
+        it.metadata = {}
+        await c.must_store(it)
+    got = await c.must_retrieve(it.id)
+    hits = await c.visible([it.id])
+    h = _find_hit(hits, it.id)
+    hit_meta = dict(h.metadata) if h is not None else {}
+    if "metadata" in c.m.dropped_item_fields:
+        if got.metadata:
+            c.fail(f"metadata is declared dropped but retrieve returned {len(got.metadata)} keys")
+        if hit_meta:
+            c.fail(f"metadata is declared dropped but the search hit carries {len(hit_meta)} keys")
+    elif c.m.preserves_metadata:
+        for p in field_problems(it, got, "metadata"):
+            c.fail(f"preserves_metadata is true but retrieve returned {p}")
+        if c.m.search_fidelity != "lossy" and h is not None:
+            for p in field_problems(it, h, "metadata"):
+                c.fail(f"preserves_metadata is true and search fidelity is {c.m.search_fidelity} but the hit has {p}")
+    else:
+        c.note("metadata is native but not preserved: exactness is not claimed, so only the classification is checked")
+    c.note(f"metadata agrees with preserves_metadata={c.m.preserves_metadata} and the classification")
+
+
+async def case_consistency(c: _CaseRun) -> None:
+    it = c.fixture(1)
+    await c.must_store(it)
+    want = [it.id]
+    if c.m.search_consistency == "immediate":
+        try:
+            hits = await c.store.search(MemoryQuery(limit=100))
+            if not _contains_all(hits, want):
+                c.fail(f"search_consistency is immediate but a search right after a successful store returned {_hit_ids(hits)} without it")
+        except Exception as e:  # noqa: BLE001
+            c.fail(f"search_consistency is immediate but a search right after a successful store raised {e!r}")
+        c.note("a stored item is searchable at once")
+        return
+    try:
+        hits = await c.store.search(MemoryQuery(limit=100))
+    except Exception as e:  # noqa: BLE001
+        c.fatal(f"search before make_search_index_visible raised {e!r} (a miss is allowed, an error is not)")
+    missed = not _contains_all(hits, want)
+    await c.harness("make_search_index_visible")
+    hits, ok, err = await c.poll_search(MemoryQuery(limit=100), lambda h: _contains_all(h, want))
+    if err is not None or not ok:
+        c.fail(f"search_consistency is eventual but the item was still not found {c.opts.visibility_timeout}s after make_search_index_visible (hits {_hit_ids(hits)}, error {err!r})")
+    c.note(f"eventual: missed before index visibility: {missed}; found after")
+
+
+async def case_transport_outage(c: _CaseRun) -> None:
+    stored = c.fixture(1)
+    await c.must_store(stored)
+    await c.harness("make_transport_unavailable")
+    await c.expect_unavailable("existing store", c.store, stored.id)
+    s = None
+    try:
+        s = await c.h.make_store()
+    except MemoryAdapterUnavailable:
+        c.note("a store made during the outage failed at construction with MemoryAdapterUnavailable")
+    except Exception as e:  # noqa: BLE001
+        c.fail(f"making a store during the outage raised {e!r}, want MemoryAdapterUnavailable (or success and Unavailable on first use)")
+    else:
+        if s is None:
+            c.fail("harness make_store returned None")
+        else:
+            await c.expect_unavailable("store created during the outage", s, stored.id)
+    if s is not None:
+        await _close_store(s)
+    c.note("explicit calls raise MemoryAdapterUnavailable during the outage")
+
+
+async def case_rejected_write(c: _CaseRun) -> None:
+    c.need("write_rejected", "the harness cannot make the service reject a write")
+    it = await c.harness("make_write_rejected")
+    got, err = await _attempt(lambda: c.store.store(it))
+    if not _is_adapter_error(err) or got is not None:
+        c.fail(f"a write the service rejected returned ({got}, {err!r}), want MemoryAdapterError and no id")
+    c.note("a rejected write raises MemoryAdapterError and returns no id")
+
+
+async def case_manifest_accuracy(c: _CaseRun) -> None:
+    if c.opts.accuracy is None:
+        from .fake import run_accuracy_table
+
+        summary = await run_accuracy_table()
+    else:
+        summary = await c.opts.accuracy()
+    if not summary.ok():
+        c.fail(
+            f"the suite caught {summary.caught} of {summary.total} (knob, lie) pairs and passed {summary.truthful_passed} "
+            f"of {summary.truthful} truthful configurations: {'; '.join(summary.problems)}"
+        )
+    c.note(
+        f"the built-in fake table caught {summary.caught} of {summary.total} (knob, lie) pairs; "
+        f"{summary.truthful_passed} of {summary.truthful} truthful configurations passed"
+    )
+
+
+CASES: dict[str, Callable[[_CaseRun], Awaitable[None]]] = {
+    "structural-surface": case_structural_surface,
+    "store-identifier": case_store_identifier,
+    "direct-retrieval": case_direct_retrieval,
+    "unknown-id": case_unknown_id,
+    "wrong-native-kind": case_wrong_native_kind,
+    "dropped-write-field": case_dropped_write_field,
+    "typed-search": case_typed_search,
+    "limit": case_limit,
+    "empty-query": case_empty_query,
+    "unsupported-filter": case_unsupported_filter,
+    "supported-filter": case_supported_filter,
+    "tag-projection": case_tag_projection,
+    "metadata-projection": case_metadata_projection,
+    "consistency": case_consistency,
+    "transport-outage": case_transport_outage,
+    "rejected-write": case_rejected_write,
+    "manifest-accuracy": case_manifest_accuracy,
+}
+assert tuple(CASES) == CASE_IDS
+
+
+async def _run_case(h: Any, case_id: str, opts: Options) -> CaseResult:
+    cr = _CaseRun(h, opts)
+
+    async def body() -> None:
+        try:
+            if case_id not in _READ_ONLY:
+                await cr.harness("reset")
+            s = await cr.harness("make_store")
+            if s is None:
+                cr.fatal("harness make_store returned None")
+            cr.store = s
+            cr.m = await _manifest_of(s)
+            await CASES[case_id](cr)
+        except _Abort:
+            pass
+        except Exception as e:  # noqa: BLE001 - a crash is a failure of the case, not of the run
+            tb = traceback.extract_tb(e.__traceback__)[-3:]
+            where = " <- ".join(f"{f.name}:{f.lineno}" for f in reversed(tb))
+            cr.fail(f"case raised {e!r} ({where})")
+        finally:
+            if cr.store is not None:
+                await _close_store(cr.store)
+
+    start = time.monotonic()
+    try:
+        await asyncio.wait_for(body(), opts.case_timeout)
+        res = cr.result()
+    except asyncio.TimeoutError:
+        res = CaseResult("", FAILED, f"case timed out after {opts.case_timeout}s", cr.missing)
+    res.id = case_id
+    res.duration_ms = int((time.monotonic() - start) * 1000)
+    return res
+
+
+async def _manifest_of(store: Any) -> Any:
+    loader = getattr(store, "load_manifest", None)
+    if callable(loader):
+        return await loader()
+    return store.manifest
+
+
+async def run(h: Any, opts: Options | None = None, progress: Callable[[str], None] | None = None) -> Report:
+    """Run the 17 cases against harness ``h``; the caller owns (and closes) the harness."""
+    opts = opts or Options()
+    r = Report()
+    try:
+        try:
+            await h.reset()
+        except MissingCapability:
+            pass
+        probe = await h.make_store()
+        m = await _manifest_of(probe)
+        await _close_store(probe)
+    except Exception as e:  # noqa: BLE001
+        r.error = f"making a probe store failed: {e!r}"
+        r.cases = [CaseResult(cid, FAILED, "not run: " + r.error) for cid in CASE_IDS]
+        r.finish()
+        return r
+    r.adapter_id = m.adapter
+    r.manifest_hash = manifest_hash(m)
+    bad = coherence_error(m)
+    for cid in CASE_IDS:
+        if bad is not None and cid != "structural-surface":
+            res = CaseResult(cid, FAILED, "not run: the manifest does not validate (see structural-surface): " + bad)
+        elif cid == "manifest-accuracy" and opts.nested:
+            res = CaseResult(cid, NOT_APPLICABLE, "nested run inside the manifest-accuracy table")
+        else:
+            res = await _run_case(h, cid, opts)
+        r.cases.append(res)
+        if progress is not None:
+            progress(f"{res.id:<20} {res.outcome:<13} {_one_line(res.message)[:160]}")
+    r.finish()
+    return r

@@ -1,0 +1,157 @@
+"""The seed's types under each implementation: lionagi (the test-only stand-in), pydantic 2
+(when this Python has it) and the standard library (pydantic blocked). Each mode runs in a
+subprocess, so one import's choice cannot leak into another."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.join(os.path.dirname(HERE), "src")
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+
+BLOCK_PYDANTIC = """
+import sys
+class _Block:
+    def find_spec(self, name, path=None, target=None):
+        if name == "pydantic" or name.startswith("pydantic."):
+            raise ImportError("pydantic blocked by the test")
+sys.meta_path.insert(0, _Block())
+"""
+
+COMMON = r'''
+import asyncio, json, uuid
+from decimal import Decimal
+import memory_adapter_client as mac
+from memory_adapter_client import *
+from memory_adapter_client.models import manifest_from_wire, manifest_hash
+
+# The six coherence rules, in order, with the seed's messages.
+base = dict(adapter="a", native_item_fields=frozenset({"id","created_at","metadata","content","tags"}),
+            dropped_item_fields=frozenset(), supported_filters=frozenset({"source"}), search_consistency="immediate",
+            retrieve_fidelity="full", search_fidelity="full", search_returns_tags=True, preserves_metadata=True)
+m = MemoryAdapterManifest(**base)
+cases = [
+    (dict(dropped_item_fields=frozenset({"tags"})), "native and dropped item fields must be disjoint"),
+    (dict(native_item_fields=frozenset({"id","content","tags","metadata"})), "every MemoryItem field must be classified"),
+    (dict(native_item_fields=frozenset({"id","created_at","metadata","content"}), dropped_item_fields=frozenset({"tags"})), "id, content, and tags are required native fields"),
+    (dict(native_item_fields=frozenset({"id","created_at","content","tags"}), dropped_item_fields=frozenset({"metadata"}), retrieve_fidelity="lossy", search_fidelity="lossy"), "preserved metadata must be a native field"),
+    (dict(preserves_metadata=False, search_fidelity="lossy"), "full retrieve fidelity must preserve every item field"),
+    (dict(search_returns_tags=False), "full search fidelity must preserve all fields and tags"),
+]
+for change, msg in cases:
+    try:
+        MemoryAdapterManifest(**dict(base, **change))
+    except ValueError as e:
+        assert msg in str(e), (msg, str(e))
+    else:
+        raise AssertionError("accepted: " + msg)
+for bad in (dict(adapter=""), dict(search_consistency="soon"), dict(retrieve_fidelity="perfect")):
+    try:
+        MemoryAdapterManifest(**dict(base, **bad))
+    except ValueError:
+        pass
+    else:
+        raise AssertionError(f"accepted {bad}")
+try:
+    m.adapter = "b"
+except Exception:
+    pass
+else:
+    raise AssertionError("manifest not frozen")
+try:
+    MemoryAdapterManifest(**dict(base, extra_field=1))
+except (ValueError, TypeError):
+    pass
+else:
+    raise AssertionError("extra field accepted")
+
+# Known-answer vectors of the manifest hash.
+with open(REPO + "/api/memory/testdata/manifest_hash_vectors.json", encoding="utf-8") as f:
+    for v in json.load(f)["vectors"]:
+        got = manifest_hash(manifest_from_wire(v["manifest"]))
+        assert got == v["manifest_hash"], (v["name"], got)
+
+e = UnsupportedMemoryQuery(["b", "a", "b", "limit"])
+assert e.rejected_keys == ("a", "b", "limit") and str(e) == "unsupported memory query keys: a, b, limit"
+assert isinstance(e, MemoryAdapterError) and isinstance(MemoryAdapterUnavailable(), MemoryAdapterError)
+assert issubclass(MemoryAdapterError, RuntimeError)
+
+it = MemoryItem(content={"x": 1}, tags=["a", "a"])
+assert isinstance(it.id, uuid.UUID) and isinstance(it.created_at, float) and it.metadata == {} and it.tags == ["a", "a"]
+for frozen in ("id", "created_at"):
+    try:
+        setattr(it, frozen, None)
+    except Exception:
+        pass
+    else:
+        raise AssertionError(frozen + " not frozen")
+q = MemoryQuery()
+assert (q.text, q.tags, q.filters, q.limit) == (None, None, None, 20)
+print("IMPLEMENTATION", mac.IMPLEMENTATION)
+'''
+
+LIONAGI = r'''
+import lionagi
+from lionagi import Branch
+from lionagi.protocols.memory import MemoryItem as LItem, MemoryQuery as LQuery, MemoryStore as LStore
+assert mac.MemoryItem is LItem and mac.MemoryQuery is LQuery and mac.MemoryStore is LStore
+from fakeserver import FakeServer
+srv = FakeServer()
+st = RemoteMemoryStore(srv.url, token="t")
+assert isinstance(st, LStore)
+b = Branch(memory=st)
+assert b.memory is st
+it = LItem(content={"n": 1}, metadata={"source": "s"}, tags=["x"])
+d = it.to_dict()
+assert "lion_class" in d["metadata"]  # lionagi's marker, which must never go on the wire
+srv.answer = lambda m, p, h, body: (201, "application/json", json.dumps({"id": str(it.id)}).encode())
+assert asyncio.run(b.memory.store(it)) == it.id
+sent = json.loads(srv.data_requests()[0][3])
+assert sent["metadata"] == {"source": "s"}, sent
+srv.answer = lambda m, p, h, body: (200, "application/json", json.dumps(sent).encode())
+got = asyncio.run(b.memory.retrieve(it.id))
+assert type(got) is LItem and got.id == it.id and got.tags == ["x"] and got.content == {"n": 1}
+srv.answer = lambda m, p, h, body: (200, "application/json", json.dumps({"items": [sent]}).encode())
+hits = asyncio.run(b.memory.search(LQuery(text="n")))
+assert [type(h) for h in hits] == [LItem]
+srv.close()
+'''
+
+
+def run_mode(testcase, prelude, extra_path, body):
+    code = prelude + f"\nREPO = {REPO!r}\n" + textwrap.dedent(COMMON) + body
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([*extra_path, SRC, HERE]), PYTHONDONTWRITEBYTECODE="1")
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    testcase.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+    return p.stdout
+
+
+def have_pydantic():
+    try:
+        import pydantic  # noqa: F401
+
+        return True
+    except ImportError:
+        return False
+
+
+class ModelsTest(unittest.TestCase):
+    def test_stdlib(self):
+        out = run_mode(self, BLOCK_PYDANTIC, [], "")
+        self.assertIn("IMPLEMENTATION stdlib", out)
+
+    def test_pydantic_or_stdlib_as_installed(self):
+        out = run_mode(self, "", [], "")
+        # Not a skip: this Python's own choice is checked, whichever it is.
+        self.assertIn("IMPLEMENTATION " + ("pydantic" if have_pydantic() else "stdlib"), out)
+
+    def test_lionagi_standin(self):
+        out = run_mode(self, "", [os.path.join(HERE, "standin")], LIONAGI)
+        self.assertIn("IMPLEMENTATION lionagi", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
