@@ -3,7 +3,7 @@ the manifest-accuracy table that the ``manifest-accuracy`` case runs (ADR-0093 D
 every fake behaviour makes the suite fail when the manifest says the opposite").
 
 Service knobs change what the fake service does (an eventual index, tags missing from
-hits, metadata not kept, created_at truncated to seconds or not kept); ``truthful_manifest``
+hits, metadata not kept, created_at rounded to microseconds or seconds, or not kept); ``truthful_manifest``
 computes what a correct adapter must then publish. Adapter knobs are adapter defects that
 hide a behaviour behind a truthful manifest. The table pairs them with the case meant to
 catch each: every truthful configuration must pass and every lie must fail its case.
@@ -23,7 +23,7 @@ from ..models import MemoryAdapterManifest, MemoryItem, manifest_to_wire, manife
 
 __all__ = ("FakeHarness", "truthful_manifest", "run_accuracy_table", "AccuracySummary", "SERVICE_KNOBS", "ADAPTER_KNOBS")
 
-SERVICE_KNOBS = ("eventual", "hits_without_tags", "metadata_dropped", "created_at_seconds", "created_at_not_kept")
+SERVICE_KNOBS = ("eventual", "hits_without_tags", "metadata_dropped", "created_at_seconds", "created_at_microseconds", "created_at_not_kept")
 ADAPTER_KNOBS = (
     "coerce_wrong_kind",
     "hide_outage",
@@ -73,6 +73,9 @@ class _Service:
         if rec["id"] in self.rejected:
             raise _Rejected("the fake service rejects this write")
         rec = jsonexact.loads(jsonexact.dumps(rec))
+        if "created_at_microseconds" in self.knobs:
+            # A timestamptz or an integer-microsecond column: lionagi's time.time() comes back altered.
+            rec["created_at"] = round(rec["created_at"] * 1e6) / 1e6
         if "created_at_seconds" in self.knobs:
             rec["created_at"] = float(int(rec["created_at"]))
         if "created_at_not_kept" in self.knobs:
@@ -123,8 +126,9 @@ def truthful_manifest(service_knobs: frozenset[str]) -> MemoryAdapterManifest:
         dropped.add("metadata")
     if "created_at_not_kept" in service_knobs:
         dropped.add("created_at")
-    exact = not dropped and "created_at_seconds" not in service_knobs
-    retrieve = "full" if exact else ("lossy" if "created_at_seconds" in service_knobs else "native_fields")
+    rounded = "created_at_seconds" in service_knobs or "created_at_microseconds" in service_knobs
+    exact = not dropped and not rounded
+    retrieve = "full" if exact else ("lossy" if rounded else "native_fields")
     search = retrieve if "hits_without_tags" not in service_knobs or retrieve == "lossy" else "native_fields"
     return MemoryAdapterManifest(
         adapter="python-fake",
@@ -303,6 +307,7 @@ _LIES: list[tuple[str, frozenset, frozenset, Any, str]] = [
     ("dropped metadata claimed preserved", frozenset({"metadata_dropped"}), frozenset(), lambda: _full(), "metadata-projection"),
     ("kept metadata claimed dropped", frozenset(), frozenset(), lambda: _lie(_full(), native_item_fields={"id", "created_at", "content", "tags"}, dropped_item_fields={"metadata"}, preserves_metadata=False, retrieve_fidelity="native_fields", search_fidelity="native_fields"), "dropped-write-field"),
     ("second-resolution created_at claimed full", frozenset({"created_at_seconds"}), frozenset(), lambda: _full(), "direct-retrieval"),
+    ("microsecond created_at claimed full", frozenset({"created_at_microseconds"}), frozenset(), lambda: _full(), "direct-retrieval"),
     ("created_at not kept claimed native", frozenset({"created_at_not_kept"}), frozenset(), lambda: _lie(truthful_manifest(frozenset({"created_at_not_kept"})), native_item_fields={"id", "created_at", "metadata", "content", "tags"}, dropped_item_fields=set()), "dropped-write-field"),
     ("wrong-kind record coerced", frozenset(), frozenset({"coerce_wrong_kind"}), None, "wrong-native-kind"),
     ("outage hidden", frozenset(), frozenset({"hide_outage"}), None, "transport-outage"),
