@@ -223,6 +223,10 @@ endef
 # Image names: the Dockerfile's targets and hack/images produce the same ones.
 IMG ?= ghcr.io/agentmem/memory-adapter-operator:dev
 ADAPTER_IMG ?= ghcr.io/agentmem/memory-adapter:dev
+# PY_AGENT_IMG: the Python agent image (no Dockerfile target; make images only): Debian's
+# python3 and clients/python's package, run as `python3 -m memory_adapter_client.agent`; its
+# root is assembled by hack/python-agent-rootfs.sh and packed by hack/images' %/DIR form.
+PY_AGENT_IMG ?= ghcr.io/agentmem/python-agent:dev
 MAO_CLUSTER_DIR ?= /var/tmp/mao-cluster
 export MAO_CLUSTER_DIR
 
@@ -238,11 +242,13 @@ cluster-down: ## Stop the local cluster and remove every process, mount, rule an
 	hack/cluster-down.sh
 
 .PHONY: images
-images: ## Build the adapter (ADAPTER_IMG) and manager (IMG) images without Docker; load them into the local cluster when it runs.
+images: ## Build the adapter (ADAPTER_IMG), manager (IMG) and Python agent (PY_AGENT_IMG) images without Docker; load them into the local cluster when it runs.
+	hack/python-agent-rootfs.sh "$(MAO_CLUSTER_DIR)/images/python-agent-rootfs"
 	sock="$(MAO_CLUSTER_DIR)/containerd/containerd.sock"; load=""; \
 	if ctr -a "$$sock" version >/dev/null 2>&1; then load="-load $$($(MAO_CLUSTER_DIR)/tools/cluster sockets)"; fi; \
 	go run ./hack/images -out "$(MAO_CLUSTER_DIR)/images" $$load \
-	  "$(ADAPTER_IMG)=./cmd/memory-adapter:/memory-adapter" "$(IMG)=./cmd:/manager"
+	  "$(ADAPTER_IMG)=./cmd/memory-adapter:/memory-adapter" "$(IMG)=./cmd:/manager" \
+	  "$(PY_AGENT_IMG)=%$(MAO_CLUSTER_DIR)/images/python-agent-rootfs:/usr/bin/python3"
 
 .PHONY: demo
 demo: ## The tour (README "Try it"): cluster, images, operator, the SQLite sample to Available, an item through its Service, a real PostgreSQL outage and recovery; leaves the cluster running.

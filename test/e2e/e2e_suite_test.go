@@ -30,11 +30,15 @@ import (
 const (
 	adapterImage = "ghcr.io/agentmem/memory-adapter:dev"
 	managerImage = "ghcr.io/agentmem/memory-adapter-operator:dev"
-	nodeName     = "mao-node"
-	bridgeName   = "mao0"
-	podCIDR      = "10.244.0.0/24"
-	serviceCIDR  = "10.96.0.0/24"
-	clusterDNSIP = "10.96.0.10"
+	// pythonAgentImage is make images' PY_AGENT_IMG: Debian's python3 and clients/python,
+	// for pods that run `python3 -m memory_adapter_client.agent` (its entrypoint is
+	// /usr/bin/python3, so a pod's args start with -m).
+	pythonAgentImage = "ghcr.io/agentmem/python-agent:dev"
+	nodeName         = "mao-node"
+	bridgeName       = "mao0"
+	podCIDR          = "10.244.0.0/24"
+	serviceCIDR      = "10.96.0.0/24"
+	clusterDNSIP     = "10.96.0.10"
 )
 
 // longSpec marks a spec of a minute or more that runs beside others, or an ordered group whose
@@ -148,11 +152,15 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	Expect(err).NotTo(HaveOccurred(), "hack/cluster-up.sh failed; its output is above")
 	Expect(out).To(ContainSubstring("export KUBECONFIG="))
 
-	By("building the adapter and manager images and loading them into every node's containerd")
+	By("building the adapter, manager and Python agent images and loading them into every node's containerd")
+	pyRoot := filepath.Join(clusterDir, "images", "python-agent-rootfs")
+	_, err = run(ctx, "bash", "hack/python-agent-rootfs.sh", pyRoot)
+	Expect(err).NotTo(HaveOccurred(), "hack/python-agent-rootfs.sh failed; its output is above")
 	_, err = run(ctx, filepath.Join(clusterDir, "tools", "images"),
 		"-out", filepath.Join(clusterDir, "images"),
 		"-load", containerdSockets(ctx),
-		adapterImage+"=./cmd/memory-adapter:/memory-adapter", managerImage+"=./cmd:/manager")
+		adapterImage+"=./cmd/memory-adapter:/memory-adapter", managerImage+"=./cmd:/manager",
+		pythonAgentImage+"=%"+pyRoot+":/usr/bin/python3")
 	Expect(err).NotTo(HaveOccurred(), "building/loading images")
 
 	connect(ctx)
