@@ -99,8 +99,22 @@ func adapterPodsReady(ctx context.Context, c client.Client, ns, name string, old
 // `agent-check --watch`: it stores an item every two seconds through the adapter's Service
 // and logs each answer's status and problem type, until the spec ends.
 func watchingAgentPod(ns, adapter string, extra ...string) *corev1.Pod {
+	return agentPod(ns, adapter+"-watcher", adapter, adapterImage,
+		append([]string{"agent-check", "--adapter=" + adapter, "--watch", "--interval=2s", "--timeout=30m"}, extra...))
+}
+
+// pythonAgentPod is the Python agent (python3 -m memory_adapter_client.agent in Debian's
+// python3, pythonAgentImage): one long-lived store from from_binding that stores and reads
+// back every two seconds, printing agent-check --watch's lines.
+func pythonAgentPod(ns, adapter string) *corev1.Pod {
+	return agentPod(ns, adapter+"-py-watcher", adapter, pythonAgentImage,
+		[]string{"-m", "memory_adapter_client.agent", "--adapter", adapter, "--interval", "2", "--timeout", "1800", "--read-back"})
+}
+
+// agentPod is a bound agent pod named name running image with args.
+func agentPod(ns, name, adapter, image string, args []string) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: adapter + "-watcher",
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
 			Labels: map[string]string{"memory.agentmem.io/adapter": adapter},
 			// The webhook binds only pods that state requirements; every adapter of these
 			// specs claims immediate search.
@@ -110,8 +124,8 @@ func watchingAgentPod(ns, adapter string, extra ...string) *corev1.Pod {
 			TerminationGracePeriodSeconds: ptr.To[int64](1),
 			SecurityContext:               &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{{
-				Name: "agent", Image: adapterImage,
-				Args:            append([]string{"agent-check", "--adapter=" + adapter, "--watch", "--interval=2s", "--timeout=30m"}, extra...),
+				Name: "agent", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
+				Args:            args,
 				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 			}},
 		},
@@ -130,7 +144,13 @@ func startWatchingAgent(ctx context.Context, c client.Client, ns, adapter string
 // multi-node specs keep the client off the node they take away.
 func startWatchingAgentOn(ctx context.Context, c client.Client, ns, adapter, node string, extra ...string) string {
 	GinkgoHelper()
-	pod := watchingAgentPod(ns, adapter, extra...)
+	return startAgentPod(ctx, c, watchingAgentPod(ns, adapter, extra...), node)
+}
+
+// startAgentPod creates pod on node (any node for "") and waits for its first stored item.
+func startAgentPod(ctx context.Context, c client.Client, pod *corev1.Pod, node string) string {
+	GinkgoHelper()
+	ns := pod.Namespace
 	if node != "" {
 		pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
 	}

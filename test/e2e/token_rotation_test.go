@@ -48,9 +48,12 @@ func adapterRestarts(ctx context.Context, c client.Client, ns, name string) map[
 }
 
 // tokenRotationSpec is token rotation on the cluster: spec.token.rotation moves the binding
-// to a new token without restarting the adapter's pod; a bound agent (re-reading its
-// projected binding on every call) never sees a refusal; a client that kept the old token
-// works through the grace period and is refused after it.
+// to a new token without restarting the adapter's pod; two bound agents that each keep one
+// client for their whole run, the Go one (agent-check --watch --keep-alive on
+// remote.FromBinding) and the Python one (memory_adapter_client.from_binding in Debian's
+// python3), store and read back every two seconds across the rotation and its grace period's
+// end without one refusal; a client that kept the old token works through the grace period
+// and is refused after it.
 func tokenRotationSpec(ctx context.Context, c client.Client, ns string) {
 	const name = "rotmem"
 	const grace = 40 * time.Second
@@ -68,10 +71,11 @@ func tokenRotationSpec(ctx context.Context, c client.Client, ns string) {
 	_, err := old.Store(ctx, kept)
 	Expect(err).NotTo(HaveOccurred())
 	since := time.Now()
-	agent := startWatchingAgent(ctx, c, ns, name)
+	agent := startWatchingAgent(ctx, c, ns, name, "--keep-alive", "--read-back")
+	pyAgent := startAgentPod(ctx, c, pythonAgentPod(ns, name), "")
 	pods := adapterRestarts(ctx, c, ns, name)
 	Expect(pods).To(HaveLen(1))
-	tl.mark("agent %s stores", agent)
+	tl.mark("agents %s (Go) and %s (Python) store and read back", agent, pyAgent)
 
 	By("rotating the token")
 	Expect(c.Get(ctx, client.ObjectKeyFromObject(ma), ma)).To(Succeed())
@@ -112,13 +116,20 @@ func tokenRotationSpec(ctx context.Context, c client.Client, ns string) {
 	Expect(got).NotTo(BeNil())
 	Expect(adapterRestarts(ctx, c, ns, name)).To(Equal(pods), "the rotation restarted or replaced the adapter's pod")
 
-	By("the agent picked up the new binding and saw no refusal")
-	Eventually(func(g Gomega) {
-		g.Expect(agentAnswers(ctx, ns, agent, refused.Add(2*time.Second))).NotTo(BeEmpty(), "no call since the old token was refused")
-	}).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
-	answers := agentAnswers(ctx, ns, agent, since)
-	tl.mark("the agent's answers: %s (switch at %s)", summarizeAnswers(answers), switched.Format(time.RFC3339))
-	for _, a := range answers {
-		Expect(a.Answer).To(HavePrefix("201 "), "the agent's call at %s", a.At.Format(time.RFC3339Nano))
+	By("both agents picked up the new binding and saw no refusal")
+	for _, pod := range []string{agent, pyAgent} {
+		Eventually(func(g Gomega) {
+			g.Expect(agentAnswers(ctx, ns, pod, refused.Add(2*time.Second))).NotTo(BeEmpty(), "%s: no call since the old token was refused", pod)
+		}).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		answers := agentAnswers(ctx, ns, pod, since)
+		tl.mark("%s's answers: %s (switch at %s)", pod, summarizeAnswers(answers), switched.Format(time.RFC3339))
+		Expect(answers).To(ContainElement(HaveField("At", BeTemporally(">", refused))), "%s made no call after the old token was refused", pod)
+		for _, a := range answers {
+			want := "201 application/json -"
+			if a.Op == "retrieve" {
+				want = "200 application/json -"
+			}
+			Expect(a.Answer).To(Equal(want), "%s's %s at %s (%s)", pod, a.Op, a.At.Format(time.RFC3339Nano), a.Detail)
+		}
 	}
 }
