@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,7 @@ const (
 // use; Close releases the directory.
 type Binding struct {
 	root  *os.Root
+	dir   string
 	url   string
 	token *watchedFile
 	// ca is nil when the binding carries no ca.crt (a plain-http adapter, or an https one the
@@ -59,7 +61,7 @@ func OpenBinding(dir string) (*Binding, error) {
 	if err != nil {
 		return nil, fmt.Errorf("binding directory: %w", err)
 	}
-	b := &Binding{root: root}
+	b := &Binding{root: root, dir: dir}
 	if err := b.load(); err != nil {
 		_ = root.Close()
 		return nil, err
@@ -68,23 +70,23 @@ func OpenBinding(dir string) (*Binding, error) {
 }
 
 func (b *Binding) load() error {
-	kind, err := readTrimmed(b.root, "type")
+	kind, err := b.readTrimmed("type")
 	if err != nil {
 		return err
 	}
 	if kind != BindingType {
 		return fmt.Errorf("binding type is %q, want %s", kind, BindingType)
 	}
-	if b.url, err = readTrimmed(b.root, "url"); err != nil {
+	if b.url, err = b.readTrimmed("url"); err != nil {
 		return err
 	}
-	b.token = &watchedFile{root: b.root, name: "token", limit: BindingFileLimit}
+	b.token = b.file("token", BindingFileLimit)
 	if _, _, err := b.token.current(true); err != nil {
 		return err
 	}
 	// ca.crt is there when the adapter serves TLS (the default); a plain-http adapter's
 	// binding has none, and an https URL without one trusts the system's roots.
-	ca := &watchedFile{root: b.root, name: "ca.crt", limit: CABundleLimit}
+	ca := b.file("ca.crt", CABundleLimit)
 	pem, _, err := ca.current(true)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -190,10 +192,14 @@ func WithMaxResponseBytes(n int64) BindingOption {
 	return func(o *Options) { o.MaxResponseBytes = n }
 }
 
+// file is the binding's file name, bounded by limit.
+func (b *Binding) file(name string, limit int64) *watchedFile {
+	return &watchedFile{root: b.root, name: name, limit: limit, path: filepath.Join(b.dir, name)}
+}
+
 // readTrimmed reads a small binding file whole, surrounding whitespace trimmed.
-func readTrimmed(root *os.Root, name string) (string, error) {
-	f := watchedFile{root: root, name: name, limit: BindingFileLimit}
-	data, _, err := f.current(true)
+func (b *Binding) readTrimmed(name string) (string, error) {
+	data, _, err := b.file(name, BindingFileLimit).read()
 	return strings.TrimSpace(string(data)), err
 }
 
@@ -214,9 +220,17 @@ type watchedFile struct {
 	root  *os.Root
 	name  string
 	limit int64
+	// path is name under the directory's path, for the per-call stat: os.Stat is one system
+	// call, where os.Root's Stat walks the path itself a component and a symlink at a time
+	// (30 µs and 20 allocations through the kubelet's ..data, against 1 µs). Only the
+	// comparison uses it; every read goes through root, so a name that resolves outside the
+	// directory is never read, only seen to differ.
+	path string
 
 	mu      sync.Mutex
 	version os.FileInfo
+	// refused is the version a read last failed on, so that it is not read again per call.
+	refused os.FileInfo
 	data    []byte
 	// gen counts the contents read: it changes exactly when data does, so a user of the
 	// content (a transport built on a CA) can tell whether it is outdated without comparing
@@ -230,10 +244,10 @@ type watchedFile struct {
 // force is set; before that, every error is returned.
 func (w *watchedFile) current(force bool) ([]byte, uint64, error) {
 	// The stat runs outside the lock: concurrent calls do not queue behind a system call.
-	fi, statErr := w.root.Stat(w.name)
+	fi, statErr := os.Stat(w.path)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !force && w.version != nil && (statErr != nil || sameVersion(fi, w.version)) {
+	if !force && w.version != nil && (statErr != nil || sameVersion(fi, w.version) || sameVersion(fi, w.refused)) {
 		return w.data, w.gen, nil
 	}
 	data, version, err := w.read()
@@ -241,6 +255,7 @@ func (w *watchedFile) current(force bool) ([]byte, uint64, error) {
 	case err != nil && (force || w.version == nil):
 		return w.data, w.gen, err
 	case err != nil:
+		w.refused = fi
 		return w.data, w.gen, nil
 	}
 	if w.version == nil || string(data) != string(w.data) {

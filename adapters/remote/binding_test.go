@@ -32,7 +32,7 @@ type projected struct {
 	current string
 }
 
-func newProjected(t *testing.T, files map[string][]byte) *projected {
+func newProjected(t testing.TB, files map[string][]byte) *projected {
 	t.Helper()
 	p := &projected{dir: filepath.Join(t.TempDir(), "mem")}
 	if err := os.Mkdir(p.dir, 0o755); err != nil {
@@ -442,5 +442,30 @@ func TestBindingTransportFollowsTheCA(t *testing.T) {
 	p.write(t, bindingFiles(url, "tk", []byte("not a certificate")))
 	if err := store(); err != nil {
 		t.Fatalf("a ca.crt without a certificate replaced the CA in force: %v", err)
+	}
+}
+
+// TestBindingKeepsTheTokenItCannotReread: a token file that turns into a symlink out of the
+// directory (or any version that cannot be read) is never read; the token last read stays in
+// use, and ReloadToken says why it could not read.
+func TestBindingKeepsTheTokenItCannotReread(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "stolen")
+	if err := os.WriteFile(outside, []byte("someone else's"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	p := newProjected(t, bindingFiles("http://mem.team.svc:8080", "tk", nil))
+	b, err := remote.OpenBinding(p.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = b.Close() }()
+	symlink("token", outside)(t, p.dir)
+	for range 2 {
+		if tok, err := b.Token(); tok != "tk" || err != nil {
+			t.Fatalf("Token() = %q, %v; want the token last read", tok, err)
+		}
+	}
+	if tok, err := b.ReloadToken(); err == nil || tok == "someone else's" {
+		t.Fatalf("ReloadToken() = %q, %v; want an error", tok, err)
 	}
 }

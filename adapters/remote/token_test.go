@@ -95,15 +95,19 @@ func (r *statusRecorder) WriteHeader(code int) {
 // reloader is a TokenReloader whose change detection never sees a change: Token gives the
 // token it was built with, ReloadToken what is on "disk" now.
 type reloader struct {
-	stale   string
-	disk    atomic.Pointer[string]
-	reloads atomic.Int64
+	stale string
+	disk  atomic.Pointer[string]
+}
+
+func newReloader(stale, disk string) *reloader {
+	r := &reloader{stale: stale}
+	r.disk.Store(&disk)
+	return r
 }
 
 func (r *reloader) Token() (string, error) { return r.stale, nil }
 
 func (r *reloader) ReloadToken() (string, error) {
-	r.reloads.Add(1)
 	return *r.disk.Load(), nil
 }
 
@@ -134,13 +138,8 @@ func TestTokenSource(t *testing.T) {
 			wantData: 1,
 		},
 		{
-			name: "a 401 re-reads a reloader and retries once",
-			source: func() remote.TokenSource {
-				r := &reloader{stale: "old"}
-				disk := "new"
-				r.disk.Store(&disk)
-				return r
-			},
+			name:     "a 401 re-reads a reloader and retries once",
+			source:   func() remote.TokenSource { return newReloader("old", "new") },
 			wantData: 2, wantRefused: 1,
 		},
 		{
@@ -158,13 +157,8 @@ func TestTokenSource(t *testing.T) {
 			wantData: 2, wantRefused: 1,
 		},
 		{
-			name: "a 401 with the same token after a reload is the answer, not retried",
-			source: func() remote.TokenSource {
-				r := &reloader{stale: "old"}
-				disk := "old"
-				r.disk.Store(&disk)
-				return r
-			},
+			name:    "a 401 with the same token after a reload is the answer, not retried",
+			source:  func() remote.TokenSource { return newReloader("old", "old") },
 			wantErr: true, wantData: 1, wantRefused: 1,
 		},
 	}
