@@ -40,6 +40,8 @@ type Binding struct {
 	dir   string
 	url   string
 	token *watchedFile
+	// tokenCache is the token's text for the generation last asked.
+	tokenCache atomic.Pointer[tokenCache]
 	// ca is nil when the binding carries no ca.crt (a plain-http adapter, or an https one the
 	// system's roots verify).
 	ca        *watchedFile
@@ -114,16 +116,33 @@ func (b *Binding) URL() string { return b.url }
 // file is looked at again on the next call: an outdated token is refused by the server with
 // 401, which ReloadToken then repairs, whereas no token would fail every call.
 func (b *Binding) Token() (string, error) {
-	data, _, err := b.token.current(false)
-	return strings.TrimSpace(string(data)), err
+	data, gen, err := b.token.current(false)
+	return b.tokenText(data, gen), err
+}
+
+// tokenText is the token in data, of generation gen, trimmed; the text of the generation
+// last asked is kept, so an unchanged token costs a call no allocation.
+func (b *Binding) tokenText(data []byte, gen uint64) string {
+	if c := b.tokenCache.Load(); c != nil && c.gen == gen {
+		return c.token
+	}
+	c := &tokenCache{gen: gen, token: strings.TrimSpace(string(data))}
+	b.tokenCache.Store(c)
+	return c.token
+}
+
+// tokenCache is a token file's generation and its text.
+type tokenCache struct {
+	gen   uint64
+	token string
 }
 
 // ReloadToken implements TokenReloader: the token file read now, whatever its stamp says (a
 // rewrite within the file system's timestamp granularity, or in place by a writer that kept
 // size and time, leaves the stamp unchanged).
 func (b *Binding) ReloadToken() (string, error) {
-	data, _, err := b.token.current(true)
-	return strings.TrimSpace(string(data)), err
+	data, gen, err := b.token.current(true)
+	return b.tokenText(data, gen), err
 }
 
 // Transport returns a RoundTripper for the adapter's URL. With ca.crt it verifies the
