@@ -59,6 +59,12 @@ var _ TokenReloader = (*Binding)(nil)
 // never changes. Errors name the file and wrap the file system's (fs.ErrNotExist for a
 // missing one); they never quote the token.
 func OpenBinding(dir string) (*Binding, error) {
+	// Absolute, so the per-call stat looks where root does even if the process changes its
+	// working directory.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("binding directory: %w", err)
+	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("binding directory: %w", err)
@@ -81,6 +87,9 @@ func (b *Binding) load() error {
 	}
 	if b.url, err = b.readTrimmed("url"); err != nil {
 		return err
+	}
+	if b.url == "" {
+		return errors.New("binding url is empty")
 	}
 	b.token = b.file("token", BindingFileLimit)
 	if _, _, err := b.token.current(true); err != nil {

@@ -115,6 +115,7 @@ func TestOpenBindingRules(t *testing.T) {
 		{name: "no type", files: bindingFiles(httpURL, "tk", nil), edit: remove("type"), wantErr: "binding type:", wantNotExist: true},
 		{name: "no url", files: bindingFiles(httpURL, "tk", nil), edit: remove("url"), wantErr: "binding url:", wantNotExist: true},
 		{name: "no token", files: bindingFiles(httpURL, "tk", nil), edit: remove("token"), wantErr: "binding token:", wantNotExist: true},
+		{name: "empty url", files: bindingFiles(" \n", "tk", nil), wantErr: "binding url is empty"},
 		{name: "another type", files: map[string][]byte{"type": []byte("postgresql"), "url": []byte(httpURL), "token": []byte("tk")},
 			wantErr: `binding type is "postgresql", want memory-adapter`},
 		{name: "oversize token", files: bindingFiles(httpURL, strings.Repeat("t", remote.BindingFileLimit+1), nil),
