@@ -1,6 +1,10 @@
 // Package remote is the HTTP client of a deployed memory adapter server
 // (internal/server, wire format api/memory/openapi.yaml): a memory.ExternalStore whose
-// manifest is the server's, for Go workloads and for the conformance job.
+// manifest is the server's, for Go workloads and for the conformance job. An agent in a
+// bound pod connects with FromBinding, which reads the projected Service Binding
+// (OpenBinding), sends its token as it is on disk before each call and verifies the server
+// against its ca.crt as it is on disk, so a rotated token or CA needs no restart
+// (docs/agents-go.md). The package imports nothing from Kubernetes.
 //
 // Lifecycle (ADR-0093 D4):
 //
@@ -13,9 +17,16 @@
 //   - Timeouts: every call has a deadline of Options.Timeout (default 15 s: the server's
 //     own backend timeout of 10 s plus headroom for the network), and dialing is bounded by
 //     5 s. A caller's shorter context deadline wins.
-//   - Retries: none. A write is never retried by this package (a retried store may duplicate
-//     state on backends without idempotent writes); Go's transport may replay an idempotent
-//     GET on a keep-alive connection the server closed before answering, which is safe.
+//   - Retries: only of calls the adapter did not act on. A call whose connection could not
+//     be opened is tried on a new one (DoUnsentRetry); with a TokenSource, a call the server
+//     answered 401 unauthorized is sent once more when the source then gives another token
+//     (the server checks the token before any route). Otherwise a write is never retried (a
+//     retried store may duplicate state on backends without idempotent writes); Go's
+//     transport may replay an idempotent GET on a keep-alive connection the server closed
+//     before answering, which is safe.
+//   - Credentials: Options.Token is fixed for the Store's life; Options.TokenSource is asked
+//     before every call (Binding is one, re-reading the projected token file when it
+//     changed).
 //   - Scope: the server's instance; the client adds none.
 //   - Duplicate ids: the server's backend decides (see its manifest and documentation).
 //   - Errors: every transport failure is MemoryAdapterUnavailable; a problem+json answer

@@ -12,8 +12,10 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -36,6 +38,12 @@ type Options struct {
 	BaseURL string
 	// Token is the bearer token; empty sends none. It is never logged or put in errors.
 	Token string
+	// TokenSource, when set, supplies the bearer token of each call instead of Token (they
+	// exclude each other), for a token that changes while the Store lives: a rotated
+	// binding (Binding is one). After a 401 unauthorized the Store asks it again
+	// (TokenReloader.ReloadToken when it has that method) and retries the call once if the
+	// token changed.
+	TokenSource TokenSource
 	// Timeout is the deadline of one call; zero means DefaultTimeout.
 	Timeout time.Duration
 	// MaxResponseBytes bounds response bodies; zero means DefaultMaxResponseBytes.
@@ -61,8 +69,42 @@ type Store struct {
 	// prefix is the base URL's text when appending a path to it gives what url.URL would
 	// write (no query, fragment or raw path); empty otherwise.
 	prefix string
-	// auth is the Authorization header's value, built once.
+	// auth is the Authorization header's value, built once, when the token is fixed.
 	auth []string
+	// tokens is Options.TokenSource; lastAuth caches the header of the token it last gave.
+	tokens   TokenSource
+	lastAuth atomic.Pointer[tokenAuth]
+	// closers are released by Close after the client's connections (FromBinding's Binding).
+	closers []io.Closer
+}
+
+// TokenSource supplies the bearer token of each call, for a token that changes while a Store
+// lives. The Store asks before every request, so Token must be cheap and safe for concurrent
+// use. It takes no context: a source reads memory or a local file, never the network.
+type TokenSource interface {
+	// Token returns the token to send now; "" sends none. An error fails the call with
+	// MemoryAdapterError before anything is sent.
+	Token() (string, error)
+}
+
+// TokenReloader is a TokenSource that can read its token afresh whatever its own change
+// detection says. A Store calls ReloadToken after the server answered 401 unauthorized.
+type TokenReloader interface {
+	TokenSource
+	// ReloadToken returns the token read now.
+	ReloadToken() (string, error)
+}
+
+// TokenFunc adapts a function to a TokenSource.
+type TokenFunc func() (string, error)
+
+// Token implements TokenSource.
+func (f TokenFunc) Token() (string, error) { return f() }
+
+// tokenAuth is a token and its Authorization header value.
+type tokenAuth struct {
+	token  string
+	header []string
 }
 
 var _ memory.ExternalStore = (*Store)(nil)
@@ -90,7 +132,10 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
 		return nil, memory.NewAdapterError("remote: base URL must be an absolute http(s) URL", nil)
 	}
-	s := &Store{base: base, token: opts.Token, timeout: opts.Timeout, maxBody: opts.MaxResponseBytes, client: opts.HTTPClient}
+	if opts.Token != "" && opts.TokenSource != nil {
+		return nil, memory.NewAdapterError("remote: Token and TokenSource exclude each other", nil)
+	}
+	s := &Store{base: base, token: opts.Token, tokens: opts.TokenSource, timeout: opts.Timeout, maxBody: opts.MaxResponseBytes, client: opts.HTTPClient}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
 	}
@@ -139,10 +184,15 @@ func (s *Store) HTTPClient() *http.Client { return s.client }
 // Manifest returns the manifest fetched at construction.
 func (s *Store) Manifest() memory.Manifest { return s.manifest }
 
-// Close releases idle connections. It is idempotent.
+// Close releases idle connections, and the binding directory of a Store from FromBinding.
+// It is idempotent.
 func (s *Store) Close() error {
 	s.client.CloseIdleConnections()
-	return nil
+	var errs []error
+	for _, c := range s.closers {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // FetchManifest reads GET /v1/manifest now, without changing the Store's own manifest; the
@@ -234,11 +284,70 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 	return *res.Items, nil
 }
 
-// do performs one request without retries. want is the success status; out receives the
-// strictly decoded body.
+// do performs one call. want is the success status; out receives the strictly decoded body.
+// A call is sent again only on a new connection while nothing of it was written
+// (DoUnsentRetry) and, with a TokenSource, once after a 401 unauthorized when the source then
+// gives another token: the server's token check runs before any route (internal/server), so
+// a 401 says the call was not acted on and sending it again, a store included, cannot
+// duplicate anything. It repairs the window in which the server already refuses the token
+// the source gave (a rotation's grace period over, or the source's change detection blind to
+// an in-place rewrite) while the new one is on disk.
 func (s *Store) do(ctx context.Context, method, path string, body []byte, want int, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	auth, err := s.authorization(false)
+	if err != nil {
+		return err
+	}
+	err = s.send(ctx, method, path, body, want, out, auth)
+	if s.tokens == nil || !unauthorized(err) {
+		return err
+	}
+	again, rerr := s.authorization(true)
+	if rerr != nil || slices.Equal(again, auth) {
+		// The same token would be refused again: the first answer is the call's.
+		return err
+	}
+	return s.send(ctx, method, path, body, want, out, again)
+}
+
+// authorization is the Authorization header's value for the next request, nil for none;
+// reload asks a TokenReloader to read its token afresh.
+func (s *Store) authorization(reload bool) ([]string, error) {
+	if s.tokens == nil {
+		return s.auth, nil
+	}
+	var tok string
+	var err error
+	if r, ok := s.tokens.(TokenReloader); ok && reload {
+		tok, err = r.ReloadToken()
+	} else {
+		tok, err = s.tokens.Token()
+	}
+	if err != nil {
+		return nil, memory.NewAdapterError("remote: the token source failed", err)
+	}
+	if tok == "" {
+		return nil, nil
+	}
+	// The header of an unchanged token is reused: a call allocates nothing for it.
+	if last := s.lastAuth.Load(); last != nil && last.token == tok {
+		return last.header, nil
+	}
+	a := &tokenAuth{token: tok, header: []string{"Bearer " + tok}}
+	s.lastAuth.Store(a)
+	return a.header, nil
+}
+
+// unauthorized reports whether err is the adapter server's own 401 unauthorized (a problem
+// document), not a proxy's.
+func unauthorized(err error) bool {
+	var pe *ProblemError
+	return errors.As(err, &pe) && pe.Problem.Type == memory.ProblemUnauthorized && pe.Problem.Status == http.StatusUnauthorized
+}
+
+// send performs one request with the Authorization header value auth (nil for none).
+func (s *Store) send(ctx context.Context, method, path string, body []byte, want int, out any, auth []string) error {
 	// Every path this client sends is letters, digits, '/' and '-', which url.URL writes
 	// unescaped, so the prefix and the path concatenate to the same URL.
 	target := s.prefix + path
@@ -262,8 +371,8 @@ func (s *Store) do(ctx context.Context, method, path string, body []byte, want i
 		if body != nil {
 			req.Header["Content-Type"] = jsonContentType
 		}
-		if s.auth != nil {
-			req.Header["Authorization"] = s.auth
+		if auth != nil {
+			req.Header["Authorization"] = auth
 		}
 		return req, nil
 	})

@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -27,9 +23,6 @@ import (
 // adapterNamePattern is a MemoryAdapter's name rule; it also keeps --adapter from naming a
 // path outside $SERVICE_BINDING_ROOT.
 var adapterNamePattern = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
-
-// bindingFileLimit bounds each binding file read: a URL or a token, never more than this.
-const bindingFileLimit = 4096
 
 type agentCheckFlags struct {
 	adapter  string
@@ -91,84 +84,18 @@ call: "agent-check watch: <time the call was made> store <status> <media type> <
 	return cmd
 }
 
-// binding is a Service Binding directory's content. caCert is the optional ca.crt: the CA
-// bundle an https adapter's certificate must chain to.
-type binding struct {
-	kind, url, token string
-	caCert           []byte
-}
-
-// caBundleLimit bounds ca.crt: a few PEM certificates (the operator's CA, and its successor
-// while one rotates), never more than this.
-const caBundleLimit = 64 << 10
-
-// httpClient is a client that trusts exactly the binding's CA for an https URL.
-func (b binding) httpClient(timeout time.Duration) (*http.Client, error) {
-	tr := remote.NewTransport()
-	if strings.HasPrefix(b.url, "https://") && len(b.caCert) > 0 {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(b.caCert) {
-			return nil, errors.New("binding ca.crt: no PEM certificate in it")
-		}
-		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
-	}
-	return &http.Client{Timeout: timeout, Transport: tr}, nil
-}
-
-func readBinding(root, adapter string) (binding, error) {
+// bindingPath is the directory of the adapter's binding under root, checked the way a user
+// gets it wrong: no root in the environment, or an --adapter that is not a MemoryAdapter's
+// name (which also keeps it from naming a path outside root). The directory's own rules are
+// remote.OpenBinding's.
+func bindingPath(root, adapter string) (string, error) {
 	if root == "" {
-		return binding{}, errors.New("SERVICE_BINDING_ROOT is not set: is the pod bound to an adapter?")
+		return "", errors.New("SERVICE_BINDING_ROOT is not set: is the pod bound to an adapter?")
 	}
 	if len(adapter) > 40 || !adapterNamePattern.MatchString(adapter) {
-		return binding{}, usageError("--adapter %q is not a MemoryAdapter name (a DNS label of at most 40 characters starting with a letter)", adapter)
+		return "", usageError("--adapter %q is not a MemoryAdapter name (a DNS label of at most 40 characters starting with a letter)", adapter)
 	}
-	dir := filepath.Join(root, adapter)
-	readLimited := func(name string, limit int64) ([]byte, error) {
-		// OpenInRoot keeps the read inside the binding directory even through symlinks.
-		f, err := os.OpenInRoot(dir, name)
-		if err != nil {
-			return nil, fmt.Errorf("binding %s: %w", name, err)
-		}
-		defer func() { _ = f.Close() }()
-		b, err := io.ReadAll(io.LimitReader(f, limit+1))
-		if err != nil {
-			return nil, fmt.Errorf("binding %s: %w", name, err)
-		}
-		if int64(len(b)) > limit {
-			return nil, fmt.Errorf("binding %s: longer than %d bytes", name, limit)
-		}
-		return b, nil
-	}
-	read := func(name string) (string, error) {
-		b, err := readLimited(name, bindingFileLimit)
-		return strings.TrimSpace(string(b)), err
-	}
-	var b binding
-	var err error
-	if b.kind, err = read("type"); err != nil {
-		return b, err
-	}
-	if b.kind != "memory-adapter" {
-		return b, fmt.Errorf("binding type is %q, want memory-adapter", b.kind)
-	}
-	if b.url, err = read("url"); err != nil {
-		return b, err
-	}
-	if b.token, err = read("token"); err != nil {
-		return b, err
-	}
-	// ca.crt is there when the adapter serves TLS (the default); a plain-http adapter's
-	// binding has none, and an https URL without one trusts the system's roots.
-	if b.caCert, err = readLimited("ca.crt", caBundleLimit); err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			return b, err
-		}
-		b.caCert = nil
-	}
-	if len(b.caCert) > 0 && !strings.HasPrefix(b.url, "https://") {
-		return b, fmt.Errorf("binding url %q is not https although the binding carries ca.crt: refusing to send the token in clear", b.url)
-	}
-	return b, nil
+	return filepath.Join(root, adapter), nil
 }
 
 func runAgentCheck(ctx context.Context, out io.Writer, root string, f *agentCheckFlags) error {
@@ -176,13 +103,13 @@ func runAgentCheck(ctx context.Context, out io.Writer, root string, f *agentChec
 	if err != nil {
 		return usageError("--requires: %w", err)
 	}
-	b, err := readBinding(root, f.adapter)
+	dir, err := bindingPath(root, f.adapter)
 	if err != nil {
 		return err
 	}
-	st, err := remote.New(ctx, remote.Options{BaseURL: b.url, Token: b.token, CACert: b.caCert})
+	st, err := remote.FromBinding(ctx, dir)
 	if err != nil {
-		return fmt.Errorf("connect to %s: %w", b.url, err)
+		return err
 	}
 	defer func() { _ = st.Close() }()
 	if unmet := reqs.Unmet(st.Manifest()); len(unmet) > 0 {
@@ -211,6 +138,6 @@ func runAgentCheck(ctx context.Context, out io.Writer, root string, f *agentChec
 	if !memory.JSONEqual(got.Content, item.Content) {
 		return fmt.Errorf("retrieve: item %s content came back different", item.ID)
 	}
-	_, err = fmt.Fprintf(out, "agent-check: adapter %q (binding %s): stored and retrieved item %s\n", st.Manifest().Adapter, filepath.Join(root, f.adapter), item.ID)
+	_, err = fmt.Fprintf(out, "agent-check: adapter %q (binding %s): stored and retrieved item %s\n", st.Manifest().Adapter, dir, item.ID)
 	return err
 }

@@ -55,7 +55,7 @@ func TestAgentCheck(t *testing.T) {
 		{"unmet requirement named", bindingDir(t, "mem", hs.URL, "tk"),
 			[]string{"--adapter", "mem", "--requires", "supportedFilters=branch_id"}, "", "does not meet: supportedFilters=branch_id (not supported: branch_id)"},
 		{"wrong token", bindingDir(t, "mem", hs.URL, "nope"), []string{"--adapter", "mem"}, "", "connect to"},
-		{"no binding for that adapter", bindingDir(t, "mem", hs.URL, "tk"), []string{"--adapter", "other"}, "", "binding type:"},
+		{"no binding for that adapter", bindingDir(t, "mem", hs.URL, "tk"), []string{"--adapter", "other"}, "", "binding directory:"},
 		{"adapter name outside the binding root", bindingDir(t, "mem", hs.URL, "tk"), []string{"--adapter", "../mem"}, "", "is not a MemoryAdapter name"},
 		{"no binding root", "", []string{"--adapter", "mem"}, "", "SERVICE_BINDING_ROOT is not set"},
 		{"malformed requirements", bindingDir(t, "mem", hs.URL, "tk"), []string{"--adapter", "mem", "--requires", "tags"}, "", `token "tags"`},

@@ -40,46 +40,38 @@ const watchBodyLimit = 64 << 10
 // pool does (the case a rolling server must drain without failing). It ends when ctx does,
 // and returns nil then.
 func runAgentWatch(ctx context.Context, out io.Writer, root string, f *agentCheckFlags) error {
-	if _, err := readBinding(root, f.adapter); err != nil {
+	dir, err := bindingPath(root, f.adapter)
+	if err != nil {
 		return err
 	}
+	b, err := remote.OpenBinding(dir)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = b.Close() }()
+	// A call waits as long as the Go client's does (remote.DefaultTimeout: the server's
+	// backend budget plus headroom), so an adapter's typed answer that takes its whole
+	// backend budget is seen, not cut off as a hang. Five seconds, the old wait, equalled
+	// the PostgreSQL adapter's own request budget: under load the typed 503 of an outage
+	// came after the agent had given up (docs/development.md, four e2e processes). The
+	// binding's transport verifies against ca.crt as it is on disk, and the token is asked
+	// of the binding for every call: a rotated token or CA bundle is used as soon as the
+	// kubelet projects it.
+	client := &http.Client{Timeout: max(f.interval, remote.DefaultTimeout), Transport: b.Transport(nil)}
 	tick := time.NewTicker(f.interval)
 	defer tick.Stop()
-	var (
-		client *http.Client
-		usedCA []byte
-	)
 	for {
 		// The line carries when the call was made, not when it ended: a call that hangs
-		// until the client's timeout belongs to the moment it was sent. The binding is read
-		// for every call, as the kubelet projects it: a rotated token or CA bundle is used as
-		// soon as it lands.
+		// until the client's timeout belongs to the moment it was sent.
 		at := time.Now().UTC()
 		lines := []string{}
-		b, err := readBinding(root, f.adapter)
-		if err == nil && (client == nil || !f.keepAlive || !bytes.Equal(usedCA, b.caCert)) {
-			if client != nil {
-				client.CloseIdleConnections()
-			}
-			// A call waits as long as the Go client's does (remote.DefaultTimeout: the server's
-			// backend budget plus headroom), so an adapter's typed answer that takes its whole
-			// backend budget is seen, not cut off as a hang. Five seconds, the old wait, equalled
-			// the PostgreSQL adapter's own request budget: under load the typed 503 of an outage
-			// came after the agent had given up (docs/development.md, four e2e processes).
-			client, err = b.httpClient(max(f.interval, remote.DefaultTimeout))
-			usedCA = b.caCert
+		answer, stored := watchStore(ctx, client, b)
+		lines = append(lines, "store "+answer)
+		if f.readBack && stored != nil {
+			lines = append(lines, "retrieve "+watchRetrieve(ctx, client, b, *stored))
 		}
-		if err != nil {
-			lines = append(lines, "store error: "+err.Error())
-		} else {
-			answer, stored := watchStore(ctx, client, b)
-			lines = append(lines, "store "+answer)
-			if f.readBack && stored != nil {
-				lines = append(lines, "retrieve "+watchRetrieve(ctx, client, b, *stored))
-			}
-			if !f.keepAlive {
-				client.CloseIdleConnections()
-			}
+		if !f.keepAlive {
+			client.CloseIdleConnections()
 		}
 		if ctx.Err() != nil {
 			// The watch ended during the call: what the call got says nothing of the adapter.
@@ -101,7 +93,7 @@ func runAgentWatch(ctx context.Context, out io.Writer, root string, f *agentChec
 // watchStore stores one fresh item and describes the answer: "<status> <media type>
 // <problem type or ->", or "error: ..." when no answer came. It returns the item when the
 // adapter acknowledged it (201).
-func watchStore(ctx context.Context, client *http.Client, b binding) (string, *memory.Item) {
+func watchStore(ctx context.Context, client *http.Client, b *remote.Binding) (string, *memory.Item) {
 	it := memory.NewItem([]byte(`{"note":"stored by agent-check --watch"}`), "agent-check")
 	body, err := memory.MarshalItem(it)
 	if err != nil {
@@ -116,7 +108,7 @@ func watchStore(ctx context.Context, client *http.Client, b binding) (string, *m
 
 // watchRetrieve reads the item back and describes the answer as watchStore does; a 200 whose
 // item differs from the one stored ends in "mismatch" instead of "-".
-func watchRetrieve(ctx context.Context, client *http.Client, b binding, want memory.Item) string {
+func watchRetrieve(ctx context.Context, client *http.Client, b *remote.Binding, want memory.Item) string {
 	answer, status, data := watchCall(ctx, client, b, http.MethodGet, "/v1/items/"+want.ID.String(), nil)
 	if status != http.StatusOK {
 		return answer
@@ -130,7 +122,7 @@ func watchRetrieve(ctx context.Context, client *http.Client, b binding, want mem
 
 // watchCall makes one call and returns its description, its status (0 when no answer came)
 // and, for a 2xx answer, its body (at most watchBodyLimit).
-func watchCall(ctx context.Context, client *http.Client, b binding, method, path string, body []byte) (string, int, []byte) {
+func watchCall(ctx context.Context, client *http.Client, b *remote.Binding, method, path string, body []byte) (string, int, []byte) {
 	// Where a failed call went, for the error line: which instance (a Service spreads calls
 	// over several), over a new or a pooled connection, and whether the request was sent.
 	var (
@@ -167,21 +159,26 @@ func watchCall(ctx context.Context, client *http.Client, b binding, method, path
 			wrote = true
 		},
 	})
+	token, err := b.Token()
+	if err != nil {
+		return "error: " + err.Error(), 0, nil
+	}
 	// The contract's client retry, and nothing more: a call is sent again only while no byte
-	// of it was written (remote.DoUnsentRetry).
+	// of it was written (remote.DoUnsentRetry). A 401 is printed as the answer it is, not
+	// retried with a re-read token as the Go client does: the watch observes the wire.
 	resp, err := remote.DoUnsentRetry(tctx, client, func(ctx context.Context) (*http.Request, error) {
 		var rd io.Reader
 		if body != nil {
 			rd = bytes.NewReader(body)
 		}
-		req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(b.url, "/")+path, rd)
+		req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(b.URL(), "/")+path, rd)
 		if err != nil {
 			return nil, err
 		}
 		if body != nil {
 			req.Header.Set("Content-Type", "application/json")
 		}
-		req.Header.Set("Authorization", "Bearer "+b.token)
+		req.Header.Set("Authorization", "Bearer "+token)
 		return req, nil
 	})
 	if err != nil {

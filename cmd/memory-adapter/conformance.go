@@ -399,12 +399,12 @@ func readCAFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer func() { _ = f.Close() }()
-	b, err := io.ReadAll(io.LimitReader(f, caBundleLimit+1))
+	b, err := io.ReadAll(io.LimitReader(f, remote.CABundleLimit+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > caBundleLimit {
-		return nil, fmt.Errorf("longer than %d bytes", caBundleLimit)
+	if len(b) > remote.CABundleLimit {
+		return nil, fmt.Errorf("longer than %d bytes", remote.CABundleLimit)
 	}
 	return b, nil
 }
