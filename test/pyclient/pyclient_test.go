@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -90,7 +91,7 @@ var buildAdapter = sync.OnceValues(func() (string, error) {
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/memory-adapter")
 	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/memory-adapter: %v\n%s", err, out)
+		return "", fmt.Errorf("go build ./cmd/memory-adapter: %w\n%s", err, out)
 	}
 	return bin, nil
 })
@@ -208,8 +209,8 @@ func runPython(t *testing.T, py string, tg target, factory string) (pyReport, in
 	text, err := cmd.CombinedOutput()
 	code := 0
 	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
 			t.Fatalf("python suite: %v\n%s", err, text)
 		}
 		code = ee.ExitCode()
