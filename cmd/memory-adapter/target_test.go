@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"github.com/agentmem/memory-adapter-operator/conformance"
 	"github.com/agentmem/memory-adapter-operator/conformance/wire/wiretest"
 	"github.com/agentmem/memory-adapter-operator/internal/server"
+	"github.com/agentmem/memory-adapter-operator/internal/testservers"
 )
 
 func executeCtx(ctx context.Context, args ...string) (string, error) {
@@ -27,17 +27,6 @@ func executeCtx(ctx context.Context, args ...string) (string, error) {
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
 	return out.String() + errb.String(), err
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
 }
 
 func writeFile(t *testing.T, dir, name, content string) string {
@@ -94,7 +83,7 @@ func runTargetCommand(t *testing.T, args ...string) (*conformance.Report, string
 func TestTargetCommandAgainstServeHarness(t *testing.T) {
 	dir := t.TempDir()
 	tok, htok := writeFile(t, dir, "token", "data\n"), writeFile(t, dir, "harness-token", "harness\n")
-	data, harness := freeAddr(t), freeAddr(t)
+	data, harness := testservers.FreeAddr(t), testservers.FreeAddr(t)
 	startServe(t, data, "--backend", "inmemory", "--token-file", tok,
 		"--harness", "--harness-listen", harness, "--harness-token-file", htok, "--log-level", "error")
 
@@ -203,7 +192,7 @@ func startOtherAdapter(t *testing.T, token string) string {
 func TestTargetWaitOutlastsAServerStartingLate(t *testing.T) {
 	dir := t.TempDir()
 	tok, htok := writeFile(t, dir, "token", "data\n"), writeFile(t, dir, "harness-token", "harness\n")
-	data, harness := freeAddr(t), freeAddr(t)
+	data, harness := testservers.FreeAddr(t), testservers.FreeAddr(t)
 	type result struct {
 		r   *conformance.Report
 		err error
@@ -238,7 +227,7 @@ func TestTargetWaitOutlastsAServerStartingLate(t *testing.T) {
 		t.Fatalf("the run did not wait for its target: %v %+v", res.err, res.r)
 	}
 
-	r, _, err := runTargetCommand(t, "--target", "http://"+freeAddr(t), "--token-file", tok, "--target-wait", "1s")
+	r, _, err := runTargetCommand(t, "--target", "http://"+testservers.FreeAddr(t), "--token-file", tok, "--target-wait", "1s")
 	if err == nil || r.Result != conformance.Failed || !strings.Contains(r.Error, "not ready within --target-wait 1s") {
 		t.Errorf("a target that never listens: exit %v, result %s, error %q", err, r.Result, r.Error)
 	}

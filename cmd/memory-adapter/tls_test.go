@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentmem/memory-adapter-operator/internal/pki"
+	"github.com/agentmem/memory-adapter-operator/internal/testservers"
 )
 
 // TestServeOverTLSAndAgentCheckVerifiesTheCA starts `serve` with the certificate files the
@@ -35,7 +36,7 @@ func TestServeOverTLSAndAgentCheckVerifiesTheCA(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	addr := freeAddr(t)
+	addr := testservers.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {

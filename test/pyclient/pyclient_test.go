@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -96,17 +95,6 @@ var buildAdapter = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
-
 // target is a `serve --harness` process.
 type target struct {
 	url, harnessURL, token, harnessToken, tokenFile, harnessTokenFile string
@@ -128,7 +116,7 @@ func serveHarness(t *testing.T, backend, connection string) target {
 			t.Fatal(err)
 		}
 	}
-	addr, haddr := freeAddr(t), freeAddr(t)
+	addr, haddr := testservers.FreeAddr(t), testservers.FreeAddr(t)
 	tg.url, tg.harnessURL = "http://"+addr, "http://"+haddr
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "serve", "--backend", backend, "--listen", addr, "--token-file", tg.tokenFile,
