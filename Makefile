@@ -43,11 +43,15 @@ CONTRACT_MODULES := api/memory conformance
 CONTRACT_PKGS = $(shell go list github.com/agentmem/memory-adapter-operator/api/memory/... github.com/agentmem/memory-adapter-operator/conformance/...)
 
 .PHONY: manifests
-manifests: controller-gen ## Generate ClusterRole, CustomResourceDefinition and webhook objects.
+manifests: controller-gen caseids ## Generate ClusterRole, CustomResourceDefinition and webhook objects.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd webhook paths="./..." output:crd:artifacts:config=config/crd/bases
 
+.PHONY: caseids
+caseids: ## Generate the API's conformance case ids (type, admission enum, constants) from the conformance registry.
+	go run ./hack/gen-caseids
+
 .PHONY: generate
-generate: controller-gen crd-ref-docs ## Generate DeepCopy methods for the API types and the API reference (docs/reference/api.md).
+generate: controller-gen crd-ref-docs caseids ## Generate DeepCopy methods for the API types and the API reference (docs/reference/api.md).
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
 	$(CRD_REF_DOCS) --log-level=ERROR --source-path=api/v1alpha1 --config=hack/crd-ref-docs.yaml --renderer=markdown --output-path=docs/reference/api.md
 

@@ -8,7 +8,9 @@ const SuiteVersion = "0.1.0"
 // and the documentation use these ids; they never change meaning within a SuiteVersion.
 type CaseID string
 
-// The 17 cases of ADR-0093 D2, in matrix order.
+// The cases of ADR-0093 D2's matrix, in matrix order. The matrix's shape has one home, the
+// cases slice below: the API's ids are generated from it (hack/gen-caseids) and the documents
+// say "the matrix" rather than a count.
 const (
 	CaseStructuralSurface  CaseID = "structural-surface"
 	CaseStoreIdentifier    CaseID = "store-identifier"
@@ -61,14 +63,14 @@ var cases = []Case{
 	caseManifestAccuracy,
 }
 
-// Cases returns the 17 cases in matrix order. The slice is a copy.
+// Cases returns the matrix's cases in matrix order. The slice is a copy.
 func Cases() []Case {
 	out := make([]Case, len(cases))
 	copy(out, cases)
 	return out
 }
 
-// CaseIDs returns the 17 case ids in matrix order.
+// CaseIDs returns the matrix's case ids in matrix order.
 func CaseIDs() []CaseID {
 	out := make([]CaseID, len(cases))
 	for i, c := range cases {

@@ -3,7 +3,7 @@ package conformance
 // This file holds the wire-rule cases: what only a server judged over the wire can get wrong
 // (authentication, a manifest stable across the run and named by the evidence, plain-string
 // content, the declared duplicate-id behaviour). They run only when the harness is a
-// WireTarget (memory-adapter conformance --target), after the 17 cases.
+// WireTarget (memory-adapter conformance --target), after the matrix's cases.
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-// Package conformance is the reusable ADR-0093 conformance suite: the 17-case matrix that
+// Package conformance is the reusable ADR-0093 conformance suite: the matrix (Cases) that
 // every memory adapter runs against a deterministic fake transport and against its live
 // service, through a Harness of the seed's five capabilities.
 //
@@ -16,7 +16,7 @@
 // A harness that is a WireTarget (conformance/wire, `memory-adapter conformance --target`)
 // judges a server over HTTP through a raw client: the matrix then tests the server's own
 // rules, and four wire-rule cases (content kinds, duplicate id, authentication, manifest
-// stability) follow the 17. Every report carries a claim: full only when no case lacked a
+// stability) follow the matrix. Every report carries a claim: full only when no case lacked a
 // harness capability.
 //
 // The package imports nothing from Kubernetes.

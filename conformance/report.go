@@ -35,7 +35,7 @@ func (o Outcome) Valid() bool { return o == Passed || o == Failed || o == NotApp
 // compact report always fits in it.
 const MaxTerminationMessage = 4096
 
-// maxReportBytes bounds what ParseReport accepts: a full report with 17 cases and generous
+// maxReportBytes bounds what ParseReport accepts: a full report of every case with generous
 // messages is far smaller, so anything larger is hostile or corrupt.
 const maxReportBytes = 1 << 20
 
@@ -270,7 +270,7 @@ type CompactReport struct {
 // bytes: identifying strings are bounded and case messages are truncated (on rune
 // boundaries, marked with "…") as much as needed, shortest budget last.
 func (r *Report) Compact() ([]byte, error) {
-	// Budgets tried in order; the last one drops messages entirely. 17 cases with ids,
+	// Budgets tried in order; the last one drops messages entirely. The matrix's cases with ids,
 	// outcomes and counts fit in well under 2 KiB, so the last step always fits.
 	for _, limit := range []int{400, 200, 120, 80, 48, 24, 0} {
 		c := CompactReport{

@@ -4,7 +4,7 @@
 #
 #   hack/demo.sh up     start (or reuse) the cluster, build and load the images, make deploy,
 #                       then in namespace mao-demo: the SQLite sample going Deployed ->
-#                       Conformant -> Available, its 17 conformance results, one item stored and
+#                       Conformant -> Available, its conformance results, one item stored and
 #                       read back through the Service with the binding Secret's url and token,
 #                       and a PostgreSQL adapter losing Available when its (throwaway, host)
 #                       server stops and regaining it when the server returns. Leaves the

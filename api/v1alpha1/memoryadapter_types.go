@@ -361,10 +361,8 @@ type BindingReference struct {
 	Name string `json:"name"`
 }
 
-// ConformanceCaseID is the stable id of one case of the required
-// conformance matrix.
-// +kubebuilder:validation:Enum=structural-surface;store-identifier;direct-retrieval;unknown-id;wrong-native-kind;dropped-write-field;typed-search;limit;empty-query;unsupported-filter;supported-filter;tag-projection;metadata-projection;consistency;transport-outage;rejected-write;manifest-accuracy
-type ConformanceCaseID string
+// ConformanceCaseID, its constants and AllConformanceCaseIDs are generated from the
+// conformance registry into zz_generated.caseids.go (hack/gen-caseids).
 
 // ConformanceOutcome is the verdict of one conformance case.
 // +kubebuilder:validation:Enum=Passed;Failed;NotApplicable

@@ -47,7 +47,7 @@ func newConformanceCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "conformance",
 		Short: "Run the ADR-0093 conformance matrix live against a backend, and check a deployed server",
-		Long: `Runs the 17-case matrix against the configured backend in a disposable scope (SQLite: a
+		Long: `Runs the conformance matrix against the configured backend in a disposable scope (SQLite: a
 disposable database file with this build), through this build's HTTP server and remote client
 unless --direct. With --server-url it also checks the deployed server through the wire: its
 published manifest equals the expected one, its evidence is valid and names the same manifest

@@ -1,5 +1,5 @@
 """A Python client for memory adapter servers: a lionagi ``MemoryStore`` over HTTP/JSON,
-the seed's (ADR-0093) types and errors, and the 17-case conformance matrix.
+the seed's (ADR-0093) types and errors, and the conformance matrix.
 
 Standard library only; lionagi's own ``MemoryItem``/``MemoryQuery``/``MemoryStore`` are
 used when lionagi is importable, pydantic 2 models when only pydantic is.

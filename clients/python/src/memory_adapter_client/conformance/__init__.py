@@ -1,5 +1,5 @@
 """The ADR-0093 D2 conformance matrix in Python: the seed's ``MemoryAdapterHarness``, the
-17 cases (``run``), a harness over the HTTP harness protocol (``WireHarness``) and the
+matrix's cases (``run``), a harness over the HTTP harness protocol (``WireHarness``) and the
 deterministic fake with its manifest-accuracy table (``fake``).
 
 Run it in-process against your own adapter::

@@ -1,4 +1,4 @@
-"""The 17-case matrix of ADR-0093 D2, in Python (ids and checks as the Go suite's
+"""The matrix of ADR-0093 D2, in Python (ids and checks as the Go suite's
 conformance/cases_*.go; contract.md §2 and §3).
 
 ``await run(harness)`` returns a ``Report``. Each case gets a fresh store (``reset``, then
@@ -854,7 +854,7 @@ async def _manifest_of(store: Any) -> Any:
 
 
 async def run(h: Any, opts: Options | None = None, progress: Callable[[str], None] | None = None) -> Report:
-    """Run the 17 cases against harness ``h``; the caller owns (and closes) the harness."""
+    """Run the matrix's cases against harness ``h``; the caller owns (and closes) the harness."""
     opts = opts or Options()
     r = Report()
     try:
