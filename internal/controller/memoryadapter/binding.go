@@ -140,14 +140,14 @@ func (r *Reconciler) ensureBinding(ctx context.Context, s *scope) (tokenPlan, er
 	err := r.Client.Create(ctx, sec, client.FieldOwner(FieldOwner))
 	switch {
 	case err == nil:
-		r.Recorder.Eventf(ma, sec, corev1.EventTypeNormal, "Created", "Create", "created Secret %s", sec.Name)
+		r.Recorder.Eventf(ma, sec, corev1.EventTypeNormal, "CreatedBindingSecret", "Create", "created Secret %s", sec.Name)
 	case apierrors.IsAlreadyExists(err):
 		if err := r.Client.Apply(ctx, bindingApply(ma, tokens, caPEM), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 			return tokenPlan{}, fmt.Errorf("apply Secret %s: %w", sec.Name, err)
 		}
 		if known {
 			// A digest already applied in this process differs: the desired content changed.
-			r.Recorder.Eventf(ma, sec, corev1.EventTypeNormal, "Updated", "Update", "applied Secret %s", sec.Name)
+			r.Recorder.Eventf(ma, sec, corev1.EventTypeNormal, "UpdatedBindingSecret", "Update", "applied Secret %s", sec.Name)
 		}
 	default:
 		return tokenPlan{}, fmt.Errorf("create Secret %s: %w", sec.Name, err)

@@ -414,6 +414,17 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 			Expect(n).To(Equal(1), "Event recorded %d times: %s\nall Events:\n%s", n, k, strings.Join(lines, "\n"))
 		}
 		fmt.Fprintf(GinkgoWriter, "%d Events on the way to Available:\n%s\n", len(lines), strings.Join(lines, "\n"))
+		// Reasons name what happened to what (house style): never a bare "Created".
+		reasons := map[string]bool{}
+		for k := range seen {
+			action, rest, _ := strings.Cut(k, " ")
+			reason, _, _ := strings.Cut(rest, ":")
+			reasons[reason] = true
+			Expect(reason).NotTo(BeElementOf("Created", "Updated", "Deleted"), "a generic reason on %s: %s", action, k)
+		}
+		for _, want := range []string{"CreatedDeployment", "CreatedService", "CreatedBindingSecret"} {
+			Expect(reasons).To(HaveKey(want), "all Events:\n%s", strings.Join(lines, "\n"))
+		}
 	})
 
 	It("writes nothing while the adapter is steady", func() {

@@ -52,11 +52,13 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, obj client.Object, ow
 	if err != nil {
 		return fmt.Errorf("ensure %s %s: %w", kind, obj.GetName(), err)
 	}
+	// The reason names the kind (CreatedDeployment, UpdatedService): a reader filtering
+	// Events by reason sees which object changed without parsing the message.
 	switch res {
 	case controllerutil.OperationResultCreated:
-		r.Recorder.Eventf(s.ma, obj, corev1.EventTypeNormal, "Created", "Create", "created %s %s", kind, obj.GetName())
+		r.Recorder.Eventf(s.ma, obj, corev1.EventTypeNormal, "Created"+kind, "Create", "created %s %s", kind, obj.GetName())
 	case controllerutil.OperationResultUpdated:
-		r.Recorder.Eventf(s.ma, obj, corev1.EventTypeNormal, "Updated", "Update", "brought %s %s back to the desired state", kind, obj.GetName())
+		r.Recorder.Eventf(s.ma, obj, corev1.EventTypeNormal, "Updated"+kind, "Update", "brought %s %s back to the desired state", kind, obj.GetName())
 	}
 	return nil
 }
@@ -228,7 +230,7 @@ func (r *Reconciler) reconcileDisruptionBudget(ctx context.Context, s *scope) er
 	if err := r.Client.Delete(ctx, pdb); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("delete PodDisruptionBudget %s: %w", pdb.Name, err)
 	}
-	r.Recorder.Eventf(s.ma, pdb, corev1.EventTypeNormal, "Deleted", "Delete", "deleted PodDisruptionBudget %s: the adapter no longer runs several interchangeable replicas", pdb.Name)
+	r.Recorder.Eventf(s.ma, pdb, corev1.EventTypeNormal, "DeletedPodDisruptionBudget", "Delete", "deleted PodDisruptionBudget %s: the adapter no longer runs several interchangeable replicas", pdb.Name)
 	return nil
 }
 
