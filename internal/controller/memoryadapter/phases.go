@@ -195,7 +195,7 @@ func (r *Reconciler) observeNodes(ctx context.Context, s *scope) error {
 		obs := nodeObservation{}
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady {
-				obs = nodeObservation{ready: c.Status == corev1.ConditionTrue, since: c.LastTransitionTime.Time, reason: c.Reason, message: c.Message}
+				obs = nodeObservation{ready: c.Status == corev1.ConditionTrue, reason: c.Reason, message: c.Message}
 			}
 		}
 		s.deploy.nodes[name] = obs

@@ -72,9 +72,8 @@ type claimObservation struct {
 type nodeObservation struct {
 	gone  bool
 	ready bool
-	// since, reason and message are the Ready condition's (NodeStatusUnknown and "Kubelet
-	// stopped posting node status." for a node that stopped answering).
-	since           time.Time
+	// reason and message are the Ready condition's (NodeStatusUnknown and "Kubelet stopped
+	// posting node status." for a node that stopped answering).
 	reason, message string
 }
 
@@ -83,10 +82,9 @@ func (n nodeObservation) describe(name string) string {
 	if n.gone {
 		return fmt.Sprintf("node %s no longer exists", name)
 	}
+	// No time in the message: a condition message stays the same while the fact does, so
+	// the deferred patch's equality guard holds; the Node's Ready condition has the time.
 	msg := fmt.Sprintf("node %s is not ready", name)
-	if !n.since.IsZero() {
-		msg += " since " + n.since.UTC().Format(time.RFC3339)
-	}
 	if n.reason != "" || n.message != "" {
 		msg += fmt.Sprintf(" (%s: %s)", n.reason, n.message)
 	}
@@ -334,7 +332,9 @@ func healthyCondition(o healthObservation) metav1.Condition {
 		return condition(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidencePending, msg)
 	case o.now.Sub(o.lastSuccess) > o.grace:
 		return condition(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidenceStale,
-			fmt.Sprintf("the last evidence was read at %s, more than stalenessGrace %s ago", o.lastSuccess.UTC().Format(time.RFC3339), o.grace))
+			// The condition's lastTransitionTime says when the evidence went stale; a time in
+			// the message would make it differ between writes of the same fact.
+			fmt.Sprintf("no evidence has been read for more than stalenessGrace %s", o.grace))
 	}
 	ev := o.evidence
 	if o.mixed != "" && ev.ManifestValid && len(failedProbes(ev)) == 0 {
