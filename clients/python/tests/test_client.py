@@ -3,6 +3,7 @@
 import asyncio
 import json
 import socket
+import struct
 import time
 import unittest
 import uuid
@@ -91,6 +92,18 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(got.created_at, 1764975600.5738423)
         self.assertEqual(got.content["n"], Decimal("0.123456789012345678901234567890"))
         self.assertEqual(self.srv.data_requests()[0][1], f"/v1/items/{it.id}")
+
+    def test_retrieve_reads_created_at_as_the_nearest_double(self):
+        # A server that writes more digits than the shortest form (another implementation, or
+        # an integer) is read as Go's ParseTimestamp and Python's json read it.
+        id_ = uuid.uuid4()
+        for literal, want in ((b"1796513095.46494960000000000001", 1796513095.4649496), (b"1767225600", 1767225600.0),
+                              (b"1767225600.500000", 1767225600.5), (b"-0.0", -0.0)):
+            body = b'{"id":"%s","created_at":%s}' % (str(id_).encode(), literal)
+            self.srv.answer = lambda m, p, h, b, body=body: (200, "application/json", body)
+            got = self.run_(self.store.retrieve(id_))
+            self.assertEqual(struct.pack("<d", got.created_at), struct.pack("<d", want), literal)
+            self.assertIsInstance(got.created_at, float)
 
     def test_retrieve_not_found_is_none(self):
         self.srv.answer = lambda m, p, h, b: problem(404, "not_found")

@@ -98,14 +98,18 @@ def item_to_wire(item: Any) -> dict:
     }
 
 
-def _exact_float(value: Any, what: str) -> float:
+def _timestamp(value: Any, what: str) -> float:
+    """created_at read as every JSON parser of the contract reads it (api/memory
+    ParseTimestamp): the double nearest the number, which for the shortest form a server
+    writes is that very double. A number beyond a double (1e400) is refused."""
     if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
         raise ValueError(f"{what} is not a number")
-    f = float(value)
-    if isinstance(value, Decimal) and (not math.isfinite(f) or Decimal(repr(f)) != value):
-        raise ValueError(f"{what} {value} is not a double")
-    if isinstance(value, int) and int(f) != value:
-        raise ValueError(f"{what} {value} is not a double")
+    try:
+        f = float(value)
+    except OverflowError as exc:
+        raise ValueError(f"{what} is out of range") from exc
+    if not math.isfinite(f):
+        raise ValueError(f"{what} {value} is out of range")
     return f
 
 
@@ -121,7 +125,7 @@ def item_from_wire(data: Any) -> Any:
         raise ValueError("an item's id is not a UUID")
     if "created_at" not in data:
         raise ValueError("an item has no created_at")
-    created_at = _exact_float(data["created_at"], "an item's created_at")
+    created_at = _timestamp(data["created_at"], "an item's created_at")
     metadata = data.get("metadata")
     if metadata is None:
         metadata = {}
