@@ -46,7 +46,13 @@ type Prober struct {
 	byName  map[types.NamespacedName]types.UID
 	sem     chan struct{}
 	events  chan event.TypedGenericEvent[*memoryv1alpha1.MemoryAdapter]
-	ctx     context.Context
+	// launches hands a target added while the prober runs to Start, which starts its loop
+	// under Start's own context: no context is kept in the struct.
+	launches chan *probeTarget
+	// running is set while Start runs; stopped is closed when it returns, so a hand-over
+	// that Start will never receive gives up.
+	running bool
+	stopped chan struct{}
 }
 
 // probeSpec is what the controller tells the prober about one adapter.
@@ -119,6 +125,7 @@ func (p *Prober) init() {
 		p.targets = map[types.UID]*probeTarget{}
 		p.byName = map[types.NamespacedName]types.UID{}
 		p.events = make(chan event.TypedGenericEvent[*memoryv1alpha1.MemoryAdapter], 1024)
+		p.launches = make(chan *probeTarget)
 	})
 }
 
@@ -134,22 +141,47 @@ func (p *Prober) Events() <-chan event.TypedGenericEvent[*memoryv1alpha1.MemoryA
 func (p *Prober) Start(ctx context.Context) error {
 	p.init()
 	p.mu.Lock()
-	p.ctx = ctx
+	if p.running {
+		p.mu.Unlock()
+		return errors.New("prober: already running")
+	}
+	stopped := make(chan struct{})
+	p.running, p.stopped = true, stopped
 	for _, t := range p.targets {
-		p.launch(t)
+		if !t.running {
+			t.running = true
+			go p.loop(ctx, t)
+		}
 	}
 	p.mu.Unlock()
-	<-ctx.Done()
-	return nil
+	defer close(stopped)
+	for {
+		select {
+		case t := <-p.launches:
+			go p.loop(ctx, t)
+		case <-ctx.Done():
+			p.mu.Lock()
+			p.running = false
+			p.mu.Unlock()
+			return nil
+		}
+	}
 }
 
-// launch starts t's loop once the prober runs; p.mu is held.
+// launch hands t to Start to run its loop, once, while the prober runs; p.mu is held, so
+// the hand-over happens in a goroutine of its own.
 func (p *Prober) launch(t *probeTarget) {
-	if p.ctx == nil || t.running {
+	if !p.running || t.running {
 		return
 	}
 	t.running = true
-	go p.loop(p.ctx, t)
+	stopped := p.stopped
+	go func() {
+		select {
+		case p.launches <- t:
+		case <-stopped:
+		}
+	}()
 }
 
 func (p *Prober) now() time.Time {

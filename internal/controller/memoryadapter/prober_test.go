@@ -309,3 +309,28 @@ func TestConcurrentReconcilesOfGoneAdaptersShareNoState(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestProberStartsOnce: the prober keeps no context of its own; a second Start while one
+// runs is refused instead of starting every loop twice, and a Start after the first ended
+// runs again.
+func TestProberStartsOnce(t *testing.T) {
+	p := &Prober{Reader: &scriptedReader{answers: map[string]func() (*memory.EvidenceReport, error){}, reads: map[string][]time.Time{}, deadline: time.Second}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Start(ctx) }()
+	waitFor(t, 5*time.Second, "the prober runs", func() bool { p.mu.Lock(); defer p.mu.Unlock(); return p.running })
+	if err := p.Start(context.Background()); err == nil {
+		t.Fatal("a second Start while the first runs returned nil, want an error")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	go func() { done <- p.Start(ctx2) }()
+	waitFor(t, 5*time.Second, "the prober runs again", func() bool { p.mu.Lock(); defer p.mu.Unlock(); return p.running })
+	cancel2()
+	if err := <-done; err != nil {
+		t.Fatalf("second Start: %v", err)
+	}
+}
