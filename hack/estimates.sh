@@ -50,12 +50,16 @@ EST_DEMO_WARM="1-3 min"
 # took until 13m03s beside a 10-minute suite, so the three-node stage now starts beside their
 # tail: 18m37s (0bfd0bc; the single-node stage 9m56s, the three-node stage 8m20s with lint and
 # the tests finishing 2 minutes into it). The three-node stage varies by a minute or two: one
-# run at e9e4004 waited 180 s, not 80, for a replacement pod (docs/operator.md).
+# run at e9e4004 waited 180 s, not 80, for a replacement pod (docs/operator.md). With the
+# Python client's tests and matrix in make test (test/pyclient, about 90 s beside the other
+# packages) and the Python agent image in the suite (2026-12-06): 21m11s (693b9d7; the
+# single-node stage 12m29s) and 20m01s (d4c8127; 11m35s); a run whose cluster components were
+# still cold (CoreDNS, the policy agent, the images) took 39m38s (c3e7c36).
 # Cold adds the Kubernetes, tools and image builds (about 25 min
 # idle) and the policy agent's (about 11 min); lint's and the tests' cold builds now happen
 # beside the suite. The cold figure is that sum, not a measured run with hack/ci.sh.
 EST_CI_COLD="50-70 min"
-EST_CI_WARM="18-21 min"
+EST_CI_WARM="18-22 min"
 
 # --- make demo's and make cluster-up's steps ------------------------------------------------
 # The cluster from nothing: Kubernetes, CoreDNS and local-path-provisioner built 12m50s in the
