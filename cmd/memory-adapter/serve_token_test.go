@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
 	"github.com/agentmem/memory-adapter-operator/internal/server/tokentest"
-	"github.com/agentmem/memory-adapter-operator/internal/testservers"
 )
 
 // TestServeFollowsARotatedTokenFile rotates the token file under a running `serve`: the new
@@ -17,7 +17,7 @@ import (
 // server looks at the file once a second, so the test polls each step to a deadline.
 func TestServeFollowsARotatedTokenFile(t *testing.T) {
 	tok := writeFile(t, t.TempDir(), "token", "token-a\n")
-	addr := testservers.FreeAddr(t)
+	addr := storetest.ClosedAddr(t)
 	startServe(t, addr, "--backend", "inmemory", "--token-file", tok, "--log-level", "error")
 	status := func(token string) int {
 		t.Helper()

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
+	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
 	"github.com/agentmem/memory-adapter-operator/conformance"
 	"github.com/agentmem/memory-adapter-operator/conformance/wire/wiretest"
 	"github.com/agentmem/memory-adapter-operator/internal/server"
-	"github.com/agentmem/memory-adapter-operator/internal/testservers"
 )
 
 func executeCtx(ctx context.Context, args ...string) (string, error) {
@@ -83,7 +83,7 @@ func runTargetCommand(t *testing.T, args ...string) (*conformance.Report, string
 func TestTargetCommandAgainstServeHarness(t *testing.T) {
 	dir := t.TempDir()
 	tok, htok := writeFile(t, dir, "token", "data\n"), writeFile(t, dir, "harness-token", "harness\n")
-	data, harness := testservers.FreeAddr(t), testservers.FreeAddr(t)
+	data, harness := storetest.ClosedAddr(t), storetest.ClosedAddr(t)
 	startServe(t, data, "--backend", "inmemory", "--token-file", tok,
 		"--harness", "--harness-listen", harness, "--harness-token-file", htok, "--log-level", "error")
 
@@ -192,7 +192,7 @@ func startOtherAdapter(t *testing.T, token string) string {
 func TestTargetWaitOutlastsAServerStartingLate(t *testing.T) {
 	dir := t.TempDir()
 	tok, htok := writeFile(t, dir, "token", "data\n"), writeFile(t, dir, "harness-token", "harness\n")
-	data, harness := testservers.FreeAddr(t), testservers.FreeAddr(t)
+	data, harness := storetest.ClosedAddr(t), storetest.ClosedAddr(t)
 	type result struct {
 		r   *conformance.Report
 		err error
@@ -227,7 +227,7 @@ func TestTargetWaitOutlastsAServerStartingLate(t *testing.T) {
 		t.Fatalf("the run did not wait for its target: %v %+v", res.err, res.r)
 	}
 
-	r, _, err := runTargetCommand(t, "--target", "http://"+testservers.FreeAddr(t), "--token-file", tok, "--target-wait", "1s")
+	r, _, err := runTargetCommand(t, "--target", "http://"+storetest.ClosedAddr(t), "--token-file", tok, "--target-wait", "1s")
 	if err == nil || r.Result != conformance.Failed || !strings.Contains(r.Error, "not ready within --target-wait 1s") {
 		t.Errorf("a target that never listens: exit %v, result %s, error %q", err, r.Result, r.Error)
 	}

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
 	"github.com/agentmem/memory-adapter-operator/internal/pki"
-	"github.com/agentmem/memory-adapter-operator/internal/testservers"
 )
 
 // TestServeOverTLSAndAgentCheckVerifiesTheCA starts `serve` with the certificate files the
@@ -36,7 +36,7 @@ func TestServeOverTLSAndAgentCheckVerifiesTheCA(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	addr := testservers.FreeAddr(t)
+	addr := storetest.ClosedAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {

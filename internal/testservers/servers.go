@@ -3,7 +3,6 @@ package testservers
 import (
 	"bufio"
 	"bytes"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,17 +60,4 @@ func start(t testing.TB, script, envVar string) string {
 	}
 	t.Fatalf("%s start printed no %s= line", script, envVar)
 	return ""
-}
-
-// FreeAddr returns a loopback address with a port nothing listens on at the moment of the
-// call, for a server a test starts in another process.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
 }

@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
 	"github.com/agentmem/memory-adapter-operator/conformance"
 	"github.com/agentmem/memory-adapter-operator/conformance/wire"
 	"github.com/agentmem/memory-adapter-operator/conformance/wire/wiretest"
@@ -116,7 +117,7 @@ func serveHarness(t *testing.T, backend, connection string) target {
 			t.Fatal(err)
 		}
 	}
-	addr, haddr := testservers.FreeAddr(t), testservers.FreeAddr(t)
+	addr, haddr := storetest.ClosedAddr(t), storetest.ClosedAddr(t)
 	tg.url, tg.harnessURL = "http://"+addr, "http://"+haddr
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "serve", "--backend", backend, "--listen", addr, "--token-file", tg.tokenFile,
