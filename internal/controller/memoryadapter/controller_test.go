@@ -365,7 +365,7 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 
 		sec := &corev1.Secret{}
 		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-binding"}, sec)).To(Succeed())
-		Expect(evidence.lastToken()).To(Equal(string(sec.Data["token"])))
+		Expect(evidence.lastToken(serviceURL(getMA(key)))).To(Equal(string(sec.Data["token"])), "the token presented to this adapter's Service")
 		Eventually(func(g Gomega) {
 			ma := getMA(key)
 			g.Expect(conditionOf(ma, memoryv1alpha1.ConditionDeployed).Status).To(Equal(metav1.ConditionTrue))
@@ -545,7 +545,7 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 			g.Expect(accepted).To(Equal([]string{t1}))
 		}, timeout, poll).Should(Succeed())
 		evidence.setRefusal(func(token string) bool { return token != t1 })
-		Eventually(evidence.lastToken, timeout, poll).Should(Equal(t1), "the operator reads evidence with the new token")
+		Eventually(func() string { return evidence.lastToken(serviceURL(getMA(key))) }, timeout, poll).Should(Equal(t1), "the operator reads evidence with the new token")
 		Expect(k8sClient.Get(ctx, key, dep)).To(Succeed())
 		Expect(dep.Spec.Template).To(Equal(*template), "a rotation must not roll the pods: the server re-reads its token file")
 		evidence.setRefusal(nil)

@@ -242,6 +242,9 @@ type routedEvidence struct {
 	target *localAdapter
 	mu     sync.Mutex
 	tokens []string
+	// last is the last token presented per Service URL: adapters of other specs are read
+	// at the same time, so the last token overall may be another adapter's.
+	last   map[string]string
 	mutate func(*memory.EvidenceReport)
 	// refuse, when set, answers like an adapter whose token file differs: true means 401.
 	refuse func(token string) bool
@@ -254,6 +257,10 @@ func (r *routedEvidence) ReadEvidence(ctx context.Context, t EvidenceTarget) (*m
 	}
 	r.mu.Lock()
 	r.tokens = append(r.tokens, token)
+	if r.last == nil {
+		r.last = map[string]string{}
+	}
+	r.last[url] = token
 	mutate, refuse := r.mutate, r.refuse
 	r.mu.Unlock()
 	if refuse != nil && refuse(token) {
@@ -284,11 +291,9 @@ func (r *routedEvidence) reads() int {
 	return len(r.tokens)
 }
 
-func (r *routedEvidence) lastToken() string {
+// lastToken is the last token presented to the Service URL url.
+func (r *routedEvidence) lastToken(url string) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.tokens) == 0 {
-		return ""
-	}
-	return r.tokens[len(r.tokens)-1]
+	return r.last[url]
 }
