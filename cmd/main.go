@@ -38,6 +38,9 @@ import (
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/gate"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/credentials"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/health"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 	podwebhook "github.com/agentmem/memory-adapter-operator/internal/webhook"
 	// +kubebuilder:scaffold:imports
 )
@@ -120,7 +123,7 @@ func main() {
 			"Empty means $POD_NAMESPACE/"+defaultAdapterCASecret+".")
 	flag.DurationVar(&f.caLifetime, "adapter-ca-lifetime", 10*365*24*time.Hour,
 		"Lifetime of the adapter CA the manager creates when the Secret is absent.")
-	flag.DurationVar(&f.certLifetime, "adapter-cert-lifetime", memoryadapter.DefaultCertLifetime,
+	flag.DurationVar(&f.certLifetime, "adapter-cert-lifetime", render.DefaultCertLifetime,
 		"Lifetime of each adapter's serving certificate; it is renewed after two thirds of it.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
@@ -160,14 +163,14 @@ func main() {
 		os.Exit(1)
 	}
 	loadCtx, cancelLoad := context.WithTimeout(context.Background(), 30*time.Second)
-	tokenKey, err := memoryadapter.LoadOrCreateTokenKey(loadCtx, mgr.GetAPIReader(), mgr.GetClient(), keyRef)
+	tokenKey, err := credentials.LoadOrCreateTokenKey(loadCtx, mgr.GetAPIReader(), mgr.GetClient(), keyRef)
 	cancelLoad()
 	if err != nil {
 		setupLog.Error(err, "Failed to load the token key", "secret", keyRef.String())
 		os.Exit(1)
 	}
 	loadCtx, cancelLoad = context.WithTimeout(context.Background(), 30*time.Second)
-	ca, err := memoryadapter.LoadOrCreateCA(loadCtx, mgr.GetAPIReader(), mgr.GetClient(), caRef, f.caLifetime)
+	ca, err := credentials.LoadOrCreateCA(loadCtx, mgr.GetAPIReader(), mgr.GetClient(), caRef, f.caLifetime)
 	cancelLoad()
 	if err != nil {
 		setupLog.Error(err, "Failed to load the adapter CA", "secret", caRef.String())
@@ -179,7 +182,7 @@ func main() {
 	if err := (&memoryadapter.Reconciler{
 		Client:       mgr.GetClient(),
 		Recorder:     mgr.GetEventRecorder("memory-adapter-operator"),
-		Evidence:     &memoryadapter.HTTPEvidenceReader{RootCAs: roots},
+		Evidence:     &health.HTTPEvidenceReader{RootCAs: roots},
 		CA:           ca,
 		CertLifetime: f.certLifetime,
 		DefaultImage: f.adapterImage,

@@ -74,8 +74,18 @@ func forbidden(pkg, dep string) string {
 
 // foreign explains why package pkg (relative to the module root) may not depend on the
 // package dep of another module, or returns "". The contract and the requirements language are
-// for adapter authors and agents in any setting, so they stay free of Kubernetes.
+// for adapter authors and agents in any setting, so they stay free of Kubernetes; the
+// controller's render and cond rooms are pure, so they stay free of clients.
 func foreign(pkg, dep string) string {
+	if under(pkg, "internal/controller/memoryadapter/render") || under(pkg, "internal/controller/memoryadapter/cond") {
+		// Exact packages, not prefixes: the API types bring controller-runtime's scheme and
+		// the apply configurations bring client-go's rest types, which hold no connection.
+		switch dep {
+		case "sigs.k8s.io/controller-runtime/pkg/client", "k8s.io/client-go/kubernetes", "k8s.io/client-go/dynamic":
+			return "the controller's pure rooms build values; they hold no client and talk to no API server"
+		}
+		return ""
+	}
 	if !under(pkg, "api/memory") && !under(pkg, "api/requirements") {
 		return ""
 	}

@@ -66,3 +66,13 @@ func TestContractAndRequirementsStayFreeOfKubernetes(t *testing.T) {
 	g.Expect(violations(mod, "example.com/m/api/memory", []string{"sigs.k8s.io/yaml"})).To(HaveLen(1))
 	g.Expect(violations(mod, "example.com/m/api/v1alpha1", []string{"k8s.io/apimachinery/pkg/apis/meta/v1"})).To(BeEmpty())
 }
+
+func TestControllerPureRoomsHoldNoClient(t *testing.T) {
+	g := NewWithT(t)
+	const mod = "example.com/m"
+	g.Expect(violations(mod, "example.com/m/internal/controller/memoryadapter/render", []string{"sigs.k8s.io/controller-runtime/pkg/client"})).To(
+		ConsistOf("internal/controller/memoryadapter/render imports sigs.k8s.io/controller-runtime/pkg/client: the controller's pure rooms build values; they hold no client and talk to no API server"))
+	g.Expect(violations(mod, "example.com/m/internal/controller/memoryadapter/cond", []string{"k8s.io/client-go/kubernetes"})).To(HaveLen(1))
+	g.Expect(violations(mod, "example.com/m/internal/controller/memoryadapter/render", []string{"k8s.io/client-go/applyconfigurations/core/v1", "k8s.io/client-go/rest", "sigs.k8s.io/controller-runtime/pkg/scheme"})).To(BeEmpty())
+	g.Expect(violations(mod, "example.com/m/internal/controller/memoryadapter/health", []string{"sigs.k8s.io/controller-runtime/pkg/event"})).To(BeEmpty())
+}

@@ -270,7 +270,7 @@ var _ = Describe("the manager's identity, with the installed RBAC and admission 
 })
 
 // operatorLikeDeployment is a Deployment shaped as the controller renders an adapter's
-// (resources.go): labelled, no token, hardened containers.
+// (memoryadapter/render): labelled, no token, hardened containers.
 func operatorLikeDeployment(ns string) *appsv1.Deployment {
 	labels := map[string]string{"app.kubernetes.io/managed-by": "memory-adapter-operator", "memory.agentmem.io/adapter": "mem"}
 	return &appsv1.Deployment{

@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/agentmem/memory-adapter-operator/api/requirements"
-	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 )
 
 // Names the webhook writes into pods; the gate controller and docs/gating.md use the same.
@@ -43,21 +43,21 @@ func VolumeName(adapter string) string { return volumePrefix + adapter }
 // error means the pod must be rejected; its message is the user's. Bind is idempotent, so a
 // reinvocation after another webhook added containers only mounts the binding into those.
 func Bind(pod *corev1.Pod) (bool, error) {
-	adapter, labelled := pod.Labels[memoryadapter.LabelAdapter]
+	adapter, labelled := pod.Labels[render.LabelAdapter]
 	raw, annotated := pod.Annotations[requirements.AnnotationRequires]
 	if !labelled || !annotated {
 		return false, nil
 	}
 	if len(adapter) > 40 || !adapterName.MatchString(adapter) {
 		return false, fmt.Errorf("label %s: %q is not a MemoryAdapter name (a DNS label of at most 40 characters starting with a letter)",
-			memoryadapter.LabelAdapter, adapter)
+			render.LabelAdapter, adapter)
 	}
 	if _, err := requirements.Parse(raw); err != nil {
 		return false, err
 	}
-	if v, ok := pod.Labels[memoryadapter.LabelBoundTo]; ok && v != adapter {
+	if v, ok := pod.Labels[render.LabelBoundTo]; ok && v != adapter {
 		return false, fmt.Errorf("label %s is %q but label %s names %q: a pod binds to one adapter",
-			memoryadapter.LabelBoundTo, v, memoryadapter.LabelAdapter, adapter)
+			render.LabelBoundTo, v, render.LabelAdapter, adapter)
 	}
 	if err := addVolume(pod, adapter); err != nil {
 		return false, err
@@ -72,7 +72,7 @@ func Bind(pod *corev1.Pod) (bool, error) {
 			return false, err
 		}
 	}
-	pod.Labels[memoryadapter.LabelBoundTo] = adapter
+	pod.Labels[render.LabelBoundTo] = adapter
 	if !slices.ContainsFunc(pod.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == GateName }) {
 		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: GateName})
 	}
@@ -81,7 +81,7 @@ func Bind(pod *corev1.Pod) (bool, error) {
 
 // addVolume adds the binding Secret's volume unless this webhook added it already.
 func addVolume(pod *corev1.Pod, adapter string) error {
-	name, secret := VolumeName(adapter), memoryadapter.BindingSecretName(adapter)
+	name, secret := VolumeName(adapter), render.BindingSecretName(adapter)
 	for _, v := range pod.Spec.Volumes {
 		if v.Name != name {
 			continue

@@ -9,7 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 )
 
 // Path is where the manager's webhook server serves the pod binder; the marker below and
@@ -48,6 +48,6 @@ func (b *PodBinder) Handle(ctx context.Context, req admission.Request) admission
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Binding pod", "namespace", req.Namespace, "name", pod.Name, "generateName", pod.GenerateName,
-		"MemoryAdapter", pod.Labels[memoryadapter.LabelAdapter])
+		"MemoryAdapter", pod.Labels[render.LabelAdapter])
 	return admission.PatchResponseFromRaw(req.Object.Raw, out)
 }

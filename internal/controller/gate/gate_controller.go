@@ -20,6 +20,7 @@ import (
 	"github.com/agentmem/memory-adapter-operator/api/requirements"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 	"github.com/agentmem/memory-adapter-operator/internal/webhook"
 )
 
@@ -180,13 +181,13 @@ func (r *Reconciler) patchCounts(ctx context.Context, ma *memoryv1alpha1.MemoryA
 // conditions, its conformance run) or to a pod bound to it reconciles that adapter's pods.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	podToAdapter := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		name := o.GetLabels()[memoryadapter.LabelBoundTo]
+		name := o.GetLabels()[render.LabelBoundTo]
 		if name == "" {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 	})
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, memoryadapter.IndexBoundTo, memoryadapter.LabelIndexer(memoryadapter.LabelBoundTo)); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, memoryadapter.IndexBoundTo, memoryadapter.LabelIndexer(render.LabelBoundTo)); err != nil {
 		return fmt.Errorf("index pods by bound adapter: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).

@@ -9,11 +9,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/health"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 )
 
 func TestSlimPodKeepsWhatTheControllersRead(t *testing.T) {
 	full := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{LabelAdapter: "a"},
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{render.LabelAdapter: "a"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "adapter", Image: "img", Args: []string{"serve"},
@@ -39,10 +42,10 @@ func TestSlimPodKeepsWhatTheControllersRead(t *testing.T) {
 	if !equality.Semantic.DeepEqual(p.Spec, want) {
 		t.Errorf("spec %+v, want %+v", p.Spec, want)
 	}
-	if !equality.Semantic.DeepEqual(p.Status, full.Status) || p.ManagedFields != nil || p.Labels[LabelAdapter] != "a" {
+	if !equality.Semantic.DeepEqual(p.Status, full.Status) || p.ManagedFields != nil || p.Labels[render.LabelAdapter] != "a" {
 		t.Errorf("status, labels or managedFields changed: %+v", p)
 	}
-	if eps := podEndpoints([]corev1.Pod{*p}, "http"); len(eps) != 1 || eps[0].url != "http://10.0.0.7:8080" {
+	if eps := health.PodEndpoints([]corev1.Pod{*p}, "http", render.AdapterPort); len(eps) != 1 || eps[0].URL != "http://10.0.0.7:8080" {
 		t.Errorf("endpoints of the slim pod: %+v", eps)
 	}
 	// The gate controller lifts its gate with a merge patch between two cached (slim) copies:
@@ -63,7 +66,7 @@ func TestSlimPodKeepsWhatTheControllersRead(t *testing.T) {
 }
 
 func TestSlimJobDropsThePodTemplate(t *testing.T) {
-	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "run", Labels: map[string]string{LabelAdapter: "a"}},
+	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "run", Labels: map[string]string{render.LabelAdapter: "a"}},
 		Spec: batchv1.JobSpec{BackoffLimit: ptr.To[int32](0), Template: corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"l": "v"}},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "conformance", Image: "img"}}}}},
@@ -74,7 +77,7 @@ func TestSlimJobDropsThePodTemplate(t *testing.T) {
 	}
 	s := got.(*batchv1.Job)
 	if len(s.Spec.Template.Spec.Containers) != 0 || s.Spec.Template.Labels["l"] != "v" || *s.Spec.BackoffLimit != 0 ||
-		s.Status.Succeeded != 1 || s.Labels[LabelAdapter] != "a" {
+		s.Status.Succeeded != 1 || s.Labels[render.LabelAdapter] != "a" {
 		t.Errorf("slim job %+v", s)
 	}
 }

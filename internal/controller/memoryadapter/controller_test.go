@@ -34,6 +34,7 @@ import (
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 	"github.com/agentmem/memory-adapter-operator/conformance"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 	"github.com/agentmem/memory-adapter-operator/internal/pki"
 )
 
@@ -107,7 +108,7 @@ func markAvailable(ctx context.Context, key types.NamespacedName) {
 
 func conformanceJobs(ctx context.Context, key types.NamespacedName) []batchv1.Job {
 	jobs := &batchv1.JobList{}
-	ExpectWithOffset(1, k8sClient.List(ctx, jobs, client.InNamespace(key.Namespace), client.MatchingLabels{LabelAdapter: key.Name, LabelComponent: componentConformance})).To(Succeed())
+	ExpectWithOffset(1, k8sClient.List(ctx, jobs, client.InNamespace(key.Namespace), client.MatchingLabels{render.LabelAdapter: key.Name, render.LabelComponent: render.ComponentConformance})).To(Succeed())
 	return jobs.Items
 }
 
@@ -233,7 +234,7 @@ func failingReport(passing []byte, ids ...conformance.CaseID) []byte {
 // requestRerun sets the rerun annotation with a merge patch, as kubectl annotate does, so a
 // status write by the controller in between cannot make it conflict.
 func requestRerun(ctx context.Context, key types.NamespacedName, value string) {
-	patch := []byte(`{"metadata":{"annotations":{"` + AnnotationRerunConformance + `":"` + value + `"}}}`)
+	patch := []byte(`{"metadata":{"annotations":{"` + render.AnnotationRerunConformance + `":"` + value + `"}}}`)
 	ma := &memoryv1alpha1.MemoryAdapter{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	ExpectWithOffset(1, k8sClient.Patch(ctx, ma, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
 }
@@ -282,8 +283,8 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 		ma := getMA(key)
 		owned := func(g Gomega, obj client.Object) {
 			g.Expect(metav1.IsControlledBy(obj, ma)).To(BeTrue(), "%s %s is not controlled by the adapter", obj.GetObjectKind(), obj.GetName())
-			g.Expect(obj.GetLabels()).To(HaveKeyWithValue(LabelManagedBy, ManagedByValue))
-			g.Expect(obj.GetLabels()).To(HaveKeyWithValue(LabelAdapter, key.Name))
+			g.Expect(obj.GetLabels()).To(HaveKeyWithValue(render.LabelManagedBy, render.ManagedByValue))
+			g.Expect(obj.GetLabels()).To(HaveKeyWithValue(render.LabelAdapter, key.Name))
 		}
 		Eventually(func(g Gomega) {
 			for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev1.ServiceAccount{}, &networkingv1.NetworkPolicy{}} {
@@ -293,7 +294,7 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 			sec := &corev1.Secret{}
 			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-binding"}, sec)).To(Succeed())
 			owned(g, sec)
-			g.Expect(sec.Type).To(Equal(BindingSecretType))
+			g.Expect(sec.Type).To(Equal(render.BindingSecretType))
 			g.Expect(sec.Data).To(HaveKeyWithValue("url", []byte("https://mem."+key.Namespace+".svc:8080")))
 			g.Expect(sec.Data["token"]).To(HaveLen(64))
 			g.Expect(sec.Data).To(HaveKey("ca.crt"))
@@ -325,17 +326,17 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 		Expect(c.LivenessProbe.HTTPGet.Path).To(Equal("/healthz"))
 		Expect(strings.Join(c.Args, " ")).To(ContainSubstring("serve --backend sqlite --adapter-id sqlite --supported-filters=branch_id,source --scope agents"))
 		By("serving HTTPS with the certificate the operator issued, which status describes")
-		Expect(strings.Join(c.Args, " ")).To(ContainSubstring("--tls-cert-file " + tlsMountDir + "/tls.crt --tls-key-file " + tlsMountDir + "/tls.key"))
+		Expect(strings.Join(c.Args, " ")).To(ContainSubstring("--tls-cert-file " + render.TLSMountDir + "/tls.crt --tls-key-file " + render.TLSMountDir + "/tls.key"))
 		Expect(c.ReadinessProbe.HTTPGet.Scheme).To(Equal(corev1.URISchemeHTTPS))
-		Expect(c.VolumeMounts).To(ContainElement(HaveField("MountPath", tlsMountDir)))
+		Expect(c.VolumeMounts).To(ContainElement(HaveField("MountPath", render.TLSMountDir)))
 		var st *memoryv1alpha1.TLSStatus
 		Eventually(func(g Gomega) {
 			st = getMA(key).Status.TLS
 			g.Expect(st).NotTo(BeNil())
 			g.Expect(st.Mode).To(Equal(memoryv1alpha1.TLSOperator))
 			g.Expect(st.DNSNames).To(HaveExactElements("mem."+key.Namespace+".svc", "mem."+key.Namespace+".svc.cluster.local", "mem."+key.Namespace, "mem"))
-			g.Expect(st.NotAfter.Time).To(BeTemporally("~", time.Now().Add(DefaultCertLifetime), time.Hour))
-			g.Expect(st.RenewAfter.Time).To(BeTemporally("~", time.Now().Add(DefaultCertLifetime*2/3), time.Hour))
+			g.Expect(st.NotAfter.Time).To(BeTemporally("~", time.Now().Add(render.DefaultCertLifetime), time.Hour))
+			g.Expect(st.RenewAfter.Time).To(BeTemporally("~", time.Now().Add(render.DefaultCertLifetime*2/3), time.Hour))
 		}, timeout, poll).Should(Succeed())
 		caSec := &corev1.Secret{}
 		Expect(k8sClient.Get(ctx, caRef, caSec)).To(Succeed())
@@ -360,12 +361,12 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 		Expect(job.Spec.BackoffLimit).To(Equal(ptr.To[int32](0)))
 		Expect(job.Spec.ActiveDeadlineSeconds).To(Equal(ptr.To[int64](600)))
 		args := strings.Join(job.Spec.Template.Spec.Containers[0].Args, " ")
-		Expect(args).To(ContainSubstring("--server-ca-file " + bindingMountDir + "/ca.crt --server-url https://mem." + key.Namespace + ".svc:8080"))
+		Expect(args).To(ContainSubstring("--server-ca-file " + render.BindingMountDir + "/ca.crt --server-url https://mem." + key.Namespace + ".svc:8080"))
 		Expect(args).To(ContainSubstring("--sqlite-path /tmp/conformance.db"))
 
 		sec := &corev1.Secret{}
 		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-binding"}, sec)).To(Succeed())
-		Expect(evidence.lastToken(serviceURL(getMA(key)))).To(Equal(string(sec.Data["token"])), "the token presented to this adapter's Service")
+		Expect(evidence.lastToken(render.ServiceURL(getMA(key)))).To(Equal(string(sec.Data["token"])), "the token presented to this adapter's Service")
 		Eventually(func(g Gomega) {
 			ma := getMA(key)
 			g.Expect(conditionOf(ma, memoryv1alpha1.ConditionDeployed).Status).To(Equal(metav1.ConditionTrue))
@@ -491,7 +492,7 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 		binding := func(g Gomega) (string, []string) {
 			sec := &corev1.Secret{}
 			g.Expect(k8sClient.Get(ctx, secKey, sec)).To(Succeed())
-			return string(sec.Data["token"]), strings.Fields(string(sec.Data[acceptedTokensKey]))
+			return string(sec.Data["token"]), strings.Fields(string(sec.Data[render.AcceptedTokensKey]))
 		}
 		t0, accepted := binding(Default)
 		Expect(accepted).To(Equal([]string{t0}))
@@ -545,7 +546,7 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 			g.Expect(accepted).To(Equal([]string{t1}))
 		}, timeout, poll).Should(Succeed())
 		evidence.setRefusal(func(token string) bool { return token != t1 })
-		Eventually(func() string { return evidence.lastToken(serviceURL(getMA(key))) }, timeout, poll).Should(Equal(t1), "the operator reads evidence with the new token")
+		Eventually(func() string { return evidence.lastToken(render.ServiceURL(getMA(key))) }, timeout, poll).Should(Equal(t1), "the operator reads evidence with the new token")
 		Expect(k8sClient.Get(ctx, key, dep)).To(Succeed())
 		Expect(dep.Spec.Template).To(Equal(*template), "a rotation must not roll the pods: the server re-reads its token file")
 		evidence.setRefusal(nil)
@@ -644,7 +645,7 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 		Eventually(func(g Gomega) {
 			dep := &appsv1.Deployment{}
 			g.Expect(k8sClient.Get(ctx, key, dep)).To(Succeed())
-			g.Expect(dep.Spec.Template.Annotations).To(HaveKeyWithValue(annotationRestartedFor, upgraded))
+			g.Expect(dep.Spec.Template.Annotations).To(HaveKeyWithValue(render.AnnotationRestartedFor, upgraded))
 			g.Expect(getMA(key).Status.Conformance.ServiceVersion).To(Equal(upgraded))
 		}, timeout, poll).Should(Succeed())
 		// The fresh instance starts on the new version and publishes a valid manifest.

@@ -20,13 +20,15 @@ import (
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/health"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 )
 
 // fixedEvidence answers every read as a healthy External server publishing the sample
 // manifest would.
 type fixedEvidence struct{}
 
-func (fixedEvidence) ReadEvidence(context.Context, EvidenceTarget) (*memory.EvidenceReport, error) {
+func (fixedEvidence) ReadEvidence(context.Context, health.EvidenceTarget) (*memory.EvidenceReport, error) {
 	m := sqliteAdapter("", "").Spec.Manifest
 	return &memory.EvidenceReport{Adapter: m.Adapter, AdapterVersion: "python-example 1", ManifestHash: m.Hash(),
 		ServiceVersion: "python 3.12", Probes: []memory.ProbeResult{}, ManifestValid: true, ObservedAt: time.Now()}, nil
@@ -79,14 +81,14 @@ var _ = Describe("an External adapter", Ordered, func() {
 		Expect(c.Command).To(Equal([]string{"python3", "/app/server.py"}))
 		Expect(c.Args).To(Equal(ma.Spec.Backend.External.Args))
 		Expect(c.Env).To(ContainElements(
-			corev1.EnvVar{Name: envListen, Value: "0.0.0.0:8080"},
-			corev1.EnvVar{Name: envTokenFile, Value: "/var/run/memory-adapter/binding/accepted-tokens"},
-			corev1.EnvVar{Name: envScope, Value: "agents"},
+			corev1.EnvVar{Name: render.EnvListen, Value: "0.0.0.0:8080"},
+			corev1.EnvVar{Name: render.EnvTokenFile, Value: "/var/run/memory-adapter/binding/accepted-tokens"},
+			corev1.EnvVar{Name: render.EnvScope, Value: "agents"},
 			// TLS by default: the user's server is told where the operator's certificate is.
-			corev1.EnvVar{Name: envTLSCertFile, Value: tlsMountDir + "/tls.crt"},
-			corev1.EnvVar{Name: envTLSKeyFile, Value: tlsMountDir + "/tls.key"},
+			corev1.EnvVar{Name: render.EnvTLSCertFile, Value: render.TLSMountDir + "/tls.crt"},
+			corev1.EnvVar{Name: render.EnvTLSKeyFile, Value: render.TLSMountDir + "/tls.key"},
 		))
-		Expect(c.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "tls", MountPath: tlsMountDir, ReadOnly: true}))
+		Expect(c.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "tls", MountPath: render.TLSMountDir, ReadOnly: true}))
 		Expect(slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
 			return e.Name == "DB_URL" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == "byo-db"
 		})).To(BeTrue(), "the Secret is passed by reference")
@@ -112,23 +114,23 @@ var _ = Describe("an External adapter", Ordered, func() {
 		tokens, server, conf := pod.InitContainers[0], pod.InitContainers[1], pod.Containers[0]
 
 		Expect(tokens.Image).To(Equal("ghcr.io/agentmem/memory-adapter:dev"))
-		Expect(tokens.Args).To(Equal([]string{"token", runTokenDir + "/data-token", runTokenDir + "/harness-token"}))
+		Expect(tokens.Args).To(Equal([]string{"token", render.RunTokenDir + "/data-token", render.RunTokenDir + "/harness-token"}))
 
 		Expect(server.Image).To(Equal("registry.example/python-adapter:1"))
 		Expect(server.RestartPolicy).To(Equal(ptr.To(corev1.ContainerRestartPolicyAlways)), "a native sidecar, stopped when the run ends")
 		Expect(server.Args).To(ContainElement("$(MEMORY_ADAPTER_HARNESS_LISTEN)"))
 		Expect(server.Env).To(ContainElements(
-			corev1.EnvVar{Name: envListen, Value: "127.0.0.1:8080"},
-			corev1.EnvVar{Name: envHarnessListen, Value: "127.0.0.1:8081"},
-			corev1.EnvVar{Name: envScope, Value: externalRunScope(job.Name)},
+			corev1.EnvVar{Name: render.EnvListen, Value: "127.0.0.1:8080"},
+			corev1.EnvVar{Name: render.EnvHarnessListen, Value: "127.0.0.1:8081"},
+			corev1.EnvVar{Name: render.EnvScope, Value: render.ExternalRunScope(job.Name)},
 		))
 
 		Expect(conf.Image).To(Equal("ghcr.io/agentmem/memory-adapter:dev"))
 		args := strings.Join(conf.Args, " ")
-		Expect(args).To(HavePrefix("conformance --target http://127.0.0.1:8080 --token-file " + runTokenDir + "/data-token --harness-url http://127.0.0.1:8081 --harness-token-file " + runTokenDir + "/harness-token"))
+		Expect(args).To(HavePrefix("conformance --target http://127.0.0.1:8080 --token-file " + render.RunTokenDir + "/data-token --harness-url http://127.0.0.1:8081 --harness-token-file " + render.RunTokenDir + "/harness-token"))
 		Expect(args).To(ContainSubstring("--adapter-id sqlite --duplicate-id-behaviour Overwrite"))
 		Expect(args).To(ContainSubstring("--server-ca-file /var/run/memory-adapter/binding/ca.crt --server-url https://byo." + key.Namespace + ".svc:8080 --server-token-file /var/run/memory-adapter/binding/token --expected-manifest-file /etc/memory-adapter/manifest/manifest.json"))
 		Expect(args).NotTo(ContainSubstring("--backend"))
-		Expect(job.Annotations[annotationRunKey]).To(ContainSubstring(getMA(key).Spec.Manifest.Hash()))
+		Expect(job.Annotations[render.AnnotationRunKey]).To(ContainSubstring(getMA(key).Spec.Manifest.Hash()))
 	})
 })

@@ -15,11 +15,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 	"github.com/agentmem/memory-adapter-operator/conformance"
 	"github.com/agentmem/memory-adapter-operator/conformance/wire/wiretest"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 	"github.com/agentmem/memory-adapter-operator/internal/pki"
 )
 
@@ -79,7 +81,7 @@ func externalSampleManifest(adapter string) memoryv1alpha1.ManifestSpec {
 }
 
 // runExternal runs the External adapter that options (given the built memory-adapter binary)
-// describe, as the kubelet would run the Deployment's and the Job's containers, and requires
+// describe, as the kubelet would run the render.Deployment's and the Job's containers, and requires
 // a full-claim pass of adapter that the controller reads back.
 func runExternal(t *testing.T, adapter string, manifest memoryv1alpha1.ManifestSpec, options func(bin string) *memoryv1alpha1.ExternalOptions) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
@@ -88,13 +90,16 @@ func runExternal(t *testing.T, adapter string, manifest memoryv1alpha1.ManifestS
 	bin := buildAdapterBinary(ctx, t, dir)
 	e := options(bin)
 	e.Port, e.HarnessPort = freePort(t), freePort(t)
-	ma := externalAdapter(e)
+	ma := &memoryv1alpha1.MemoryAdapter{}
+	ma.Name, ma.Namespace = "byo", "team"
+	ma.Spec.Image = ptr.To("registry.example/python-adapter:1")
+	ma.Spec.Backend = memoryv1alpha1.BackendSpec{Type: memoryv1alpha1.BackendExternal, Scope: "agents", External: e}
 	ma.UID = "0b6c8f5e-8c7e-4d6b-9c53-3f0f9d2b1a77"
 	ma.Spec.Manifest = manifest
 	if err := ma.Spec.Manifest.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	s := effectiveSettings(ma, "operator/memory-adapter:test")
+	s := render.EffectiveSettings(ma, "operator/memory-adapter:test")
 
 	// What the operator mounts: the binding token and CA, the manifest ConfigMap, and the
 	// serving certificate (TLS is the default), here from a CA of the test's own for the
@@ -114,21 +119,21 @@ func runExternal(t *testing.T, adapter string, manifest memoryv1alpha1.ManifestS
 	}
 	fs := map[string]string{
 		"/tmp/":                              filepath.Join(dir, "tmp") + "/",
-		bindingMountDir:                      filepath.Join(dir, "binding"),
-		manifestMountDir:                     filepath.Join(dir, "manifest"),
-		runTokenDir:                          filepath.Join(dir, "run"),
+		render.BindingMountDir:               filepath.Join(dir, "binding"),
+		render.ManifestMountDir:              filepath.Join(dir, "manifest"),
+		render.RunTokenDir:                   filepath.Join(dir, "run"),
 		corev1.TerminationMessagePathDefault: filepath.Join(dir, "termination-log"),
-		tlsMountDir:                          filepath.Join(dir, "tls"),
-		serviceURL(ma):                       fmt.Sprintf("https://localhost:%d", prodPort),
+		render.TLSMountDir:                   filepath.Join(dir, "tls"),
+		render.ServiceURL(ma):                fmt.Sprintf("https://localhost:%d", prodPort),
 	}
 	for _, d := range []string{"binding", "manifest", "run", "tls"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
-	token := deriveToken([]byte(strings.Repeat("k", MinTokenKeyBytes)), ma, "")
+	token := render.DeriveToken([]byte(strings.Repeat("k", render.MinTokenKeyBytes)), ma, "")
 	writeTestFile(t, filepath.Join(dir, "binding", "token"), token)
-	writeTestFile(t, filepath.Join(dir, "binding", acceptedTokensKey), token+"\n")
+	writeTestFile(t, filepath.Join(dir, "binding", render.AcceptedTokensKey), token+"\n")
 	writeTestFile(t, filepath.Join(dir, "binding", "ca.crt"), string(ca.CertPEM))
 	writeTestFile(t, filepath.Join(dir, "tls", corev1.TLSCertKey), string(serving.CertPEM))
 	writeTestFile(t, filepath.Join(dir, "tls", corev1.TLSPrivateKeyKey), string(serving.KeyPEM))
@@ -149,11 +154,11 @@ func runExternal(t *testing.T, adapter string, manifest memoryv1alpha1.ManifestS
 
 	// The production instance: on the pod network it listens on 0.0.0.0:port behind the
 	// Service; here its own loopback port stands in for both.
-	dep := desiredDeployment(ma, s)
-	prod := run(dep.Spec.Template.Spec.Containers[0], map[string]string{envListen: prodAddr})
+	dep := render.Deployment(ma, s)
+	prod := run(dep.Spec.Template.Spec.Containers[0], map[string]string{render.EnvListen: prodAddr})
 	startBackground(t, prod)
 
-	job := desiredJob(ma, s, jobName(ma, "seed"), runKey{}, "")
+	job := render.ConformanceJob(ma, s, render.JobName(ma, "seed"), render.RunKey{}, "")
 	pod := job.Spec.Template.Spec
 	tokens, server, conf := pod.InitContainers[0], pod.InitContainers[1], pod.Containers[0]
 	tokens.Command = []string{bin} // the operator's image's entrypoint
@@ -180,7 +185,7 @@ func runExternal(t *testing.T, adapter string, manifest memoryv1alpha1.ManifestS
 	}
 	p := corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "conformance",
 		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: string(msg)}}}}}}
-	res := resultFromJob(job, []corev1.Pod{p}, runKey{}, "", "", time.Now())
+	res := resultFromJob(job, []corev1.Pod{p}, render.RunKey{}, "", "", time.Now())
 	if res.Failed != 0 || res.Message != "" || len(res.Cases) != len(memoryv1alpha1.AllConformanceCaseIDs) {
 		t.Errorf("the controller reads %d passed, %d failed, %d cases, message %q", res.Passed, res.Failed, len(res.Cases), res.Message)
 	}

@@ -33,6 +33,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/health"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 	"github.com/agentmem/memory-adapter-operator/internal/pki"
 )
 
@@ -43,7 +45,7 @@ type Reconciler struct {
 	// Recorder records an Event for each action and condition transition.
 	Recorder events.EventRecorder
 	// Evidence reads the deployed adapters' evidence.
-	Evidence EvidenceReader
+	Evidence health.EvidenceReader
 	// DefaultImage is the adapter image when spec.image is omitted (--adapter-image).
 	DefaultImage string
 	// OperatorNamespace is where the manager runs; the NetworkPolicy admits it. Empty admits
@@ -68,7 +70,7 @@ type Reconciler struct {
 
 	// Prober reads the evidence off the reconcile workers; nil means one made by
 	// SetupWithManager from Evidence.
-	Prober *Prober
+	Prober *health.Prober
 
 	bindings sync.Map // types.NamespacedName → digest (UID included) of the binding Secret last applied
 	issued   sync.Map // types.NamespacedName → issuedCert: the last serving certificate this process issued
@@ -81,9 +83,6 @@ type Reconciler struct {
 	// process removed; an adapter's UID is never reused, and deletions are rare.
 	purged sync.Map
 }
-
-// firstReadRetry is how soon a failed read is retried while no evidence has been read yet.
-const firstReadRetry = 2 * time.Second
 
 // +kubebuilder:rbac:groups=memory.agentmem.io,resources=memoryadapters,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=memory.agentmem.io,resources=memoryadapters/status,verbs=get;update;patch
@@ -108,7 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	ma := &memoryv1alpha1.MemoryAdapter{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ma); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Prober.forget(req.NamespacedName)
+			r.Prober.Forget(req.NamespacedName)
 			r.bindings.Delete(req.NamespacedName)
 			r.issued.Delete(req.NamespacedName)
 			for _, t := range announcedTypes {
@@ -119,19 +118,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, fmt.Errorf("get MemoryAdapter: %w", err)
 	}
 	if !ma.DeletionTimestamp.IsZero() {
-		r.Prober.forget(req.NamespacedName)
+		r.Prober.Forget(req.NamespacedName)
 		// Owner references let the garbage collector remove what the adapter owns; under
 		// deletionPolicy Delete on a shared server the scope's items are purged first.
 		return r.reconcileDeletion(ctx, ma)
 	}
 	// The finalizer is in place before anything is deployed, so no adapter that stored an
 	// item can be deleted without its purge; it goes when the policy returns to Retain.
-	if want := wantsPurge(ma); want != controllerutil.ContainsFinalizer(ma, FinalizerPurgeScope) {
+	if want := render.WantsPurge(ma); want != controllerutil.ContainsFinalizer(ma, FinalizerPurgeScope) {
 		if err := r.setPurgeFinalizer(ctx, ma, want); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	s := &scope{ma: ma, orig: ma.DeepCopy(), settings: effectiveSettings(ma, r.DefaultImage), now: r.now()}
+	s := &scope{ma: ma, orig: ma.DeepCopy(), settings: render.EffectiveSettings(ma, r.DefaultImage), now: r.now()}
 	defer func() {
 		if err := r.patchStatus(ctx, s, reterr == nil); err != nil {
 			reterr = errors.Join(reterr, err)
@@ -158,7 +157,7 @@ func (r *Reconciler) now() time.Time {
 type scope struct {
 	ma       *memoryv1alpha1.MemoryAdapter
 	orig     *memoryv1alpha1.MemoryAdapter
-	settings settings
+	settings render.Settings
 	now      time.Time
 
 	manifestErr error
@@ -168,7 +167,7 @@ type scope struct {
 	nextToken string
 	// tls is the endpoint's transport security as this reconcile left it; nil when unknown.
 	tls     *memoryv1alpha1.TLSStatus
-	health  healthObservation
+	health  health.Observation
 	conform conformObservation
 	// requeueAfter is the earliest time a phase wants to look again.
 	requeueAfter time.Duration
@@ -189,14 +188,14 @@ func (s *scope) requeue(d time.Duration) {
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope, ok bool) error {
 	st := &s.ma.Status
 	st.ManifestHash = s.ma.Spec.Manifest.Hash()
-	st.Lifecycle = s.settings.lifecycle.DeepCopy()
-	st.Binding = &memoryv1alpha1.BindingReference{Name: bindingName(s.ma)}
+	st.Lifecycle = s.settings.Lifecycle.DeepCopy()
+	st.Binding = &memoryv1alpha1.BindingReference{Name: render.BindingName(s.ma)}
 	if s.tls != nil {
 		st.TLS = s.tls
 	}
-	s.health.lastRun = st.Conformance
-	healthy := healthyCondition(s.health)
-	if old := meta.FindStatusCondition(st.Conditions, memoryv1alpha1.ConditionHealthy); old != nil && s.health.rehydrated {
+	s.health.LastRun = st.Conformance
+	healthy := health.Condition(s.health)
+	if old := meta.FindStatusCondition(st.Conditions, memoryv1alpha1.ConditionHealthy); old != nil && s.health.Rehydrated {
 		// A restarted or newly elected manager has read nothing yet: the verdict it
 		// inherited stands until a read says otherwise, so a failover flaps nothing.
 		healthy = metav1.Condition{Type: old.Type, Status: old.Status, Reason: old.Reason, Message: old.Message}
@@ -260,7 +259,7 @@ func (r *Reconciler) reconcileManifest(_ context.Context, s *scope) error {
 // operator writes them and never reads them. The manager and the envtest suites use the same
 // options.
 func CacheOptions() cache.Options {
-	adapterPods, err := labels.NewRequirement(LabelAdapter, selection.Exists, nil)
+	adapterPods, err := labels.NewRequirement(render.LabelAdapter, selection.Exists, nil)
 	if err != nil {
 		// A constant key with Exists and no values always makes a valid requirement.
 		panic(fmt.Sprintf("memoryadapter: pod cache selector: %v", err))
@@ -373,16 +372,16 @@ func ofAdapter(namespace, name string, sel client.MatchingLabels) []client.ListO
 // follows the pods of both (their waiting reasons explain stuck rollouts and runs).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	podToAdapter := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		name := o.GetLabels()[LabelAdapter]
+		name := o.GetLabels()[render.LabelAdapter]
 		// Agent pods bound to the adapter carry its label too; they are the gate
 		// controller's, and their changes say nothing about the adapter's own state.
-		if name == "" || o.GetLabels()[LabelManagedBy] != ManagedByValue {
+		if name == "" || o.GetLabels()[render.LabelManagedBy] != render.ManagedByValue {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 	})
 	if r.Prober == nil {
-		r.Prober = &Prober{Reader: r.Evidence, Now: r.Now}
+		r.Prober = &health.Prober{Reader: r.Evidence, Now: r.Now}
 	}
 	if err := mgr.Add(r.Prober); err != nil {
 		return fmt.Errorf("add the evidence prober: %w", err)
@@ -391,12 +390,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	for _, o := range []client.Object{&corev1.Pod{}, &batchv1.Job{}} {
-		if err := mgr.GetFieldIndexer().IndexField(context.Background(), o, IndexAdapter, LabelIndexer(LabelAdapter)); err != nil {
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), o, IndexAdapter, LabelIndexer(render.LabelAdapter)); err != nil {
 			return fmt.Errorf("index %T by adapter: %w", o, err)
 		}
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, IndexNode, func(o client.Object) []string {
-		if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName != "" && p.Labels[LabelManagedBy] == ManagedByValue {
+		if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName != "" && p.Labels[render.LabelManagedBy] == render.ManagedByValue {
 			return []string{p.Spec.NodeName}
 		}
 		return nil
@@ -404,7 +403,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("index pods by node: %w", err)
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.PersistentVolumeClaim{}, IndexNode, func(o client.Object) []string {
-		if n := o.GetAnnotations()[annotationSelectedNode]; n != "" && o.GetLabels()[LabelAdapter] != "" {
+		if n := o.GetAnnotations()[annotationSelectedNode]; n != "" && o.GetLabels()[render.LabelAdapter] != "" {
 			return []string{n}
 		}
 		return nil
@@ -415,7 +414,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		var reqs []reconcile.Request
 		seen := map[types.NamespacedName]bool{}
 		add := func(obj client.Object) {
-			k := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetLabels()[LabelAdapter]}
+			k := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetLabels()[render.LabelAdapter]}
 			if k.Name != "" && !seen[k] {
 				seen[k] = true
 				reqs = append(reqs, reconcile.Request{NamespacedName: k})
@@ -457,7 +456,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		})).
 		// Purge Jobs have no owner reference (see desiredPurgeJob); their label names the adapter.
 		Watches(&batchv1.Job{}, podToAdapter, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetLabels()[LabelComponent] == componentPurge
+			return o.GetLabels()[render.LabelComponent] == render.ComponentPurge
 		}))).
 		// The prober wakes an adapter whose evidence changed what the controller decides.
 		WatchesRawSource(source.Channel(r.Prober.Events(), &handler.TypedEnqueueRequestForObject[*memoryv1alpha1.MemoryAdapter]{})).

@@ -37,14 +37,10 @@ var (
 		Help:    "Wall time of finished conformance Jobs, from start to completion.",
 		Buckets: prometheus.ExponentialBuckets(5, 2, 9),
 	})
-	evidenceReadFailures = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "memory_adapter_operator_evidence_read_failures_total",
-		Help: "Failed reads of adapters' /v1/evidence.",
-	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(conformanceRuns, conformanceDuration, evidenceReadFailures)
+	metrics.Registry.MustRegister(conformanceRuns, conformanceDuration)
 }
 
 // conditionCollector makes memory_adapter_operator_adapter_condition from the MemoryAdapters

@@ -18,10 +18,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
 	// The spec opens the adapter's SQLite file itself to plant the fault.
 	_ "modernc.org/sqlite"
 
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 )
 
 // The evidence path does not depend on readiness: a real `memory-adapter serve` plays the
@@ -73,10 +75,10 @@ var _ = Describe("evidence read at each pod's address", Ordered, func() {
 		dbPath := filepath.Join(dir, "perpod.db")
 		serv = exec.Command(adapterBin, "serve", "--backend", "sqlite", "--sqlite-path", dbPath,
 			"--adapter-id", "sqlite", "--supported-filters=branch_id,source", "--scope", "agents",
-			"--listen", fmt.Sprintf("%s:%d", ip, adapterPort), "--token-file", tokenFile, "--probe-period", "300ms")
+			"--listen", fmt.Sprintf("%s:%d", ip, render.AdapterPort), "--token-file", tokenFile, "--probe-period", "300ms")
 		serv.Stdout, serv.Stderr = GinkgoWriter, GinkgoWriter
 		Expect(serv.Start()).To(Succeed())
-		podURL := fmt.Sprintf("http://%s:%d", ip, adapterPort)
+		podURL := fmt.Sprintf("http://%s:%d", ip, render.AdapterPort)
 		Eventually(func() (int, error) {
 			resp, err := http.Get(podURL + "/healthz")
 			if err != nil {

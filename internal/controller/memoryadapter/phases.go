@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -25,6 +24,9 @@ import (
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 	"github.com/agentmem/memory-adapter-operator/conformance"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/cond"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/health"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 )
 
 // ensure creates obj or brings the fields mutate sets back to what they should be, with the
@@ -38,7 +40,7 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, obj client.Object, ow
 		if l == nil {
 			l = map[string]string{}
 		}
-		for k, v := range commonLabels(s.ma) {
+		for k, v := range render.CommonLabels(s.ma) {
 			l[k] = v
 		}
 		obj.SetLabels(l)
@@ -67,7 +69,7 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, obj client.Object, ow
 // rollout.
 func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 	ma := s.ma
-	s.deploy = deployObservation{replicas: s.settings.replicas, backendSecret: backendSecretName(ma)}
+	s.deploy = deployObservation{replicas: s.settings.Replicas, backendSecret: render.BackendSecretName(ma)}
 	var errs []error
 	add := func(err error) {
 		if err != nil {
@@ -75,24 +77,24 @@ func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 		}
 	}
 
-	want := desiredServiceAccount(ma)
+	want := render.ServiceAccount(ma)
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: ma.Namespace}}
 	add(r.ensure(ctx, s, sa, true, func() { sa.AutomountServiceAccountToken = want.AutomountServiceAccountToken }))
 
 	tokens, err := r.ensureBinding(ctx, s)
 	add(err)
-	s.token, s.nextToken = tokens.current, tokens.next
-	if tokens.status != nil {
-		s.ma.Status.Token = tokens.status
+	s.token, s.nextToken = tokens.Current, tokens.Next
+	if tokens.Status != nil {
+		s.ma.Status.Token = tokens.Status
 	}
-	token := tokens.current
+	token := tokens.Current
 
 	manifestJSON, err := json.Marshal(ma.Spec.Manifest.ToMemory())
 	add(err)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: manifestName(ma), Namespace: ma.Namespace}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: render.ManifestName(ma), Namespace: ma.Namespace}}
 	add(r.ensure(ctx, s, cm, true, func() { cm.Data = map[string]string{"manifest.json": string(manifestJSON)} }))
 
-	wantSvc := desiredService(ma)
+	wantSvc := render.Service(ma)
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: wantSvc.Name, Namespace: ma.Namespace}}
 	add(r.ensure(ctx, s, svc, true, func() {
 		svc.Spec.Type = wantSvc.Spec.Type
@@ -102,7 +104,7 @@ func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 		}
 	}))
 
-	wantNP := desiredNetworkPolicy(ma, r.OperatorNamespace)
+	wantNP := render.NetworkPolicy(ma, r.OperatorNamespace)
 	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: wantNP.Name, Namespace: ma.Namespace}}
 	add(r.ensure(ctx, s, np, true, func() {
 		if !equality.Semantic.DeepDerivative(wantNP.Spec, np.Spec) {
@@ -112,14 +114,14 @@ func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 
 	add(r.reconcileDisruptionBudget(ctx, s))
 
-	if usesDataClaim(ma) {
-		if want, err := desiredDataClaim(ma); err != nil {
+	if render.UsesDataClaim(ma) {
+		if want, err := render.DataClaim(ma); err != nil {
 			s.deploy.specErr = err
 		} else {
 			add(r.ensureDataClaim(ctx, s, want))
 		}
 	}
-	if err := lifecycleErr(ma.Spec.Backend.Type, ma.Spec.Lifecycle); err != nil {
+	if err := render.LifecycleErr(ma.Spec.Backend.Type, ma.Spec.Lifecycle); err != nil {
 		s.deploy.specErr = err
 	}
 	if s.deploy.specErr != nil || token == "" {
@@ -130,12 +132,12 @@ func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 		return errors.Join(append(errs, err)...)
 	}
 
-	wantDep := desiredDeployment(ma, s.settings)
+	wantDep := render.Deployment(ma, s.settings)
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: wantDep.Name, Namespace: ma.Namespace}}
 	add(r.ensure(ctx, s, dep, true, func() {
 		// A restart ordered after a verified version change stays in the template.
-		if v := dep.Spec.Template.Annotations[annotationRestartedFor]; v != "" {
-			wantDep.Spec.Template.Annotations[annotationRestartedFor] = v
+		if v := dep.Spec.Template.Annotations[render.AnnotationRestartedFor]; v != "" {
+			wantDep.Spec.Template.Annotations[render.AnnotationRestartedFor] = v
 		}
 		if dep.CreationTimestamp.IsZero() {
 			dep.Spec = wantDep.Spec
@@ -154,7 +156,7 @@ func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 	}
 	s.deploy.deployment = dep
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, ofAdapter(ma.Namespace, ma.Name, selectorLabels(ma))...); err != nil {
+	if err := r.Client.List(ctx, pods, ofAdapter(ma.Namespace, ma.Name, render.SelectorLabels(ma))...); err != nil {
 		errs = append(errs, fmt.Errorf("list adapter pods: %w", err))
 	}
 	s.deploy.pods = pods.Items
@@ -207,7 +209,7 @@ func (r *Reconciler) observeNodes(ctx context.Context, s *scope) error {
 // interchangeable replicas, and removes it when it no longer does (scaled to one, or a backend
 // with a data claim): a budget over one pod would block every drain of its node.
 func (r *Reconciler) reconcileDisruptionBudget(ctx context.Context, s *scope) error {
-	want := desiredDisruptionBudget(s.ma, s.settings.replicas)
+	want := render.DisruptionBudget(s.ma, s.settings.Replicas)
 	if want != nil {
 		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: s.ma.Namespace}}
 		return r.ensure(ctx, s, pdb, true, func() {
@@ -217,7 +219,7 @@ func (r *Reconciler) reconcileDisruptionBudget(ctx context.Context, s *scope) er
 		})
 	}
 	pdb := &policyv1.PodDisruptionBudget{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.ma.Namespace, Name: disruptionBudgetName(s.ma)}, pdb)
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.ma.Namespace, Name: render.DisruptionBudgetName(s.ma)}, pdb)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -261,107 +263,57 @@ func (r *Reconciler) ensureDataClaim(ctx context.Context, s *scope, want *corev1
 // changes. No read happens here: a hung adapter costs a prober slot, never a worker.
 func (r *Reconciler) reconcileHealth(_ context.Context, s *scope) error {
 	deployed := deployedCondition(s.deploy).Status == metav1.ConditionTrue
-	spec := probeSpec{
-		key: client.ObjectKeyFromObject(s.ma), token: s.token, nextToken: s.nextToken, period: s.settings.healthPeriod, threshold: s.settings.failureThreshold,
-		immediate: s.ma.Spec.Manifest.SearchConsistency == memoryv1alpha1.SearchConsistency(memory.ConsistencyImmediate),
+	spec := health.Spec{
+		Key: client.ObjectKeyFromObject(s.ma), Token: s.token, NextToken: s.nextToken, Period: s.settings.HealthPeriod, Threshold: s.settings.FailureThreshold,
+		Immediate: s.ma.Spec.Manifest.SearchConsistency == memoryv1alpha1.SearchConsistency(memory.ConsistencyImmediate),
 	}
 	if r.ServiceURL != nil {
 		if url := r.ServiceURL(s.ma); url != "" {
-			spec.endpoints = []probeEndpoint{{name: "service", url: url}}
+			spec.Endpoints = []health.Endpoint{{Name: "service", URL: url}}
 		}
 	}
-	if spec.endpoints == nil {
-		spec.endpoints = podEndpoints(s.deploy.pods, urlScheme(s.ma))
+	if spec.Endpoints == nil {
+		spec.Endpoints = health.PodEndpoints(s.deploy.pods, render.URLScheme(s.ma), render.AdapterPort)
 	}
-	if usesTLS(s.ma) {
-		spec.serverName = serviceServerName(s.ma)
+	if render.UsesTLS(s.ma) {
+		spec.ServerName = render.ServiceServerName(s.ma)
 	}
-	hs := r.Prober.track(s.ma, spec)
-	if hs.unauthorized {
+	hs := r.Prober.Track(s.ma, spec)
+	if hs.Unauthorized {
 		// The binding Secret the adapter serves with no longer holds the derived token
 		// (edited by hand, or the operator's key changed): apply it again.
 		r.forgetBinding(s.ma)
 	}
-	addresses := hs.addresses
+	addresses := hs.Addresses
 	if addresses == "" {
-		addresses = endpointNames(spec.endpoints)
+		addresses = health.EndpointNames(spec.Endpoints)
 	}
 	if addresses == "" {
 		addresses = "no running adapter pod"
 	}
-	s.health = healthObservation{
-		deployed:     deployed,
-		evidence:     hs.evidence,
-		mixed:        hs.mixed,
-		rehydrated:   hs.rehydrated,
-		lastSuccess:  hs.lastSuccess,
-		failures:     hs.failures,
-		lastErr:      hs.lastErr,
-		url:          addresses,
-		manifestHash: s.ma.Spec.Manifest.Hash(),
-		immediate:    spec.immediate,
-		threshold:    s.settings.failureThreshold,
-		grace:        s.settings.stalenessGrace,
-		now:          s.now,
+	s.health = health.Observation{
+		Deployed:     deployed,
+		Evidence:     hs.Evidence,
+		Mixed:        hs.Mixed,
+		Rehydrated:   hs.Rehydrated,
+		LastSuccess:  hs.LastSuccess,
+		Failures:     hs.Failures,
+		LastErr:      hs.LastErr,
+		URL:          addresses,
+		ManifestHash: s.ma.Spec.Manifest.Hash(),
+		Immediate:    spec.Immediate,
+		Threshold:    s.settings.FailureThreshold,
+		Grace:        s.settings.StalenessGrace,
+		Now:          s.now,
 	}
-	if hs.evidence != nil && !hs.rehydrated {
-		s.ma.Status.Evidence = evidenceStatus(hs.evidence, s.ma.Status.Evidence, s.health.immediate, s.now)
-		s.ma.Status.ServiceVersion = hs.evidence.ServiceVersion
-		s.ma.Status.AdapterVersion = hs.evidence.AdapterVersion
+	if hs.Evidence != nil && !hs.Rehydrated {
+		s.ma.Status.Evidence = health.EvidenceStatus(hs.Evidence, s.ma.Status.Evidence, s.health.Immediate, s.now)
+		s.ma.Status.ServiceVersion = hs.Evidence.ServiceVersion
+		s.ma.Status.AdapterVersion = hs.Evidence.AdapterVersion
 	}
 	// No requeue for health: a read that fails changes the failure count, and the prober
 	// wakes the adapter for it, so staleness and unreachability are decided on time.
 	return nil
-}
-
-// evidenceStatus turns a report into status, keeping the previous observedTime when nothing
-// else changed.
-func evidenceStatus(ev *memory.EvidenceReport, prev *memoryv1alpha1.EvidenceStatus, immediate bool, now time.Time) *memoryv1alpha1.EvidenceStatus {
-	st := &memoryv1alpha1.EvidenceStatus{
-		Verdict:        memoryv1alpha1.EvidenceValid,
-		ServiceVersion: truncate(ev.ServiceVersion, 256),
-		AdapterVersion: truncate(ev.AdapterVersion, 256),
-		ManifestHash:   ev.ManifestHash,
-		Message:        truncate(ev.Reason, 1024),
-	}
-	// An eventual adapter's lag moves with every write; recording it would turn a steady
-	// adapter into a stream of status writes, and it invalidates nothing there.
-	if ev.IndexLag != nil && immediate {
-		lag := max(*ev.IndexLag, 0)
-		st.IndexLag = &lag
-	}
-	if !strings.HasPrefix(st.ManifestHash, "sha256:") || len(st.ManifestHash) != 71 {
-		st.ManifestHash = "" // the schema's pattern would refuse the whole status patch
-	}
-	if !ev.ManifestValid {
-		st.Verdict = memoryv1alpha1.EvidenceInvalid
-	}
-	for _, p := range ev.Probes {
-		if !p.OK && len(st.FailedProbes) < 32 {
-			st.FailedProbes = append(st.FailedProbes, truncate(p.Name, 64))
-		}
-	}
-	slices.Sort(st.FailedProbes)
-	st.FailedProbes = slices.Compact(st.FailedProbes)
-	if prev != nil {
-		st.ObservedTime = prev.ObservedTime
-		if equality.Semantic.DeepEqual(st, prev) {
-			return prev
-		}
-	}
-	st.ObservedTime = metav1.NewTime(now.Truncate(time.Second))
-	return st
-}
-
-// truncate cuts s to at most n bytes on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // passedRun returns the run when it verified the manifest, else nil.
@@ -387,36 +339,36 @@ func VerifiedRun(ma *memoryv1alpha1.MemoryAdapter) *memoryv1alpha1.ConformanceRe
 // run in status, restarts the adapter after a verified version change, and trims history.
 func (r *Reconciler) reconcileConformance(ctx context.Context, s *scope) error {
 	ma := s.ma
-	ev := s.health.evidence
-	s.health.verified = passedRun(ma.Status.Conformance)
+	ev := s.health.Evidence
+	s.health.Verified = passedRun(ma.Status.Conformance)
 	if ev == nil {
 		return nil
 	}
 	last := ma.Status.Conformance
 	s.conform.last = last
-	if ev.ServiceVersion == "" || s.health.mixed != "" {
+	if ev.ServiceVersion == "" || s.health.Mixed != "" {
 		// The adapter cannot reach its backend, so no version is known to verify (a run now
 		// would only test the outage), or its pods disagree on the versions mid-rollout
 		// (which one to verify is known once they agree). The last verdict stands, and
 		// Healthy says why.
 		if last != nil {
-			s.conform.key = &runKey{manifestHash: ma.Spec.Manifest.Hash(), serviceVersion: last.ServiceVersion, adapterVersion: last.AdapterVersion}
+			s.conform.key = &render.RunKey{ManifestHash: ma.Spec.Manifest.Hash(), ServiceVersion: last.ServiceVersion, AdapterVersion: last.AdapterVersion}
 		}
 		return nil
 	}
-	key := runKey{manifestHash: ma.Spec.Manifest.Hash(), serviceVersion: ev.ServiceVersion, adapterVersion: ev.AdapterVersion}
+	key := render.RunKey{ManifestHash: ma.Spec.Manifest.Hash(), ServiceVersion: ev.ServiceVersion, AdapterVersion: ev.AdapterVersion}
 	s.conform.key = &key
-	rerun := truncate(ma.Annotations[AnnotationRerunConformance], 63)
+	rerun := cond.Truncate(ma.Annotations[render.AnnotationRerunConformance], 63)
 
 	after := ""
-	if key.matches(last) && last.RerunToken == rerun {
-		wait := s.settings.conformanceInterval
+	if key.Matches(last) && last.RerunToken == rerun {
+		wait := s.settings.ConformanceInterval
 		if passedRun(last) == nil {
 			// A failed or broken run is retried with backoff, not only after the interval: the
 			// failure may have been the moment's (an instance being replaced, a backend
 			// restarting), and one run should not leave Conformant False for a day.
 			jobs := &batchv1.JobList{}
-			if err := r.Client.List(ctx, jobs, ofAdapter(ma.Namespace, ma.Name, client.MatchingLabels{LabelAdapter: ma.Name, LabelComponent: componentConformance})...); err != nil {
+			if err := r.Client.List(ctx, jobs, ofAdapter(ma.Namespace, ma.Name, client.MatchingLabels{render.LabelAdapter: ma.Name, render.LabelComponent: render.ComponentConformance})...); err != nil {
 				return fmt.Errorf("list conformance Jobs: %w", err)
 			}
 			wait = min(wait, failedRunBackoff(jobs.Items))
@@ -428,7 +380,7 @@ func (r *Reconciler) reconcileConformance(ctx context.Context, s *scope) error {
 		}
 		after = last.CompletionTime.UTC().Format(time.RFC3339)
 	}
-	name := jobName(ma, runSeed(key, rerun, after))
+	name := render.JobName(ma, render.RunSeed(key, rerun, after))
 	s.conform.job = jobObservation{name: name, phase: jobAbsent}
 
 	job := &batchv1.Job{}
@@ -438,7 +390,7 @@ func (r *Reconciler) reconcileConformance(ctx context.Context, s *scope) error {
 		if deployedCondition(s.deploy).Status != metav1.ConditionTrue {
 			return nil // a run verifies a deployed adapter; the rollout event brings us back
 		}
-		job = desiredJob(ma, s.settings, name, key, rerun)
+		job = render.ConformanceJob(ma, s.settings, name, key, rerun)
 		if err := controllerutil.SetControllerReference(ma, job, r.Client.Scheme()); err != nil {
 			return fmt.Errorf("own Job %s: %w", name, err)
 		}
@@ -453,7 +405,7 @@ func (r *Reconciler) reconcileConformance(ctx context.Context, s *scope) error {
 	}
 
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, ofAdapter(ma.Namespace, ma.Name, client.MatchingLabels{LabelAdapter: ma.Name, LabelComponent: componentConformance, batchv1.JobNameLabel: name})...); err != nil {
+	if err := r.Client.List(ctx, pods, ofAdapter(ma.Namespace, ma.Name, client.MatchingLabels{render.LabelAdapter: ma.Name, render.LabelComponent: render.ComponentConformance, batchv1.JobNameLabel: name})...); err != nil {
 		return fmt.Errorf("list pods of Job %s: %w", name, err)
 	}
 	finished, failMsg := jobFinished(job)
@@ -474,7 +426,7 @@ func (r *Reconciler) reconcileConformance(ctx context.Context, s *scope) error {
 	res := resultFromJob(job, pods.Items, key, rerun, failMsg, s.now)
 	ma.Status.Conformance = res
 	s.conform.last = res
-	s.health.verified = passedRun(res)
+	s.health.Verified = passedRun(res)
 	outcome := "passed"
 	switch {
 	case res.Passed == 0 && res.Failed == 0:
@@ -487,7 +439,7 @@ func (r *Reconciler) reconcileConformance(ctx context.Context, s *scope) error {
 		conformanceDuration.Observe(res.CompletionTime.Sub(job.Status.StartTime.Time).Seconds())
 	}
 	r.Recorder.Eventf(ma, job, eventType(outcome == "passed"), "ConformanceFinished", "RecordRun", "job %s %s: %d passed, %d failed, %d not applicable", name, outcome, res.Passed, res.Failed, res.NotApplicable)
-	s.requeue(s.settings.conformanceInterval)
+	s.requeue(s.settings.ConformanceInterval)
 	return errors.Join(r.trimHistory(ctx, s, name), r.afterVerified(ctx, s, ev))
 }
 
@@ -507,14 +459,14 @@ func (r *Reconciler) afterVerified(ctx context.Context, s *scope, ev *memory.Evi
 		return nil
 	}
 	dep := s.deploy.deployment
-	if dep == nil || dep.Spec.Template.Annotations[annotationRestartedFor] == run.ServiceVersion {
+	if dep == nil || dep.Spec.Template.Annotations[render.AnnotationRestartedFor] == run.ServiceVersion {
 		return nil
 	}
 	patch := client.MergeFrom(dep.DeepCopy())
 	if dep.Spec.Template.Annotations == nil {
 		dep.Spec.Template.Annotations = map[string]string{}
 	}
-	dep.Spec.Template.Annotations[annotationRestartedFor] = run.ServiceVersion
+	dep.Spec.Template.Annotations[render.AnnotationRestartedFor] = run.ServiceVersion
 	if err := r.Client.Patch(ctx, dep, patch); err != nil {
 		return fmt.Errorf("restart adapter pods: %w", err)
 	}
@@ -622,10 +574,10 @@ func blockedReason(pods []corev1.Pod) string {
 // resultFromJob reads the compact report from the run pod's termination message. A Job that
 // ended without one is recorded as a run with no case and the reason, so the interval and
 // the rerun annotation apply to it as to any run.
-func resultFromJob(job *batchv1.Job, pods []corev1.Pod, key runKey, rerun, failMsg string, now time.Time) *memoryv1alpha1.ConformanceResult {
+func resultFromJob(job *batchv1.Job, pods []corev1.Pod, key render.RunKey, rerun, failMsg string, now time.Time) *memoryv1alpha1.ConformanceResult {
 	res := &memoryv1alpha1.ConformanceResult{
-		JobName: job.Name, ManifestHash: key.manifestHash, ServiceVersion: truncate(key.serviceVersion, 256),
-		AdapterVersion: truncate(key.adapterVersion, 256), RerunToken: rerun, CompletionTime: metav1.NewTime(now.Truncate(time.Second)),
+		JobName: job.Name, ManifestHash: key.ManifestHash, ServiceVersion: cond.Truncate(key.ServiceVersion, 256),
+		AdapterVersion: cond.Truncate(key.AdapterVersion, 256), RerunToken: rerun, CompletionTime: metav1.NewTime(now.Truncate(time.Second)),
 	}
 	if job.Status.CompletionTime != nil {
 		res.CompletionTime = *job.Status.CompletionTime
@@ -654,7 +606,7 @@ func resultFromJob(job *batchv1.Job, pods []corev1.Pod, key runKey, rerun, failM
 		if msg == "" {
 			msg = "the run's pod is gone"
 		}
-		res.Message = truncate(msg, 1024)
+		res.Message = cond.Truncate(msg, 1024)
 		return res
 	}
 	known := map[memoryv1alpha1.ConformanceCaseID]bool{}
@@ -666,7 +618,7 @@ func resultFromJob(job *batchv1.Job, pods []corev1.Pod, key runKey, rerun, failM
 		if !known[id] || len(res.Cases) >= 32 {
 			continue
 		}
-		res.Cases = append(res.Cases, memoryv1alpha1.ConformanceCaseResult{ID: id, Outcome: memoryv1alpha1.ConformanceOutcome(c.Outcome), Message: truncate(c.Message, 1024)})
+		res.Cases = append(res.Cases, memoryv1alpha1.ConformanceCaseResult{ID: id, Outcome: memoryv1alpha1.ConformanceOutcome(c.Outcome), Message: cond.Truncate(c.Message, 1024)})
 		switch c.Outcome {
 		case conformance.Passed:
 			res.Passed++
@@ -681,7 +633,7 @@ func resultFromJob(job *batchv1.Job, pods []corev1.Pod, key runKey, rerun, failM
 		if msg == "" && res.Failed == 0 {
 			msg = "the run reported Failed without a failing case"
 		}
-		res.Message = truncate(msg, 1024)
+		res.Message = cond.Truncate(msg, 1024)
 	}
 	if len(res.Cases) != len(memoryv1alpha1.AllConformanceCaseIDs) && res.Message == "" && res.Failed == 0 {
 		res.Message = fmt.Sprintf("the report holds %d of the %d matrix cases", len(res.Cases), len(memoryv1alpha1.AllConformanceCaseIDs))
@@ -696,7 +648,7 @@ func (r *Reconciler) trimHistory(ctx context.Context, s *scope, current string) 
 		keep = 3
 	}
 	jobs := &batchv1.JobList{}
-	if err := r.Client.List(ctx, jobs, ofAdapter(s.ma.Namespace, s.ma.Name, client.MatchingLabels{LabelAdapter: s.ma.Name, LabelComponent: componentConformance})...); err != nil {
+	if err := r.Client.List(ctx, jobs, ofAdapter(s.ma.Namespace, s.ma.Name, client.MatchingLabels{render.LabelAdapter: s.ma.Name, render.LabelComponent: render.ComponentConformance})...); err != nil {
 		return fmt.Errorf("list conformance Jobs: %w", err)
 	}
 	var finished []batchv1.Job

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 )
 
 // setReplicas changes spec.replicas with a merge patch, as kubectl scale would on a resource
@@ -61,7 +62,7 @@ var _ = Describe("placing a stateless adapter for failure", Ordered, func() {
 		Expect(*dep.Spec.Strategy.RollingUpdate.MaxSurge).To(Equal(intstr.FromInt32(1)))
 		Expect(dep.Spec.Template.Spec.TopologySpreadConstraints).To(HaveLen(1))
 		Expect(dep.Spec.Template.Spec.TopologySpreadConstraints[0].TopologyKey).To(Equal(corev1.LabelHostname))
-		Expect(*dep.Spec.Template.Spec.TerminationGracePeriodSeconds).To(BeNumerically(">", int64(adapterDrainDelay.Seconds())))
+		Expect(*dep.Spec.Template.Spec.TerminationGracePeriodSeconds).To(BeNumerically(">", int64(render.AdapterDrainDelay.Seconds())))
 		markAvailable(ctx, key)
 		// The template compares equal to its stored, defaulted form: no update loop.
 		Expect(k8sClient.Get(ctx, key, dep)).To(Succeed())
@@ -78,7 +79,7 @@ var _ = Describe("placing a stateless adapter for failure", Ordered, func() {
 			g.Expect(k8sClient.Get(ctx, key, pdb)).To(Succeed())
 			g.Expect(metav1.IsControlledBy(pdb, getMA(key))).To(BeTrue())
 			g.Expect(*pdb.Spec.MaxUnavailable).To(Equal(intstr.FromInt32(1)))
-			g.Expect(pdb.Spec.Selector.MatchLabels).To(Equal(selectorLabels(getMA(key))))
+			g.Expect(pdb.Spec.Selector.MatchLabels).To(Equal(render.SelectorLabels(getMA(key))))
 		}, timeout, poll).Should(Succeed())
 
 		setReplicas(ctx, key, 1)

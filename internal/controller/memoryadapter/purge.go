@@ -16,13 +16,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/cond"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 )
 
 // FinalizerPurgeScope holds a MemoryAdapter with deletionPolicy Delete on Postgres or Redis
@@ -30,56 +31,12 @@ import (
 const FinalizerPurgeScope = "memory.agentmem.io/purge-scope"
 
 const (
-	componentPurge = "purge"
-	// purgeTimeout bounds the purge Job, retries included: one DELETE in PostgreSQL, a SCAN
-	// and UNLINK pass in Redis, both far shorter on any real scope.
-	purgeTimeout = 10 * time.Minute
-	// purgeBackoffLimit retries a purge pod that failed, for example on a brief outage of the
-	// database; the purge is idempotent.
-	purgeBackoffLimit = 2
-	// purgeJobTTL removes a finished purge Job the controller did not delete itself: one left
-	// behind when the finalizer was removed by hand. Its removal also retries a failed purge.
-	purgeJobTTL = 24 * time.Hour
 	// purgeRecheck is how often a deleting adapter is looked at again besides the Job, pod
 	// and Deployment events that normally bring it back.
 	purgeRecheck = 30 * time.Second
 	// eventNoteLimit is the API server's limit on an events.k8s.io Event's note.
 	eventNoteLimit = 1024
 )
-
-func purgeJobName(ma *memoryv1alpha1.MemoryAdapter) string { return ma.Name + "-purge" }
-
-// wantsPurge reports whether deleting ma must first delete its scope's items: deletionPolicy
-// Delete on a shared server. SQLite's items go with its volume, which the adapter owns then.
-func wantsPurge(ma *memoryv1alpha1.MemoryAdapter) bool {
-	t := ma.Spec.Backend.Type
-	return ma.Spec.DeletionPolicy == memoryv1alpha1.DeletionDelete && (t == memoryv1alpha1.BackendPostgres || t == memoryv1alpha1.BackendRedis)
-}
-
-// desiredPurgeJob runs `memory-adapter purge` on the adapter's scope with the connection
-// Secret by reference. It has no owner reference: a deletion with foreground propagation
-// makes the garbage collector delete every dependent of the adapter, a purge Job created
-// after the deletion began included. The controller deletes it after the purge succeeded;
-// its TTL removes one left behind otherwise.
-func desiredPurgeJob(ma *memoryv1alpha1.MemoryAdapter, image string) *batchv1.Job {
-	args := []string{
-		"purge",
-		"--backend", backendFlag(ma.Spec.Backend.Type),
-		"--scope", ma.Spec.Backend.Scope,
-		// Each attempt ends, and writes its result, well before the Job's deadline.
-		"--timeout", (purgeTimeout / (purgeBackoffLimit + 2)).String(),
-		"--termination-log", corev1.TerminationMessagePathDefault,
-	}
-	job := adapterJob(ma, image, purgeJobName(ma), componentPurge, args,
-		[]corev1.Volume{emptyDir("tmp")}, []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}})
-	// The namespace's default ServiceAccount: the adapter's own one is a dependent the
-	// garbage collector may already have removed, and the purge needs no API token either.
-	job.Spec.Template.Spec.ServiceAccountName = ""
-	job.Spec.BackoffLimit = ptr.To[int32](purgeBackoffLimit)
-	job.Spec.ActiveDeadlineSeconds = ptr.To(int64(purgeTimeout.Seconds()))
-	job.Spec.TTLSecondsAfterFinished = ptr.To(int32(purgeJobTTL.Seconds()))
-	return job
-}
 
 // purgeObservation is what the deletion path saw of a MemoryAdapter held by the finalizer.
 type purgeObservation struct {
@@ -153,7 +110,7 @@ func decidePurge(o purgeObservation) (purgeAction, metav1.Condition) {
 	const t = memoryv1alpha1.ConditionScopePurged
 	unknown, failed := metav1.ConditionUnknown, metav1.ConditionFalse
 	if o.namespaceTerminating {
-		return purgeAbandon, condition(t, failed, memoryv1alpha1.ReasonNamespaceTerminating, fmt.Sprintf(
+		return purgeAbandon, cond.New(t, failed, memoryv1alpha1.ReasonNamespaceTerminating, fmt.Sprintf(
 			"namespace %s is being deleted and the API server creates nothing in it, so no job can delete the items of scope %q: "+
 				"they stay on the server. The finalizer %s is released so that the namespace deletion ends. To delete the items, "+
 				"create a MemoryAdapter with the same backend, connection and scope and deletionPolicy Delete in another namespace, then delete it",
@@ -162,14 +119,14 @@ func decidePurge(o purgeObservation) (purgeAction, metav1.Condition) {
 	if o.job == nil {
 		if o.jobDeleting {
 			// A Job deleted to retry is waited for, then created anew under the same name.
-			return purgeWait, condition(t, unknown, memoryv1alpha1.ReasonPurgeRunning,
+			return purgeWait, cond.New(t, unknown, memoryv1alpha1.ReasonPurgeRunning,
 				fmt.Sprintf("job %s is being deleted; a new purge of scope %q starts when it is gone", o.jobName, o.scope))
 		}
 		if len(o.adapterPods) > 0 {
-			return purgeWait, condition(t, unknown, memoryv1alpha1.ReasonPurgeWaitingForAdapter,
+			return purgeWait, cond.New(t, unknown, memoryv1alpha1.ReasonPurgeWaitingForAdapter,
 				fmt.Sprintf("waiting for the adapter pods to stop before deleting the items of scope %q: %s", o.scope, strings.Join(o.adapterPods, ", ")))
 		}
-		return purgeCreateJob, condition(t, unknown, memoryv1alpha1.ReasonPurgeRunning,
+		return purgeCreateJob, cond.New(t, unknown, memoryv1alpha1.ReasonPurgeRunning,
 			fmt.Sprintf("job %s deletes every item of scope %q (deletionPolicy Delete)", o.jobName, o.scope))
 	}
 	done, jobMsg := jobFinished(o.job)
@@ -177,32 +134,32 @@ func decidePurge(o purgeObservation) (purgeAction, metav1.Condition) {
 	switch {
 	case !done:
 		if msg := blockedReason(o.jobPods); msg != "" {
-			return purgeWait, condition(t, unknown, memoryv1alpha1.ReasonPurgeBlocked,
+			return purgeWait, cond.New(t, unknown, memoryv1alpha1.ReasonPurgeBlocked,
 				fmt.Sprintf("job %s cannot run: %s; fix the cause, or give up with spec.deletionPolicy Retain", o.jobName, msg))
 		}
-		return purgeWait, condition(t, unknown, memoryv1alpha1.ReasonPurgeRunning,
+		return purgeWait, cond.New(t, unknown, memoryv1alpha1.ReasonPurgeRunning,
 			fmt.Sprintf("job %s deletes every item of scope %q (deletionPolicy Delete)", o.jobName, o.scope))
 	case jobMsg == "":
 		msg := fmt.Sprintf("job %s deleted the items of scope %q", o.jobName, o.scope)
 		if reported && res.Error == "" {
 			msg = fmt.Sprintf("job %s deleted %d items of scope %q", o.jobName, res.Deleted, o.scope)
 		}
-		return purgeRelease, condition(t, metav1.ConditionTrue, memoryv1alpha1.ReasonPurgeSucceeded, msg)
+		return purgeRelease, cond.New(t, metav1.ConditionTrue, memoryv1alpha1.ReasonPurgeSucceeded, msg)
 	}
 	why := jobMsg
 	if reported && res.Error != "" {
-		why = fmt.Sprintf("%s; pod %s: %s: %s", jobMsg, pod, res.ErrorType, truncate(res.Error, 1024))
+		why = fmt.Sprintf("%s; pod %s: %s: %s", jobMsg, pod, res.ErrorType, cond.Truncate(res.Error, 1024))
 	}
-	return purgeHold, condition(t, failed, memoryv1alpha1.ReasonPurgeFailed, fmt.Sprintf(
+	return purgeHold, cond.New(t, failed, memoryv1alpha1.ReasonPurgeFailed, fmt.Sprintf(
 		"job %s failed to delete the items of scope %q: %s. The MemoryAdapter stays until a purge succeeds: "+
 			"delete the job to retry now (it is retried by itself when its TTL removes it, %s after it failed), "+
 			"or keep the items and let the MemoryAdapter go with spec.deletionPolicy Retain (or by removing the finalizer %s)",
-		o.jobName, o.scope, why, purgeJobTTL, FinalizerPurgeScope))
+		o.jobName, o.scope, why, render.PurgeJobTTL, FinalizerPurgeScope))
 }
 
 // deletingCondition is Available while a deletion waits for the purge.
 func deletingCondition(purged metav1.Condition) metav1.Condition {
-	return condition(memoryv1alpha1.ConditionAvailable, metav1.ConditionFalse, memoryv1alpha1.ReasonAdapterDeleting,
+	return cond.New(memoryv1alpha1.ConditionAvailable, metav1.ConditionFalse, memoryv1alpha1.ReasonAdapterDeleting,
 		"the MemoryAdapter is being deleted: "+purged.Message)
 }
 
@@ -246,7 +203,7 @@ func (r *Reconciler) reconcileDeletion(ctx context.Context, ma *memoryv1alpha1.M
 		// stale copy would create the purge Job again, after the adapter is gone.
 		return ctrl.Result{}, nil
 	}
-	if !wantsPurge(ma) {
+	if !render.WantsPurge(ma) {
 		// deletionPolicy went back to Retain: the items stay, and so must a purge under way.
 		if err := r.deletePurgeJob(ctx, ma); err != nil {
 			return ctrl.Result{}, err
@@ -272,7 +229,7 @@ func (r *Reconciler) reconcileDeletion(ctx context.Context, ma *memoryv1alpha1.M
 		r.purged.Store(ma.UID, struct{}{})
 		return ctrl.Result{}, r.deletePurgeJob(ctx, ma)
 	case purgeCreateJob:
-		job := desiredPurgeJob(ma, effectiveSettings(ma, r.DefaultImage).image)
+		job := render.PurgeJob(ma, render.EffectiveSettings(ma, r.DefaultImage).Image)
 		err := r.Client.Create(ctx, job)
 		switch {
 		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
@@ -318,7 +275,7 @@ func (r *Reconciler) abandonPurge(ctx context.Context, ma *memoryv1alpha1.Memory
 	// The adapter as the related object keeps one Event per adapter: the recorder folds Events
 	// of the same object, reason and related object into one series, whatever their notes.
 	r.Recorder.Eventf(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ma.Namespace}}, ma, corev1.EventTypeWarning,
-		memoryv1alpha1.ReasonNamespaceTerminating, "RemoveFinalizer", "%s", truncate(note, eventNoteLimit))
+		memoryv1alpha1.ReasonNamespaceTerminating, "RemoveFinalizer", "%s", cond.Truncate(note, eventNoteLimit))
 	logf.FromContext(ctx).Info("Releasing the purge finalizer without a purge: the namespace is being deleted; the scope's items stay on the server",
 		"scope", ma.Spec.Backend.Scope, "backend", ma.Spec.Backend.Type)
 	if err := r.setPurgeFinalizer(ctx, ma, false); err != nil {
@@ -331,9 +288,9 @@ func (r *Reconciler) abandonPurge(ctx context.Context, ma *memoryv1alpha1.Memory
 // observePurge stops the adapter (deletes its Deployment, whose pods could otherwise store
 // items after the purge) and reads the adapter pods that remain and the purge Job.
 func (r *Reconciler) observePurge(ctx context.Context, ma *memoryv1alpha1.MemoryAdapter) (purgeObservation, error) {
-	o := purgeObservation{scope: ma.Spec.Backend.Scope, jobName: purgeJobName(ma), namespace: ma.Namespace}
+	o := purgeObservation{scope: ma.Spec.Backend.Scope, jobName: render.PurgeJobName(ma), namespace: ma.Namespace}
 	dep := &appsv1.Deployment{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ma.Namespace, Name: deploymentName(ma)}, dep)
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ma.Namespace, Name: render.DeploymentName(ma)}, dep)
 	switch {
 	case err == nil && dep.DeletionTimestamp.IsZero() && metav1.IsControlledBy(dep, ma):
 		if err := r.Client.Delete(ctx, dep, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
@@ -345,7 +302,7 @@ func (r *Reconciler) observePurge(ctx context.Context, ma *memoryv1alpha1.Memory
 		return o, fmt.Errorf("get the adapter Deployment: %w", err)
 	}
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, ofAdapter(ma.Namespace, ma.Name, selectorLabels(ma))...); err != nil {
+	if err := r.Client.List(ctx, pods, ofAdapter(ma.Namespace, ma.Name, render.SelectorLabels(ma))...); err != nil {
 		return o, fmt.Errorf("list adapter pods: %w", err)
 	}
 	for _, p := range pods.Items {
@@ -366,7 +323,7 @@ func (r *Reconciler) observePurge(ctx context.Context, ma *memoryv1alpha1.Memory
 	}
 	o.job = job
 	jobPods := &corev1.PodList{}
-	if err := r.Client.List(ctx, jobPods, ofAdapter(ma.Namespace, ma.Name, client.MatchingLabels{LabelAdapter: ma.Name, LabelComponent: componentPurge, batchv1.JobNameLabel: o.jobName})...); err != nil {
+	if err := r.Client.List(ctx, jobPods, ofAdapter(ma.Namespace, ma.Name, client.MatchingLabels{render.LabelAdapter: ma.Name, render.LabelComponent: render.ComponentPurge, batchv1.JobNameLabel: o.jobName})...); err != nil {
 		return o, fmt.Errorf("list pods of Job %s: %w", o.jobName, err)
 	}
 	o.jobPods = jobPods.Items
@@ -375,7 +332,7 @@ func (r *Reconciler) observePurge(ctx context.Context, ma *memoryv1alpha1.Memory
 
 // deletePurgeJob deletes the purge Job and its pods, if it exists.
 func (r *Reconciler) deletePurgeJob(ctx context.Context, ma *memoryv1alpha1.MemoryAdapter) error {
-	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ma.Namespace, Name: purgeJobName(ma)}}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ma.Namespace, Name: render.PurgeJobName(ma)}}
 	err := r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("delete purge Job %s: %w", job.Name, err)

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 )
 
 // sharedServerAdapter is an adapter on a shared server with the given deletion policy.
@@ -115,7 +116,7 @@ var _ = Describe("deleting a MemoryAdapter under deletionPolicy Delete", Ordered
 	It("stops the adapter, waits for its pods, then runs one hardened purge Job of the scope", func() {
 		// A pod of the adapter that still runs (unscheduled, so its deletion needs no kubelet).
 		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pg-adapter-pod", Labels: componentLabels(getMA(key), componentAdapter)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pg-adapter-pod", Labels: render.ComponentLabels(getMA(key), render.ComponentAdapter)},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "adapter", Image: "x"}}},
 		}
 		Expect(k8sClient.Create(ctx, pod)).To(Succeed())
@@ -136,8 +137,8 @@ var _ = Describe("deleting a MemoryAdapter under deletionPolicy Delete", Ordered
 		Expect(k8sClient.Delete(ctx, pod)).To(Succeed())
 		job := purgeJob(ctx, key, "")
 		Expect(job.OwnerReferences).To(BeEmpty(), "a foreground deletion of the adapter must not take its purge Job")
-		Expect(job.Labels).To(HaveKeyWithValue(LabelComponent, componentPurge))
-		Expect(job.Spec.BackoffLimit).To(Equal(ptr.To[int32](purgeBackoffLimit)))
+		Expect(job.Labels).To(HaveKeyWithValue(render.LabelComponent, render.ComponentPurge))
+		Expect(job.Spec.BackoffLimit).To(Equal(ptr.To[int32](render.PurgeBackoffLimit)))
 		Expect(job.Spec.ActiveDeadlineSeconds).To(Equal(ptr.To[int64](600)))
 		Expect(job.Spec.TTLSecondsAfterFinished).NotTo(BeNil())
 		spec := job.Spec.Template.Spec
@@ -145,8 +146,8 @@ var _ = Describe("deleting a MemoryAdapter under deletionPolicy Delete", Ordered
 		c := spec.Containers[0]
 		Expect(strings.Join(c.Args, " ")).To(HavePrefix("purge --backend postgres --scope agents-pg "))
 		Expect(c.Env).To(ContainElement(HaveField("ValueFrom.SecretKeyRef.LocalObjectReference.Name", "pg-dsn")), "the Secret goes by reference")
-		Expect(c.SecurityContext).To(Equal(hardened()))
-		Expect(spec.SecurityContext).To(Equal(podSecurity()))
+		Expect(c.SecurityContext).To(Equal(render.Hardened()))
+		Expect(spec.SecurityContext).To(Equal(render.PodSecurity()))
 		Eventually(func(g Gomega) {
 			g.Expect(conditionOf(getMA(key), memoryv1alpha1.ConditionScopePurged).Reason).To(Equal(memoryv1alpha1.ReasonPurgeRunning))
 		}, timeout, poll).Should(Succeed())

@@ -2,10 +2,8 @@ package memoryadapter
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,34 +11,20 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/cond"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 )
 
 // This file holds only decisions: each function turns observations into one condition and
 // touches neither the API server nor the clock, so table tests cover every reason.
 
-// condition is a shorthand for the condition values every decision returns.
-func condition(t string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {
-	return metav1.Condition{Type: t, Status: s, Reason: reason, Message: bound(msg)}
-}
-
-// bound keeps a message within metav1.Condition's 32768-byte limit with a wide margin; the
-// messages quote evidence that the adapter wrote.
-func bound(s string) string {
-	const limit = 2048
-	if len(s) <= limit {
-		return s
-	}
-	return truncate(s, limit) + "…"
-}
-
 // manifestCondition reports the Go verdict on spec.manifest.
 func manifestCondition(err error) metav1.Condition {
 	if err != nil {
-		return condition(memoryv1alpha1.ConditionManifestValid, metav1.ConditionFalse, memoryv1alpha1.ReasonManifestIncoherent, err.Error())
+		return cond.New(memoryv1alpha1.ConditionManifestValid, metav1.ConditionFalse, memoryv1alpha1.ReasonManifestIncoherent, err.Error())
 	}
-	return condition(memoryv1alpha1.ConditionManifestValid, metav1.ConditionTrue, memoryv1alpha1.ReasonManifestCoherent, "spec.manifest passes the six coherence rules")
+	return cond.New(memoryv1alpha1.ConditionManifestValid, metav1.ConditionTrue, memoryv1alpha1.ReasonManifestCoherent, "spec.manifest passes the six coherence rules")
 }
 
 // deployObservation is what the deploy phase saw.
@@ -116,10 +100,10 @@ func nodeProblem(o deployObservation) string {
 func deployedCondition(o deployObservation) metav1.Condition {
 	const t = memoryv1alpha1.ConditionDeployed
 	if o.specErr != nil {
-		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonInvalidSpec, o.specErr.Error())
+		return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonInvalidSpec, o.specErr.Error())
 	}
 	if o.replicas == 0 {
-		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonScaledToZero, "spec.replicas is 0: no adapter pod serves the manifest")
+		return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonScaledToZero, "spec.replicas is 0: no adapter pod serves the manifest")
 	}
 	// A missing connection Secret shows up as the kubelet's CreateContainerConfigError; the
 	// operator never reads the Secret itself.
@@ -127,7 +111,7 @@ func deployedCondition(o deployObservation) metav1.Condition {
 		for _, p := range o.pods {
 			for _, cs := range p.Status.ContainerStatuses {
 				if w := cs.State.Waiting; w != nil && w.Reason == "CreateContainerConfigError" && strings.Contains(w.Message, "ecret") {
-					return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonBackendSecretMissing,
+					return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonBackendSecretMissing,
 						fmt.Sprintf("pod %s cannot start: %s (spec.backend.connectionSecretRef is %s); creating it lets the pod start with no other step", p.Name, w.Message, o.backendSecret))
 				}
 			}
@@ -135,27 +119,27 @@ func deployedCondition(o deployObservation) metav1.Condition {
 	}
 	d := o.deployment
 	if d == nil {
-		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, "the adapter Deployment is being created")
+		return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, "the adapter Deployment is being created")
 	}
 	for _, c := range d.Status.Conditions {
 		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
-			return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentFailed,
+			return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentFailed,
 				fmt.Sprintf("Deployment %s exceeded its progress deadline: %s%s", d.Name, c.Message, podProblems(o.pods)))
 		}
 	}
 	if d.Status.AvailableReplicas < o.replicas {
 		if np := nodeProblem(o); np != "" {
-			return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonNodeUnavailable,
+			return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonNodeUnavailable,
 				fmt.Sprintf("Deployment %s: %d of %d replicas available; %s", d.Name, d.Status.AvailableReplicas, o.replicas, np))
 		}
 	}
 	if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas < o.replicas ||
 		d.Status.AvailableReplicas < o.replicas || d.Status.Replicas > o.replicas {
-		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing,
+		return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing,
 			fmt.Sprintf("Deployment %s: %d of %d replicas updated, %d available%s", d.Name,
 				d.Status.UpdatedReplicas, o.replicas, d.Status.AvailableReplicas, podProblems(o.pods)))
 	}
-	return condition(t, metav1.ConditionTrue, memoryv1alpha1.ReasonDeploymentReady,
+	return cond.New(t, metav1.ConditionTrue, memoryv1alpha1.ReasonDeploymentReady,
 		fmt.Sprintf("Deployment %s: %d of %d replicas updated and available", d.Name, d.Status.AvailableReplicas, o.replicas))
 }
 
@@ -195,22 +179,6 @@ func lastLines(s string, n int) string {
 	return "…" + s[cut:]
 }
 
-// runKey identifies what one conformance run verifies.
-type runKey struct {
-	manifestHash   string
-	serviceVersion string
-	adapterVersion string
-}
-
-func (k runKey) String() string {
-	return fmt.Sprintf("manifest %s, service version %q, adapter version %q", k.manifestHash, k.serviceVersion, k.adapterVersion)
-}
-
-// matches reports whether a recorded run verified this key.
-func (k runKey) matches(r *memoryv1alpha1.ConformanceResult) bool {
-	return r != nil && r.ManifestHash == k.manifestHash && r.ServiceVersion == k.serviceVersion && r.AdapterVersion == k.adapterVersion
-}
-
 // jobPhase is where a conformance Job stands.
 type jobPhase int
 
@@ -231,7 +199,7 @@ type jobObservation struct {
 // conformObservation is everything Conformant depends on.
 type conformObservation struct {
 	// key is the current run key; nil while no evidence has told the versions.
-	key *runKey
+	key *render.RunKey
 	// last is status.conformance after this reconcile recorded any finished run.
 	last *memoryv1alpha1.ConformanceResult
 	// job is the Job for key, when one is wanted.
@@ -242,12 +210,12 @@ type conformObservation struct {
 func conformantCondition(o conformObservation) metav1.Condition {
 	const t = memoryv1alpha1.ConditionConformant
 	if o.key == nil {
-		return condition(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonConformancePending,
+		return cond.New(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonConformancePending,
 			"waiting for the deployed adapter's first evidence, which names the service and adapter versions to verify")
 	}
-	if o.key.matches(o.last) {
+	if o.key.Matches(o.last) {
 		if o.last.Passed == 0 && o.last.Failed == 0 {
-			return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceJobFailed,
+			return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceJobFailed,
 				fmt.Sprintf("job %s ended without a readable report: %s", o.last.JobName, o.last.Message))
 		}
 		if o.last.Failed > 0 {
@@ -255,25 +223,25 @@ func conformantCondition(o conformObservation) metav1.Condition {
 			if o.last.Message != "" {
 				msg += "; " + o.last.Message
 			}
-			return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceFailed, msg)
+			return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceFailed, msg)
 		}
 		if o.last.Message != "" {
-			return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceFailed,
+			return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceFailed,
 				fmt.Sprintf("job %s passed every case but failed a run-level check: %s", o.last.JobName, o.last.Message))
 		}
-		return condition(t, metav1.ConditionTrue, memoryv1alpha1.ReasonConformancePassed,
+		return cond.New(t, metav1.ConditionTrue, memoryv1alpha1.ReasonConformancePassed,
 			fmt.Sprintf("job %s passed %d cases (%d not applicable) for %s", o.last.JobName, o.last.Passed, o.last.NotApplicable, o.key))
 	}
 	if o.job.phase == jobBlocked {
-		return condition(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonConformanceJobBlocked,
+		return cond.New(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonConformanceJobBlocked,
 			fmt.Sprintf("job %s cannot start: %s", o.job.name, o.job.message))
 	}
-	if o.last != nil && o.last.ManifestHash == o.key.manifestHash {
-		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceOutdated,
+	if o.last != nil && o.last.ManifestHash == o.key.ManifestHash {
+		return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceOutdated,
 			fmt.Sprintf("the last run (job %s) verified service version %q and adapter version %q; the adapter now reports %q and %q, verified by job %s",
-				o.last.JobName, o.last.ServiceVersion, o.last.AdapterVersion, o.key.serviceVersion, o.key.adapterVersion, o.job.name))
+				o.last.JobName, o.last.ServiceVersion, o.last.AdapterVersion, o.key.ServiceVersion, o.key.AdapterVersion, o.job.name))
 	}
-	return condition(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonConformanceRunning,
+	return cond.New(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonConformanceRunning,
 		fmt.Sprintf("job %s runs the matrix for %s", o.job.name, o.key))
 }
 
@@ -285,134 +253,6 @@ func failedCases(r *memoryv1alpha1.ConformanceResult) []string {
 		}
 	}
 	return ids
-}
-
-// healthObservation is everything Healthy depends on.
-type healthObservation struct {
-	deployed bool
-	// evidence is the last successfully read evidence; nil before the first read.
-	evidence *memory.EvidenceReport
-	// mixed names each pod's versions while the pods disagree on them.
-	mixed string
-	// rehydrated is set while evidence comes from status, before this process read any.
-	rehydrated bool
-	// lastSuccess is when evidence was read; zero before the first read.
-	lastSuccess time.Time
-	// failures counts consecutive failed reads, and lastErr says why the last one failed.
-	failures int
-	lastErr  string
-	url      string
-	// verified is the passing run the evidence must agree with; nil before one passed.
-	verified *memoryv1alpha1.ConformanceResult
-	// lastRun is the last recorded run, passed or not: a run that read the published
-	// manifest names the fields in which it differs from spec.manifest.
-	lastRun      *memoryv1alpha1.ConformanceResult
-	manifestHash string
-	immediate    bool
-	threshold    int
-	grace        time.Duration
-	now          time.Time
-}
-
-// healthyCondition decides Healthy: unreachable, pending and stale evidence first, then every
-// way evidence can contradict the verified manifest.
-func healthyCondition(o healthObservation) metav1.Condition {
-	const t = memoryv1alpha1.ConditionHealthy
-	switch {
-	case !o.deployed && o.evidence == nil:
-		return condition(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidencePending, "the adapter is not deployed yet, so no evidence has been read")
-	case o.failures >= o.threshold:
-		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceUnreachable,
-			fmt.Sprintf("%d consecutive reads of /v1/evidence from %s failed (threshold %d); last error: %s", o.failures, o.url, o.threshold, o.lastErr))
-	case o.evidence == nil:
-		msg := "no evidence (GET /v1/evidence) has been read from " + o.url + " yet"
-		if o.lastErr != "" {
-			msg += "; the last read failed: " + o.lastErr
-		}
-		return condition(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidencePending, msg)
-	case o.now.Sub(o.lastSuccess) > o.grace:
-		return condition(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidenceStale,
-			// The condition's lastTransitionTime says when the evidence went stale; a time in
-			// the message would make it differ between writes of the same fact.
-			fmt.Sprintf("no evidence has been read for more than stalenessGrace %s", o.grace))
-	}
-	ev := o.evidence
-	if o.mixed != "" && ev.ManifestValid && len(failedProbes(ev)) == 0 {
-		return condition(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonVersionsMixed,
-			"the adapter's pods report different versions, as during a rollout; the verdict waits until they agree: "+o.mixed)
-	}
-	// An adapter that cannot reach its backend reports no service version; that is an
-	// outage, said in the adapter's own words below, not a version change.
-	if v := o.verified; v != nil && ev.ServiceVersion != "" {
-		if ev.ServiceVersion != v.ServiceVersion {
-			return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonServiceVersionChanged,
-				fmt.Sprintf("the passing conformance run (job %s) tested service version %q, but the adapter reports %q", v.JobName, v.ServiceVersion, ev.ServiceVersion))
-		}
-		if ev.AdapterVersion != v.AdapterVersion {
-			return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonAdapterVersionChanged,
-				fmt.Sprintf("the passing conformance run (job %s) tested adapter version %q, but the adapter reports %q", v.JobName, v.AdapterVersion, ev.AdapterVersion))
-		}
-	}
-	if ev.ManifestHash != o.manifestHash {
-		msg := fmt.Sprintf("the adapter serves manifest %s, but spec.manifest hashes to %s", ev.ManifestHash, o.manifestHash)
-		if d := manifestDiff(o.lastRun, ev.ManifestHash); d != "" {
-			msg += fmt.Sprintf("; job %s found it differs in %s", o.lastRun.JobName, d)
-		}
-		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonManifestMismatch, msg)
-	}
-	if failed := failedProbes(ev); len(failed) > 0 {
-		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonCapabilityProbeFailed,
-			"capability probes failed: "+strings.Join(failed, "; "))
-	}
-	if o.immediate && ev.IndexLag != nil && *ev.IndexLag > 0 {
-		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonIndexLagging,
-			fmt.Sprintf("the manifest claims immediate search, but %d acknowledged writes are not searchable yet", *ev.IndexLag))
-	}
-	if !ev.ManifestValid {
-		return condition(t, metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceInvalidatesManifest,
-			"the adapter reports its own manifest unavailable: "+ev.Reason)
-	}
-	return condition(t, metav1.ConditionTrue, memoryv1alpha1.ReasonEvidenceValid,
-		fmt.Sprintf("evidence upholds the manifest: service version %q, adapter version %q, %d probes passed", ev.ServiceVersion, ev.AdapterVersion, len(ev.Probes)))
-}
-
-// manifestDiff returns the fields a run's message names as differing (conformance writes
-// "... publishes manifest <published>, not the expected <hash>; it differs in <field: got,
-// expected want>; ..."), when that run read the manifest published now; else "".
-func manifestDiff(r *memoryv1alpha1.ConformanceResult, published string) string {
-	if r == nil || published == "" || !strings.Contains(r.Message, "manifest "+published+",") {
-		return ""
-	}
-	_, rest, ok := strings.Cut(r.Message, "; it differs in ")
-	if !ok {
-		return ""
-	}
-	// The fields are joined with "; ", and so are the run's other findings after them.
-	var fields []string
-	for _, f := range strings.Split(rest, "; ") {
-		if !diffField.MatchString(f) {
-			break
-		}
-		fields = append(fields, f)
-	}
-	return strings.Join(fields, "; ")
-}
-
-// diffField is one entry of memory.Manifest.Diff: `json_name: got, expected want`.
-var diffField = regexp.MustCompile(`^[a-z_]+: .+, expected .+$`)
-
-func failedProbes(ev *memory.EvidenceReport) []string {
-	var out []string
-	for _, p := range ev.Probes {
-		if !p.OK {
-			s := p.Name
-			if p.Detail != "" {
-				s += " (" + p.Detail + ")"
-			}
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // summaryOrder is the order in which Available looks for the first condition that is not
@@ -451,17 +291,17 @@ func availableCondition(conds []metav1.Condition) metav1.Condition {
 	for _, ct := range order {
 		c := meta.FindStatusCondition(conds, ct)
 		if c == nil {
-			return condition(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonConformancePending, ct+" has not been decided yet")
+			return cond.New(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonConformancePending, ct+" has not been decided yet")
 		}
 		if c.Status != metav1.ConditionTrue {
 			st := metav1.ConditionFalse
 			if c.Status == metav1.ConditionUnknown {
 				st = metav1.ConditionUnknown
 			}
-			return condition(t, st, c.Reason, ct+": "+c.Message)
+			return cond.New(t, st, c.Reason, ct+": "+c.Message)
 		}
 	}
-	return condition(t, metav1.ConditionTrue, memoryv1alpha1.ReasonAdapterAvailable,
+	return cond.New(t, metav1.ConditionTrue, memoryv1alpha1.ReasonAdapterAvailable,
 		"the manifest is valid, deployed, verified by conformance and upheld by health evidence")
 }
 

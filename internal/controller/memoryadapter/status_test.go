@@ -11,10 +11,10 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
-	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/cond/condtest"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 )
 
 // want is the part of a condition a table row pins: status, reason and words the message
@@ -27,17 +27,7 @@ type want struct {
 
 func check(t *testing.T, got metav1.Condition, w want) {
 	t.Helper()
-	if got.Status != w.status || got.Reason != w.reason {
-		t.Fatalf("got %s/%s (%q), want %s/%s", got.Status, got.Reason, got.Message, w.status, w.reason)
-	}
-	for _, word := range w.words {
-		if !strings.Contains(got.Message, word) {
-			t.Errorf("message %q does not name %q", got.Message, word)
-		}
-	}
-	if got.Status != metav1.ConditionTrue && got.Message == "" {
-		t.Errorf("a %s condition needs a message", got.Status)
-	}
+	condtest.Check(t, got, w.status, w.reason, w.words)
 }
 
 func readyDeployment(gen, observed int64, updated, available int32) *appsv1.Deployment {
@@ -129,18 +119,12 @@ func crashLooping(msg string) corev1.Pod {
 	return p
 }
 
-const hashA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+const hashA = condtest.HashA
 
-func run(sv, av string, passed, failed int32, msg string, failedIDs ...memoryv1alpha1.ConformanceCaseID) *memoryv1alpha1.ConformanceResult {
-	r := &memoryv1alpha1.ConformanceResult{JobName: "mem-conformance-1", ManifestHash: hashA, ServiceVersion: sv, AdapterVersion: av, Passed: passed, Failed: failed, Message: msg}
-	for _, id := range failedIDs {
-		r.Cases = append(r.Cases, memoryv1alpha1.ConformanceCaseResult{ID: id, Outcome: memoryv1alpha1.OutcomeFailed})
-	}
-	return r
-}
+var run = condtest.Run
 
 func TestConformantCondition(t *testing.T) {
-	key := &runKey{manifestHash: hashA, serviceVersion: "3.50", adapterVersion: "v1"}
+	key := &render.RunKey{ManifestHash: hashA, ServiceVersion: "3.50", AdapterVersion: "v1"}
 	for name, tc := range map[string]struct {
 		obs  conformObservation
 		want want
@@ -155,76 +139,6 @@ func TestConformantCondition(t *testing.T) {
 		"version outdated": {conformObservation{key: key, last: run("3.49", "v1", 17, 0, ""), job: jobObservation{phase: jobRunning, name: "job-y"}}, want{metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceOutdated, []string{`"3.49"`, `"3.50"`, "job-y"}}},
 	} {
 		t.Run(name, func(t *testing.T) { check(t, conformantCondition(tc.obs), tc.want) })
-	}
-}
-
-func TestHealthyCondition(t *testing.T) {
-	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
-	good := func() *memory.EvidenceReport {
-		return &memory.EvidenceReport{ServiceVersion: "3.50", AdapterVersion: "v1", ManifestHash: hashA, ManifestValid: true,
-			Probes: []memory.ProbeResult{{Name: "json1", OK: true}}}
-	}
-	base := func(mut func(*healthObservation)) healthObservation {
-		o := healthObservation{deployed: true, evidence: good(), lastSuccess: now, url: "http://mem.ns.svc:8080", verified: run("3.50", "v1", 17, 0, ""),
-			manifestHash: hashA, immediate: true, threshold: 3, grace: 90 * time.Second, now: now}
-		if mut != nil {
-			mut(&o)
-		}
-		return o
-	}
-	lag := int64(4)
-	for name, tc := range map[string]struct {
-		obs  healthObservation
-		want want
-	}{
-		"not deployed":   {base(func(o *healthObservation) { o.deployed, o.evidence = false, nil }), want{metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidencePending, nil}},
-		"first read due": {base(func(o *healthObservation) { o.evidence = nil }), want{metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidencePending, []string{"/v1/evidence"}}},
-		"first read failed": {base(func(o *healthObservation) { o.evidence, o.failures, o.lastErr = nil, 1, "no endpoints" }),
-			want{metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidencePending, []string{"the last read failed: no endpoints"}}},
-		"below threshold keeps the verdict": {base(func(o *healthObservation) { o.failures, o.lastErr = 2, "connection refused" }),
-			want{metav1.ConditionTrue, memoryv1alpha1.ReasonEvidenceValid, nil}},
-		"unreachable": {base(func(o *healthObservation) { o.failures, o.lastErr = 3, "connection refused" }),
-			want{metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceUnreachable, []string{"3 consecutive", "connection refused", "http://mem.ns.svc:8080"}}},
-		"stale": {base(func(o *healthObservation) { o.lastSuccess = now.Add(-2 * time.Minute) }),
-			want{metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidenceStale, []string{"stalenessGrace"}}},
-		"service version changed": {base(func(o *healthObservation) { o.evidence.ServiceVersion = "3.51" }),
-			want{metav1.ConditionFalse, memoryv1alpha1.ReasonServiceVersionChanged, []string{`"3.50"`, `"3.51"`}}},
-		"adapter version changed": {base(func(o *healthObservation) { o.evidence.AdapterVersion = "v2" }),
-			want{metav1.ConditionFalse, memoryv1alpha1.ReasonAdapterVersionChanged, []string{`"v1"`, `"v2"`}}},
-		"other manifest": {base(func(o *healthObservation) { o.evidence.ManifestHash = "sha256:bb" }),
-			want{metav1.ConditionFalse, memoryv1alpha1.ReasonManifestMismatch, []string{"sha256:bb", hashA}}},
-		"other manifest, named by the run that read it": {base(func(o *healthObservation) {
-			o.evidence.ManifestHash = "sha256:bb"
-			o.lastRun = run("3.50", "v1", 17, 0, `the target publishes manifest sha256:bb, not the expected `+hashA+`; it differs in supported_filters: ["branch_id"], expected ["branch_id","source"]`)
-		}), want{metav1.ConditionFalse, memoryv1alpha1.ReasonManifestMismatch, []string{"sha256:bb", hashA, `found it differs in supported_filters: ["branch_id"], expected ["branch_id","source"]`}}},
-		"other manifest than the run read": {base(func(o *healthObservation) {
-			o.evidence.ManifestHash = "sha256:cc"
-			o.lastRun = run("3.50", "v1", 17, 0, `the target publishes manifest sha256:bb, not the expected `+hashA+`; it differs in search_consistency: "eventual", expected "immediate"`)
-		}), want{metav1.ConditionFalse, memoryv1alpha1.ReasonManifestMismatch, []string{"sha256:cc", hashA}}},
-		"probe failed": {base(func(o *healthObservation) {
-			o.evidence.Probes = append(o.evidence.Probes, memory.ProbeResult{Name: "jsonb", Detail: "missing"})
-		}), want{metav1.ConditionFalse, memoryv1alpha1.ReasonCapabilityProbeFailed, []string{"jsonb (missing)"}}},
-		"immediate index lags": {base(func(o *healthObservation) { o.evidence.IndexLag = &lag }),
-			want{metav1.ConditionFalse, memoryv1alpha1.ReasonIndexLagging, []string{"4 acknowledged writes"}}},
-		"eventual index lags": {base(func(o *healthObservation) { o.evidence.IndexLag, o.immediate = &lag, false }),
-			want{metav1.ConditionTrue, memoryv1alpha1.ReasonEvidenceValid, nil}},
-		"adapter cannot reach its backend": {base(func(o *healthObservation) {
-			o.evidence.ServiceVersion, o.evidence.ManifestValid, o.evidence.Reason = "", false, "backend unavailable: connection refused"
-		}), want{metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceInvalidatesManifest, []string{"connection refused"}}},
-		"adapter invalidated itself": {base(func(o *healthObservation) {
-			o.evidence.ManifestValid, o.evidence.Reason = false, "probe wal_mode failed"
-		}),
-			want{metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceInvalidatesManifest, []string{"wal_mode"}}},
-		"no verified run yet": {base(func(o *healthObservation) { o.verified = nil; o.evidence.ServiceVersion = "anything" }),
-			want{metav1.ConditionTrue, memoryv1alpha1.ReasonEvidenceValid, nil}},
-		"pods on different versions": {base(func(o *healthObservation) { o.mixed = `pod a: service "3.50"; pod b: service "3.51"` }),
-			want{metav1.ConditionUnknown, memoryv1alpha1.ReasonVersionsMixed, []string{"pod a", "pod b"}}},
-		"an invalid pod speaks over the mix": {base(func(o *healthObservation) {
-			o.mixed, o.evidence.ManifestValid, o.evidence.Reason = "pod a; pod b", false, "probe write failed"
-		}), want{metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceInvalidatesManifest, []string{"probe write failed"}}},
-		"valid": {base(nil), want{metav1.ConditionTrue, memoryv1alpha1.ReasonEvidenceValid, []string{"3.50"}}},
-	} {
-		t.Run(name, func(t *testing.T) { check(t, healthyCondition(tc.obs), tc.want) })
 	}
 }
 
@@ -257,76 +171,6 @@ func TestAvailableCondition(t *testing.T) {
 	check(t, availableCondition(hidden), want{metav1.ConditionFalse, memoryv1alpha1.ReasonScaledToZero, nil})
 }
 
-func TestRunNamesAreStableAndDistinct(t *testing.T) {
-	ma := &memoryv1alpha1.MemoryAdapter{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("a", 40)}}
-	k := runKey{manifestHash: hashA, serviceVersion: "3.50", adapterVersion: "v1"}
-	seen := map[string]string{}
-	for what, seed := range map[string]string{
-		"initial":     runSeed(k, "", ""),
-		"rerun":       runSeed(k, "now", ""),
-		"interval":    runSeed(k, "", "2026-12-03T10:00:00Z"),
-		"new version": runSeed(runKey{manifestHash: hashA, serviceVersion: "3.51", adapterVersion: "v1"}, "", ""),
-		"new adapter": runSeed(runKey{manifestHash: hashA, serviceVersion: "3.50", adapterVersion: "v2"}, "", ""),
-	} {
-		n := jobName(ma, seed)
-		if n != jobName(ma, seed) {
-			t.Fatalf("%s: the name is not deterministic", what)
-		}
-		if len(n) > 63 {
-			t.Errorf("%s: %q is longer than a label value may be", what, n)
-		}
-		if other, dup := seen[n]; dup {
-			t.Errorf("%s and %s share the Job name %s", what, other, n)
-		}
-		seen[n] = what
-	}
-}
-
-func TestEffectiveSettings(t *testing.T) {
-	ma := &memoryv1alpha1.MemoryAdapter{Spec: memoryv1alpha1.MemoryAdapterSpec{
-		Backend: memoryv1alpha1.BackendSpec{Type: memoryv1alpha1.BackendRedis},
-		Health:  &memoryv1alpha1.HealthSpec{Period: memoryv1alpha1.NewDuration(10 * time.Second)},
-		Lifecycle: &memoryv1alpha1.LifecycleSpec{RequestTimeout: memoryv1alpha1.NewDuration(time.Second),
-			Retry: &memoryv1alpha1.RetryPolicies{Search: &memoryv1alpha1.RetryPolicy{MaxAttempts: ptr.To[int32](1)}}},
-	}}
-	s := effectiveSettings(ma, "img:dev")
-	if s.image != "img:dev" || s.replicas != 1 || s.healthPeriod != 10*time.Second || s.stalenessGrace != 30*time.Second ||
-		s.failureThreshold != 3 || s.conformanceInterval != 24*time.Hour || s.conformanceTimeout != 10*time.Minute {
-		t.Fatalf("defaults: %+v", s)
-	}
-	l := s.lifecycle
-	if l.RequestTimeout.Or(0) != time.Second || l.ConnectTimeout.Or(0) != 2*time.Second {
-		t.Errorf("timeouts: user request %v, backend connect %v", l.RequestTimeout, l.ConnectTimeout)
-	}
-	if *l.Retry.Search.MaxAttempts != 1 || *l.Retry.Retrieve.MaxAttempts != 3 || *l.Retry.Store.MaxAttempts != 1 {
-		t.Errorf("retry overlay: %+v", l.Retry)
-	}
-	if l.DuplicateIDBehaviour != memoryv1alpha1.DuplicateIDOverwrite || !*l.ConcurrencySafe {
-		t.Errorf("documented facts missing: %+v", l)
-	}
-}
-
-func TestEvidenceStatusMovesOnlyOnChange(t *testing.T) {
-	t0 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
-	ev := &memory.EvidenceReport{ServiceVersion: "3.50", AdapterVersion: "v1", ManifestHash: hashA, ManifestValid: true, ObservedAt: t0}
-	first := evidenceStatus(ev, nil, true, t0)
-	again := *ev
-	again.ObservedAt = t0.Add(time.Minute) // the adapter probes again and finds the same
-	if got := evidenceStatus(&again, first, true, t0.Add(time.Minute)); got != first {
-		t.Fatalf("unchanged evidence produced a new status: %+v", got)
-	}
-	again.ManifestValid, again.Reason = false, "service version changed"
-	got := evidenceStatus(&again, first, true, t0.Add(2*time.Minute))
-	if got.Verdict != memoryv1alpha1.EvidenceInvalid || !got.ObservedTime.Equal(&metav1.Time{Time: t0.Add(2 * time.Minute)}) {
-		t.Fatalf("changed evidence: %+v", got)
-	}
-	bad := *ev
-	bad.ManifestHash = "not a hash"
-	if evidenceStatus(&bad, nil, true, t0).ManifestHash != "" {
-		t.Error("a malformed hash would make the API server refuse the whole status patch")
-	}
-}
-
 func TestBlockedReason(t *testing.T) {
 	unschedulable := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "run-1"}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{
 		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: insufficient memory",
@@ -356,7 +200,7 @@ func TestBlockedReason(t *testing.T) {
 
 func TestResultFromJob(t *testing.T) {
 	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
-	key := runKey{manifestHash: hashA, serviceVersion: "3.50", adapterVersion: "v1"}
+	key := render.RunKey{ManifestHash: hashA, ServiceVersion: "3.50", AdapterVersion: "v1"}
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "mem-conformance-1"}}
 	terminated := func(msg string, code int32) []corev1.Pod {
 		return []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "mem-conformance-1-x"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
@@ -449,57 +293,5 @@ func TestFailedRunBackoff(t *testing.T) {
 				t.Errorf("failedRunBackoff = %v, want %v", got, tc.want)
 			}
 		})
-	}
-}
-
-func TestOperationBoundComposesTheBackendsRetries(t *testing.T) {
-	for _, tc := range []struct {
-		backend memoryv1alpha1.BackendType
-		want    time.Duration
-	}{
-		// Redis: reads try 3 times, 2 s each, with 25 ms then 50 ms between: 6.075 s + 1 s.
-		{memoryv1alpha1.BackendRedis, 6*time.Second + 75*time.Millisecond + time.Second},
-		// PostgreSQL: 2 attempts of 5 s, at most 100 ms between.
-		{memoryv1alpha1.BackendPostgres, 11*time.Second + 100*time.Millisecond},
-		// SQLite: one attempt.
-		{memoryv1alpha1.BackendSQLite, 6 * time.Second},
-	} {
-		t.Run(string(tc.backend), func(t *testing.T) {
-			l := effectiveLifecycle(tc.backend, nil)
-			got := operationBound(l)
-			if got != tc.want {
-				t.Errorf("operationBound = %v, want %v", got, tc.want)
-			}
-			if rt := l.RequestTimeout.Or(0); got <= rt {
-				t.Errorf("the server's bound %v does not exceed the backend's request timeout %v: they race", got, rt)
-			}
-		})
-	}
-	// A user's request timeout reaches the composition.
-	l := effectiveLifecycle(memoryv1alpha1.BackendSQLite, &memoryv1alpha1.LifecycleSpec{RequestTimeout: memoryv1alpha1.NewDuration(20 * time.Second)})
-	if got := operationBound(l); got != 21*time.Second {
-		t.Errorf("with requestTimeout 20s: %v, want 21s", got)
-	}
-}
-
-func TestManifestDiffQuotesOnlyTheRunThatReadThePublishedManifest(t *testing.T) {
-	msg := `the target publishes manifest sha256:bb, not the expected ` + hashA + `; it differs in supported_filters: ["branch_id"], expected ["branch_id","source"]`
-	for _, tc := range []struct {
-		name      string
-		r         *memoryv1alpha1.ConformanceResult
-		published string
-		want      string
-	}{
-		{"the run read the served manifest", run("3.50", "v1", 17, 0, msg), "sha256:bb", `supported_filters: ["branch_id"], expected ["branch_id","source"]`},
-		{"the run read another manifest", run("3.50", "v1", 17, 0, msg), "sha256:cc", ""},
-		{"no field list", run("3.50", "v1", 17, 0, "deployed server: manifest sha256:bb, unreadable"), "sha256:bb", ""},
-		{"the run's other findings stay out", run("3.50", "v1", 17, 0, msg+`; search_fidelity: "partial", expected "full"; deployed server: manifest: published sha256:bb differs from the expected `+hashA+` in supported_filters: x, expected y`), "sha256:bb",
-			`supported_filters: ["branch_id"], expected ["branch_id","source"]; search_fidelity: "partial", expected "full"`},
-		{"no run", nil, "sha256:bb", ""},
-		{"no published hash", run("3.50", "v1", 17, 0, msg), "", ""},
-	} {
-		if got := manifestDiff(tc.r, tc.published); got != tc.want {
-			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
-		}
 	}
 }

@@ -33,6 +33,9 @@ import (
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/credentials"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/health"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 	"github.com/agentmem/memory-adapter-operator/internal/manageridentity"
 )
 
@@ -130,7 +133,7 @@ func (w writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // startManagerWith runs the controller with the given API server config and evidence reader.
-func startManagerWith(cfg *rest.Config, evidence EvidenceReader) (stop func()) {
+func startManagerWith(cfg *rest.Config, evidence health.EvidenceReader) (stop func()) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:     scheme,
 		Cache:      CacheOptions(),
@@ -140,9 +143,9 @@ func startManagerWith(cfg *rest.Config, evidence EvidenceReader) (stop func()) {
 	Expect(err).NotTo(HaveOccurred())
 	keyCtx, cancelKey := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancelKey()
-	key, err := LoadOrCreateTokenKey(keyCtx, mgr.GetAPIReader(), mgr.GetClient(), tokenKeyRef)
+	key, err := credentials.LoadOrCreateTokenKey(keyCtx, mgr.GetAPIReader(), mgr.GetClient(), tokenKeyRef)
 	Expect(err).NotTo(HaveOccurred())
-	ca, err := LoadOrCreateCA(keyCtx, mgr.GetAPIReader(), mgr.GetClient(), caRef, 10*365*24*time.Hour)
+	ca, err := credentials.LoadOrCreateCA(keyCtx, mgr.GetAPIReader(), mgr.GetClient(), caRef, 10*365*24*time.Hour)
 	Expect(err).NotTo(HaveOccurred())
 	Expect((&Reconciler{
 		TokenKey:     key,
@@ -158,7 +161,7 @@ func startManagerWith(cfg *rest.Config, evidence EvidenceReader) (stop func()) {
 			if ma.Labels[perPodEvidence] == "true" {
 				return ""
 			}
-			return serviceURL(ma)
+			return render.ServiceURL(ma)
 		},
 	}).SetupWithManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
@@ -183,7 +186,7 @@ var caRef = types.NamespacedName{Namespace: operatorNamespace, Name: manageriden
 // podEvidenceReader reads pods at their own addresses, as the manager does. The local
 // servers behind them serve plain HTTP, so per-pod specs opt their adapters out of TLS; the
 // e2e suite reads real pods over TLS.
-var podEvidenceReader = &HTTPEvidenceReader{}
+var podEvidenceReader = &health.HTTPEvidenceReader{}
 
 // bindGeneratedRBAC installs the generated roles bound to the manager's ServiceAccount and the
 // admission policies that narrow them, as config/default ships them, and returns a config that
@@ -250,7 +253,7 @@ type routedEvidence struct {
 	refuse func(token string) bool
 }
 
-func (r *routedEvidence) ReadEvidence(ctx context.Context, t EvidenceTarget) (*memory.EvidenceReport, error) {
+func (r *routedEvidence) ReadEvidence(ctx context.Context, t health.EvidenceTarget) (*memory.EvidenceReport, error) {
 	url, token := t.URL, t.Token
 	if !strings.Contains(url, ".svc:") {
 		return podEvidenceReader.ReadEvidence(ctx, t)
@@ -264,9 +267,9 @@ func (r *routedEvidence) ReadEvidence(ctx context.Context, t EvidenceTarget) (*m
 	mutate, refuse := r.mutate, r.refuse
 	r.mu.Unlock()
 	if refuse != nil && refuse(token) {
-		return nil, fmt.Errorf("evidence read: HTTP 401: %w", ErrUnauthorized)
+		return nil, fmt.Errorf("evidence read: HTTP 401: %w", health.ErrUnauthorized)
 	}
-	ev, err := (&HTTPEvidenceReader{}).ReadEvidence(ctx, EvidenceTarget{URL: r.target.url, Token: r.target.token})
+	ev, err := (&health.HTTPEvidenceReader{}).ReadEvidence(ctx, health.EvidenceTarget{URL: r.target.url, Token: r.target.token})
 	if err == nil && mutate != nil {
 		mutate(ev)
 	}

@@ -10,78 +10,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 )
-
-const (
-	// tlsMountDir is where an adapter pod finds its serving certificate and key.
-	tlsMountDir = "/var/run/memory-adapter/tls"
-	// DefaultCertLifetime is a serving certificate's lifetime when the manager sets none:
-	// short enough that a leaked key ages out, long enough that renewals are rare writes.
-	DefaultCertLifetime = 90 * 24 * time.Hour
-	// The environment that tells an External server where its certificate is.
-	envTLSCertFile = "MEMORY_ADAPTER_TLS_CERT_FILE"
-	envTLSKeyFile  = "MEMORY_ADAPTER_TLS_KEY_FILE"
-)
-
-// tlsMode is the adapter's transport security: Operator unless the spec opts out.
-func tlsMode(ma *memoryv1alpha1.MemoryAdapter) memoryv1alpha1.TLSMode {
-	if ma.Spec.TLS != nil && ma.Spec.TLS.Mode == memoryv1alpha1.TLSDisabled {
-		return memoryv1alpha1.TLSDisabled
-	}
-	return memoryv1alpha1.TLSOperator
-}
-
-// usesTLS reports whether the adapter serves HTTPS.
-func usesTLS(ma *memoryv1alpha1.MemoryAdapter) bool {
-	return tlsMode(ma) == memoryv1alpha1.TLSOperator
-}
-
-// urlScheme is the adapter's URL scheme.
-func urlScheme(ma *memoryv1alpha1.MemoryAdapter) string {
-	if usesTLS(ma) {
-		return "https"
-	}
-	return "http"
-}
-
-// tlsSecretName is the Secret holding the adapter's serving certificate and key.
-func tlsSecretName(ma *memoryv1alpha1.MemoryAdapter) string { return ma.Name + "-tls" }
-
-// serviceServerName is the name clients inside the cluster verify: the one the binding's URL
-// uses.
-func serviceServerName(ma *memoryv1alpha1.MemoryAdapter) string {
-	return fmt.Sprintf("%s.%s.svc", serviceName(ma), ma.Namespace)
-}
-
-// serviceDNSNames are the names a serving certificate covers: every form by which a pod
-// reaches the Service through cluster DNS.
-func serviceDNSNames(ma *memoryv1alpha1.MemoryAdapter) []string {
-	svc := serviceName(ma)
-	return []string{
-		serviceServerName(ma),
-		serviceServerName(ma) + ".cluster.local",
-		svc + "." + ma.Namespace,
-		svc,
-	}
-}
-
-// renewAt is when a certificate valid from issued to notAfter is renewed: after two thirds
-// of its life, so a third is left for the kubelet to deliver the next one (a minute or so)
-// and for a manager that was down to come back.
-func renewAt(issued, notAfter time.Time) time.Time {
-	return issued.Add(notAfter.Sub(issued) * 2 / 3)
-}
 
 // certLifetime is the lifetime of the adapter's next serving certificate: its own
 // spec.tls.certificateLifetime, else the manager's, else DefaultCertLifetime.
 func (r *Reconciler) certLifetime(ma *memoryv1alpha1.MemoryAdapter) time.Duration {
 	def := r.CertLifetime
 	if def <= 0 {
-		def = DefaultCertLifetime
+		def = render.DefaultCertLifetime
 	}
 	if ma.Spec.TLS == nil {
 		return def
@@ -96,7 +36,7 @@ func (r *Reconciler) certLifetime(ma *memoryv1alpha1.MemoryAdapter) time.Duratio
 // does.
 func (r *Reconciler) tlsStatusCurrent(ma *memoryv1alpha1.MemoryAdapter, st *memoryv1alpha1.TLSStatus, now time.Time) bool {
 	return st != nil && st.Mode == memoryv1alpha1.TLSOperator && r.CA != nil &&
-		st.CAFingerprint == r.CA.Fingerprint() && slices.Equal(st.DNSNames, serviceDNSNames(ma)) &&
+		st.CAFingerprint == r.CA.Fingerprint() && slices.Equal(st.DNSNames, render.ServiceDNSNames(ma)) &&
 		st.RenewAfter != nil && now.Before(st.RenewAfter.Time) &&
 		st.NotAfter != nil && !st.NotAfter.After(now.Add(r.certLifetime(ma)))
 }
@@ -108,7 +48,7 @@ func (r *Reconciler) tlsStatusCurrent(ma *memoryv1alpha1.MemoryAdapter, st *memo
 // process) is what says a certificate was issued; the key exists only in the Secret.
 func (r *Reconciler) ensureServingCertificate(ctx context.Context, s *scope) error {
 	ma := s.ma
-	if !usesTLS(ma) {
+	if !render.UsesTLS(ma) {
 		s.tls = &memoryv1alpha1.TLSStatus{Mode: memoryv1alpha1.TLSDisabled}
 		return nil
 	}
@@ -127,25 +67,25 @@ func (r *Reconciler) ensureServingCertificate(ctx context.Context, s *scope) err
 		s.requeue(current.RenewAfter.Sub(s.now))
 		return nil
 	}
-	names := serviceDNSNames(ma)
+	names := render.ServiceDNSNames(ma)
 	cert, err := r.CA.Issue(names, r.certLifetime(ma), s.now)
 	if err != nil {
 		return fmt.Errorf("serving certificate for %s: %w", ma.Name, err)
 	}
-	sec := ownedSecretApply(ma, tlsSecretName(ma)).
+	sec := render.OwnedSecretApply(ma, render.TLSSecretName(ma)).
 		WithType(corev1.SecretTypeTLS).
 		WithData(map[string][]byte{corev1.TLSCertKey: cert.CertPEM, corev1.TLSPrivateKeyKey: cert.KeyPEM})
-	if err := r.Client.Apply(ctx, sec, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	if err := r.Client.Apply(ctx, sec, client.FieldOwner(render.FieldOwner), client.ForceOwnership); err != nil {
 		if apierrors.IsForbidden(err) {
-			return fmt.Errorf("apply Secret %s: %w (the manager's admission policy admits only its own TLS Secrets)", tlsSecretName(ma), err)
+			return fmt.Errorf("apply Secret %s: %w (the manager's admission policy admits only its own TLS Secrets)", render.TLSSecretName(ma), err)
 		}
-		return fmt.Errorf("apply Secret %s: %w", tlsSecretName(ma), err)
+		return fmt.Errorf("apply Secret %s: %w", render.TLSSecretName(ma), err)
 	}
 	issued := s.now
 	st := &memoryv1alpha1.TLSStatus{
 		Mode:          memoryv1alpha1.TLSOperator,
 		NotAfter:      &metav1.Time{Time: cert.NotAfter},
-		RenewAfter:    &metav1.Time{Time: renewAt(issued, cert.NotAfter).Truncate(time.Second)},
+		RenewAfter:    &metav1.Time{Time: render.RenewAt(issued, cert.NotAfter).Truncate(time.Second)},
 		CAFingerprint: r.CA.Fingerprint(),
 		DNSNames:      names,
 	}
@@ -155,7 +95,7 @@ func (r *Reconciler) ensureServingCertificate(ctx context.Context, s *scope) err
 		verb = "renewed"
 	}
 	r.Recorder.Eventf(ma, nil, corev1.EventTypeNormal, "CertificateIssued", "IssueCertificate",
-		"%s the serving certificate in Secret %s, valid until %s", verb, tlsSecretName(ma), cert.NotAfter.UTC().Format(time.RFC3339))
+		"%s the serving certificate in Secret %s, valid until %s", verb, render.TLSSecretName(ma), cert.NotAfter.UTC().Format(time.RFC3339))
 	s.tls = st.DeepCopy()
 	s.requeue(st.RenewAfter.Sub(s.now))
 	return nil
@@ -166,12 +106,4 @@ func (r *Reconciler) ensureServingCertificate(ctx context.Context, s *scope) err
 type issuedCert struct {
 	uid    types.UID
 	status *memoryv1alpha1.TLSStatus
-}
-
-// tlsVolume mounts the serving certificate and key, readable by the pod's group only.
-func tlsVolume(ma *memoryv1alpha1.MemoryAdapter) corev1.Volume {
-	return corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-		SecretName: tlsSecretName(ma), DefaultMode: ptr.To[int32](0o440),
-		Items: []corev1.KeyToPath{{Key: corev1.TLSCertKey, Path: corev1.TLSCertKey}, {Key: corev1.TLSPrivateKeyKey, Path: corev1.TLSPrivateKeyKey}},
-	}}}
 }

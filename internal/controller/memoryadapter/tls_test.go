@@ -14,6 +14,8 @@ import (
 
 	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/health"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 	"github.com/agentmem/memory-adapter-operator/internal/pki"
 	adapterserver "github.com/agentmem/memory-adapter-operator/internal/server"
 )
@@ -57,19 +59,19 @@ func TestEvidenceReadsCheckTheServiceName(t *testing.T) {
 		p.AddCert(c.Cert)
 		return p
 	}
-	ours := &HTTPEvidenceReader{RootCAs: pool(ca)}
-	ev, err := ours.ReadEvidence(context.Background(), EvidenceTarget{URL: hs.URL, Token: "tok", ServerName: "mem.team.svc"})
+	ours := &health.HTTPEvidenceReader{RootCAs: pool(ca)}
+	ev, err := ours.ReadEvidence(context.Background(), health.EvidenceTarget{URL: hs.URL, Token: "tok", ServerName: "mem.team.svc"})
 	if err != nil || !ev.ManifestValid {
 		t.Fatalf("the adapter's own name: %+v %v", ev, err)
 	}
 	for name, tc := range map[string]struct {
-		reader *HTTPEvidenceReader
-		target EvidenceTarget
+		reader *health.HTTPEvidenceReader
+		target health.EvidenceTarget
 		want   string
 	}{
-		"another adapter's name": {ours, EvidenceTarget{URL: hs.URL, Token: "tok", ServerName: "other.team.svc"}, "certificate is valid for"},
-		"no name":                {ours, EvidenceTarget{URL: hs.URL, Token: "tok"}, "without the name its certificate must carry"},
-		"another CA":             {&HTTPEvidenceReader{RootCAs: pool(other)}, EvidenceTarget{URL: hs.URL, Token: "tok", ServerName: "mem.team.svc"}, "unknown authority"},
+		"another adapter's name": {ours, health.EvidenceTarget{URL: hs.URL, Token: "tok", ServerName: "other.team.svc"}, "certificate is valid for"},
+		"no name":                {ours, health.EvidenceTarget{URL: hs.URL, Token: "tok"}, "without the name its certificate must carry"},
+		"another CA":             {&health.HTTPEvidenceReader{RootCAs: pool(other)}, health.EvidenceTarget{URL: hs.URL, Token: "tok", ServerName: "mem.team.svc"}, "unknown authority"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := tc.reader.ReadEvidence(context.Background(), tc.target); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -85,7 +87,7 @@ func TestRenewalLeavesAThird(t *testing.T) {
 		90 * time.Second:    60 * time.Second,
 		90 * 24 * time.Hour: 60 * 24 * time.Hour,
 	} {
-		if got := renewAt(issued, issued.Add(lifetime)).Sub(issued); got != want {
+		if got := render.RenewAt(issued, issued.Add(lifetime)).Sub(issued); got != want {
 			t.Errorf("lifetime %s: renewed after %s, want %s", lifetime, got, want)
 		}
 	}
@@ -111,9 +113,9 @@ func TestCertificateLifetime(t *testing.T) {
 	// issued describes a certificate of the given lifetime issued at the given time.
 	issued := func(ma *memoryv1alpha1.MemoryAdapter, at time.Time, lifetime time.Duration) *memoryv1alpha1.TLSStatus {
 		return &memoryv1alpha1.TLSStatus{
-			Mode: memoryv1alpha1.TLSOperator, CAFingerprint: ca.Fingerprint(), DNSNames: serviceDNSNames(ma),
+			Mode: memoryv1alpha1.TLSOperator, CAFingerprint: ca.Fingerprint(), DNSNames: render.ServiceDNSNames(ma),
 			NotAfter:   &metav1.Time{Time: at.Add(lifetime)},
-			RenewAfter: &metav1.Time{Time: renewAt(at, at.Add(lifetime))},
+			RenewAfter: &metav1.Time{Time: render.RenewAt(at, at.Add(lifetime))},
 		}
 	}
 	for name, tc := range map[string]struct {
@@ -123,7 +125,7 @@ func TestCertificateLifetime(t *testing.T) {
 		wantLifetime time.Duration
 		wantCurrent  bool
 	}{
-		"the default":                     {0, "", nil, DefaultCertLifetime, false},
+		"the default":                     {0, "", nil, render.DefaultCertLifetime, false},
 		"the manager's flag":              {48 * time.Hour, "", nil, 48 * time.Hour, false},
 		"the adapter's own over the flag": {48 * time.Hour, "90s", nil, 90 * time.Second, false},
 		"an unparsable value falls back":  {48 * time.Hour, "soon", nil, 48 * time.Hour, false},
@@ -140,7 +142,7 @@ func TestCertificateLifetime(t *testing.T) {
 			return issued(ma, now.Add(-time.Minute), 2*time.Hour)
 		}, 4 * time.Hour, true},
 		"the flag shortened below a default certificate": {24 * time.Hour, "", func(ma *memoryv1alpha1.MemoryAdapter) *memoryv1alpha1.TLSStatus {
-			return issued(ma, now.Add(-time.Hour), DefaultCertLifetime)
+			return issued(ma, now.Add(-time.Hour), render.DefaultCertLifetime)
 		}, 24 * time.Hour, false},
 	} {
 		t.Run(name, func(t *testing.T) {

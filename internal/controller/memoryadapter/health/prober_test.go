@@ -1,4 +1,4 @@
-package memoryadapter
+package health
 
 import (
 	"context"
@@ -12,10 +12,7 @@ import (
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
@@ -80,14 +77,14 @@ func TestPodEndpoints(t *testing.T) {
 		}
 		return p
 	}
-	got := podEndpoints([]corev1.Pod{
+	got := PodEndpoints([]corev1.Pod{
 		pod("b", "10.0.0.2", corev1.PodRunning, false),
 		pod("a", "fd00::1", corev1.PodRunning, false),
 		pod("pending", "", corev1.PodPending, false),
 		pod("leaving", "10.0.0.3", corev1.PodRunning, true),
 		pod("done", "10.0.0.4", corev1.PodSucceeded, false),
-	}, "https")
-	want := []probeEndpoint{{name: "a", url: "https://[fd00::1]:9090"}, {name: "b", url: "https://10.0.0.2:9090"}}
+	}, "https", 8080)
+	want := []Endpoint{{Name: "a", URL: "https://[fd00::1]:9090"}, {Name: "b", URL: "https://10.0.0.2:9090"}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("endpoints %v, want %v (running pods with an IP, not being deleted, at the http port, by name)", got, want)
 	}
@@ -140,8 +137,8 @@ func adapterNamed(i int) *memoryv1alpha1.MemoryAdapter {
 	return &memoryv1alpha1.MemoryAdapter{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint("a", i), UID: types.UID(fmt.Sprint("uid-", i))}}
 }
 
-func specAt(ma *memoryv1alpha1.MemoryAdapter, url string, period time.Duration) probeSpec {
-	return probeSpec{key: types.NamespacedName{Namespace: ma.Namespace, Name: ma.Name}, endpoints: []probeEndpoint{{name: "p", url: url}}, token: "t", period: period}
+func specAt(ma *memoryv1alpha1.MemoryAdapter, url string, period time.Duration) Spec {
+	return Spec{Key: types.NamespacedName{Namespace: ma.Namespace, Name: ma.Name}, Endpoints: []Endpoint{{Name: "p", URL: url}}, Token: "t", Period: period}
 }
 
 func TestProberHungReadsHoldOneSlotEach(t *testing.T) {
@@ -154,7 +151,7 @@ func TestProberHungReadsHoldOneSlotEach(t *testing.T) {
 	startProber(t, p)
 	for i, url := range []string{"http://hung-1", "http://hung-2", "http://healthy"} {
 		ma := adapterNamed(i)
-		p.track(ma, specAt(ma, url, 50*time.Millisecond))
+		p.Track(ma, specAt(ma, url, 50*time.Millisecond))
 	}
 	waitFor(t, 10*time.Second, "the healthy adapter was not read 20 times while two reads hang", func() bool {
 		return reader.count("http://healthy") >= 20
@@ -181,7 +178,7 @@ func TestProberWakesOnlyWhenTheVerdictChanges(t *testing.T) {
 	p := &Prober{Reader: reader}
 	startProber(t, p)
 	ma := adapterNamed(0)
-	p.track(ma, specAt(ma, "http://a", 20*time.Millisecond))
+	p.Track(ma, specAt(ma, "http://a", 20*time.Millisecond))
 	next := func() string {
 		select {
 		case e := <-p.Events():
@@ -205,8 +202,8 @@ func TestProberWakesOnlyWhenTheVerdictChanges(t *testing.T) {
 	if got := next(); got != "a0" {
 		t.Fatalf("an invalidation woke %q, want a0", got)
 	}
-	if st := p.track(ma, specAt(ma, "http://a", 20*time.Millisecond)); st.evidence == nil || st.evidence.ManifestValid {
-		t.Fatalf("the state after an invalidation is %+v", st.evidence)
+	if st := p.Track(ma, specAt(ma, "http://a", 20*time.Millisecond)); st.Evidence == nil || st.Evidence.ManifestValid {
+		t.Fatalf("the state after an invalidation is %+v", st.Evidence)
 	}
 }
 
@@ -217,10 +214,10 @@ func TestProberStartsFromStatusAndForgetsByName(t *testing.T) {
 	ma.Status.Evidence = &memoryv1alpha1.EvidenceStatus{Verdict: memoryv1alpha1.EvidenceInvalid, ServiceVersion: "17.10", AdapterVersion: "v1",
 		Message: "service version changed", FailedProbes: []string{"write"}, IndexLag: &lag}
 	// Not started: a manager that is not the leader yet tracks without reading.
-	st := p.track(ma, specAt(ma, "http://a", time.Minute))
-	if !st.rehydrated || st.evidence == nil || st.evidence.ManifestValid || st.evidence.ServiceVersion != "17.10" ||
-		len(st.evidence.Probes) != 1 || st.evidence.Probes[0].OK {
-		t.Fatalf("state from status %+v (evidence %+v)", st, st.evidence)
+	st := p.Track(ma, specAt(ma, "http://a", time.Minute))
+	if !st.Rehydrated || st.Evidence == nil || st.Evidence.ManifestValid || st.Evidence.ServiceVersion != "17.10" ||
+		len(st.Evidence.Probes) != 1 || st.Evidence.Probes[0].OK {
+		t.Fatalf("state from status %+v (evidence %+v)", st, st.Evidence)
 	}
 	if p.tracked() != 1 {
 		t.Fatalf("tracked %d, want 1", p.tracked())
@@ -228,10 +225,10 @@ func TestProberStartsFromStatusAndForgetsByName(t *testing.T) {
 	// The name now belongs to a new object: nothing of the old one carries over.
 	again := adapterNamed(0)
 	again.UID = "uid-new"
-	if st := p.track(again, specAt(again, "http://a", time.Minute)); st.evidence != nil || p.tracked() != 1 {
-		t.Fatalf("a recreated adapter inherited %+v (tracked %d)", st.evidence, p.tracked())
+	if st := p.Track(again, specAt(again, "http://a", time.Minute)); st.Evidence != nil || p.tracked() != 1 {
+		t.Fatalf("a recreated adapter inherited %+v (tracked %d)", st.Evidence, p.tracked())
 	}
-	p.forget(types.NamespacedName{Namespace: "ns", Name: "a0"})
+	p.Forget(types.NamespacedName{Namespace: "ns", Name: "a0"})
 	if p.tracked() != 0 {
 		t.Fatalf("tracked %d after Forget, want 0", p.tracked())
 	}
@@ -245,8 +242,8 @@ func TestProberCountsFailuresUpToTheThreshold(t *testing.T) {
 	startProber(t, p)
 	ma := adapterNamed(0)
 	spec := specAt(ma, "http://down", 20*time.Millisecond)
-	spec.threshold = 3
-	p.track(ma, spec)
+	spec.Threshold = 3
+	p.Track(ma, spec)
 	wakes := 0
 	waitFor(t, 10*time.Second, "fewer than 20 reads", func() bool {
 		for {
@@ -259,8 +256,8 @@ func TestProberCountsFailuresUpToTheThreshold(t *testing.T) {
 			return reader.count("http://down") >= 20
 		}
 	})
-	if st := p.track(ma, spec); st.failures != 3 {
-		t.Errorf("failures %d after 20 failed reads, want the threshold 3: past it the count decides nothing", st.failures)
+	if st := p.Track(ma, spec); st.Failures != 3 {
+		t.Errorf("failures %d after 20 failed reads, want the threshold 3: past it the count decides nothing", st.Failures)
 	}
 	// 1, 2 and 3 failures change the verdict inputs; 20 reads must not wake it 20 times.
 	if wakes > 3 {
@@ -269,45 +266,22 @@ func TestProberCountsFailuresUpToTheThreshold(t *testing.T) {
 }
 
 func TestProberRetriesQuicklyOnlyWithinTheFirstFailedPeriod(t *testing.T) {
-	never := healthState{}
-	if got := readInterval(never, probeSpec{period: time.Minute}); got != firstReadRetry {
+	never := State{}
+	if got := readInterval(never, Spec{Period: time.Minute}); got != firstReadRetry {
 		t.Errorf("before any read: %s, want the quick retry %s", got, firstReadRetry)
 	}
-	never.failures = 1
-	if got := readInterval(never, probeSpec{period: time.Minute}); got != firstReadRetry {
+	never.Failures = 1
+	if got := readInterval(never, Spec{Period: time.Minute}); got != firstReadRetry {
 		t.Errorf("within the first failed period: %s, want the quick retry %s", got, firstReadRetry)
 	}
-	never.failures = 2
-	if got := readInterval(never, probeSpec{period: time.Minute}); got != time.Minute {
+	never.Failures = 2
+	if got := readInterval(never, Spec{Period: time.Minute}); got != time.Minute {
 		t.Errorf("an adapter that has not answered for a period: %s, want the period: quick retries for good fill the pool", got)
 	}
-	answered := healthState{evidence: &memory.EvidenceReport{}, failures: 2}
-	if got := readInterval(answered, probeSpec{period: time.Minute}); got != time.Minute {
+	answered := State{Evidence: &memory.EvidenceReport{}, Failures: 2}
+	if got := readInterval(answered, Spec{Period: time.Minute}); got != time.Minute {
 		t.Errorf("after evidence: %s, want the period", got)
 	}
-}
-
-// TestConcurrentReconcilesOfGoneAdaptersShareNoState runs the not-found path of Reconcile from
-// several workers at once, as MaxConcurrentReconciles does; under -race it fails if that path
-// writes to anything package-level (it once appended to a shared slice with spare capacity).
-func TestConcurrentReconcilesOfGoneAdaptersShareNoState(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := memoryv1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(scheme).Build(), Prober: &Prober{}}
-	var wg sync.WaitGroup
-	for i := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("gone-%d", i)}}
-			if _, err := r.Reconcile(context.Background(), req); err != nil {
-				t.Errorf("reconcile %s: %v", req.Name, err)
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // TestProberStartsOnce: the prober keeps no context of its own; a second Start while one

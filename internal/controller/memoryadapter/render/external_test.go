@@ -1,4 +1,4 @@
-package memoryadapter
+package render
 
 import (
 	"regexp"
@@ -65,12 +65,12 @@ func TestExternalResources(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ma := externalAdapter(tc.ext.DeepCopy())
 			ma.Spec.Lifecycle = tc.lifecycle
-			s := effectiveSettings(ma, "operator/memory-adapter:v1")
+			s := EffectiveSettings(ma, "operator/memory-adapter:v1")
 
-			if usesDataClaim(ma) {
+			if UsesDataClaim(ma) {
 				t.Error("an External adapter keeps no data in the operator's volume")
 			}
-			dep := desiredDeployment(ma, s)
+			dep := Deployment(ma, s)
 			if dep.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
 				t.Errorf("strategy %s, want RollingUpdate", dep.Spec.Strategy.Type)
 			}
@@ -79,14 +79,14 @@ func TestExternalResources(t *testing.T) {
 				t.Errorf("production container %s %q %q, want the user's image, command and args", c.Image, c.Command, c.Args)
 			}
 			for name, want := range map[string]string{
-				envListen: "0.0.0.0:" + itoa(tc.dataPort), envPort: itoa(tc.dataPort),
-				envTokenFile: "/var/run/memory-adapter/binding/accepted-tokens", envScope: "agents",
+				EnvListen: "0.0.0.0:" + itoa(tc.dataPort), EnvPort: itoa(tc.dataPort),
+				EnvTokenFile: "/var/run/memory-adapter/binding/accepted-tokens", EnvScope: "agents",
 			} {
 				if got, ok := envValue(c.Env, name); !ok || got != want {
 					t.Errorf("production %s=%q, want %q", name, got, want)
 				}
 			}
-			for _, name := range []string{envHarnessListen, envHarnessTokenFile} {
+			for _, name := range []string{EnvHarnessListen, EnvHarnessTokenFile} {
 				if _, ok := envValue(c.Env, name); ok {
 					t.Errorf("the production server gets %s: it must never serve the harness", name)
 				}
@@ -101,37 +101,37 @@ func TestExternalResources(t *testing.T) {
 			if !isHardened(c.SecurityContext) {
 				t.Error("the production container is not hardened")
 			}
-			svc := desiredService(ma)
-			if svc.Spec.Ports[0].Port != adapterPort || svc.Spec.Ports[0].TargetPort.StrVal != "http" {
+			svc := Service(ma)
+			if svc.Spec.Ports[0].Port != AdapterPort || svc.Spec.Ports[0].TargetPort.StrVal != "http" {
 				t.Errorf("Service port %+v, want 8080 to the named port", svc.Spec.Ports[0])
 			}
-			if np := desiredNetworkPolicy(ma, "ops"); np.Spec.Ingress[0].Ports[0].Port.IntVal != tc.dataPort {
+			if np := NetworkPolicy(ma, "ops"); np.Spec.Ingress[0].Ports[0].Port.IntVal != tc.dataPort {
 				t.Errorf("NetworkPolicy admits port %v, want the container's %d", np.Spec.Ingress[0].Ports[0].Port, tc.dataPort)
 			}
 
-			job := desiredJob(ma, s, "byo-conformance-0123456789", runKey{}, "")
+			job := ConformanceJob(ma, s, "byo-conformance-0123456789", RunKey{}, "")
 			pod := job.Spec.Template.Spec
 			if len(pod.InitContainers) != 2 || len(pod.Containers) != 1 {
 				t.Fatalf("%d init containers and %d containers, want 2 and 1", len(pod.InitContainers), len(pod.Containers))
 			}
 			tokens, server, conf := pod.InitContainers[0], pod.InitContainers[1], pod.Containers[0]
-			if tokens.Image != "operator/memory-adapter:v1" || !slices.Equal(tokens.Args, []string{"token", runTokenDir + "/data-token", runTokenDir + "/harness-token"}) || tokens.RestartPolicy != nil {
+			if tokens.Image != "operator/memory-adapter:v1" || !slices.Equal(tokens.Args, []string{"token", RunTokenDir + "/data-token", RunTokenDir + "/harness-token"}) || tokens.RestartPolicy != nil {
 				t.Errorf("token step %s %q (restart %v)", tokens.Image, tokens.Args, tokens.RestartPolicy)
 			}
 			if server.Image != *ma.Spec.Image || !slices.Equal(server.Command, tc.ext.Command) || !slices.Equal(server.Args, tc.ext.HarnessArgs) ||
 				server.RestartPolicy == nil || *server.RestartPolicy != corev1.ContainerRestartPolicyAlways {
 				t.Errorf("harness server %s %q %q restart %v, want the user's image in harness mode as a native sidecar", server.Image, server.Command, server.Args, server.RestartPolicy)
 			}
-			scope, _ := envValue(server.Env, envScope)
+			scope, _ := envValue(server.Env, EnvScope)
 			for name, want := range map[string]string{
-				envListen: "127.0.0.1:" + itoa(tc.dataPort), envHarnessListen: "127.0.0.1:" + itoa(tc.harnessPort),
-				envTokenFile: runTokenDir + "/data-token", envHarnessTokenFile: runTokenDir + "/harness-token",
+				EnvListen: "127.0.0.1:" + itoa(tc.dataPort), EnvHarnessListen: "127.0.0.1:" + itoa(tc.harnessPort),
+				EnvTokenFile: RunTokenDir + "/data-token", EnvHarnessTokenFile: RunTokenDir + "/harness-token",
 			} {
 				if got, ok := envValue(server.Env, name); !ok || got != want {
 					t.Errorf("harness server %s=%q, want %q", name, got, want)
 				}
 			}
-			if scope == "" || scope == "agents" || scope != externalRunScope(job.Name) {
+			if scope == "" || scope == "agents" || scope != ExternalRunScope(job.Name) {
 				t.Errorf("harness scope %q, want the run's own disposable scope", scope)
 			}
 			checkSecretEnv(t, "harness server", server.Env, tc.ext.Env)
@@ -142,8 +142,8 @@ func TestExternalResources(t *testing.T) {
 				t.Errorf("conformance image %s, want the operator's", conf.Image)
 			}
 			want := []string{"conformance",
-				"--target", "http://127.0.0.1:" + itoa(tc.dataPort), "--token-file", runTokenDir + "/data-token",
-				"--harness-url", "http://127.0.0.1:" + itoa(tc.harnessPort), "--harness-token-file", runTokenDir + "/harness-token",
+				"--target", "http://127.0.0.1:" + itoa(tc.dataPort), "--token-file", RunTokenDir + "/data-token",
+				"--harness-url", "http://127.0.0.1:" + itoa(tc.harnessPort), "--harness-token-file", RunTokenDir + "/harness-token",
 				"--target-wait", "2m0s", "--adapter-id", "python-example", "--duplicate-id-behaviour", tc.duplicate,
 				"--server-ca-file", "/var/run/memory-adapter/binding/ca.crt",
 				"--server-url", "https://byo.team.svc:8080", "--server-token-file", "/var/run/memory-adapter/binding/token",
@@ -174,7 +174,7 @@ func TestExternalResources(t *testing.T) {
 }
 
 func TestExternalRunScope(t *testing.T) {
-	a, b := externalRunScope("byo-conformance-a"), externalRunScope("byo-conformance-b")
+	a, b := ExternalRunScope("byo-conformance-a"), ExternalRunScope("byo-conformance-b")
 	if a == b || len(a) > 63 || !scopePattern.MatchString(a) {
 		t.Errorf("run scopes %q and %q: want distinct valid scopes", a, b)
 	}

@@ -1,4 +1,4 @@
-package memoryadapter
+package health
 
 import (
 	"bytes"

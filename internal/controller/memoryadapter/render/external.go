@@ -1,4 +1,4 @@
-package memoryadapter
+package render
 
 import (
 	"crypto/sha256"
@@ -36,9 +36,9 @@ func externalPorts(ma *memoryv1alpha1.MemoryAdapter) externalPortPair {
 	return p
 }
 
-// externalRunScope is the disposable scope of one run's harness-mode instance: derived from
+// ExternalRunScope is the disposable scope of one run's harness-mode instance: derived from
 // the Job's name, so it is new for every run and never the production scope.
-func externalRunScope(jobName string) string {
+func ExternalRunScope(jobName string) string {
 	sum := sha256.Sum256([]byte(jobName))
 	return "conformance-" + hex.EncodeToString(sum[:])[:16]
 }
@@ -48,7 +48,7 @@ func externalRunScope(jobName string) string {
 // instance) the wire and the harness on loopback only, with the run's own tokens, so nothing
 // outside the run's pod can reach an instance whose harness can plant faults. The user's Secret
 // variables are references the kubelet resolves; the operator never reads them.
-func externalServerContainer(ma *memoryv1alpha1.MemoryAdapter, s settings, name string, harness bool, scope string) corev1.Container {
+func externalServerContainer(ma *memoryv1alpha1.MemoryAdapter, s Settings, name string, harness bool, scope string) corev1.Container {
 	e := ma.Spec.Backend.External
 	ports := externalPorts(ma)
 	env := []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
@@ -56,35 +56,35 @@ func externalServerContainer(ma *memoryv1alpha1.MemoryAdapter, s settings, name 
 	if harness {
 		args = e.HarnessArgs
 		env = append(env,
-			corev1.EnvVar{Name: envListen, Value: fmt.Sprintf("127.0.0.1:%d", ports.data)},
-			corev1.EnvVar{Name: envPort, Value: strconv.Itoa(int(ports.data))},
-			corev1.EnvVar{Name: envTokenFile, Value: runTokenDir + "/data-token"},
-			corev1.EnvVar{Name: envHarnessListen, Value: fmt.Sprintf("127.0.0.1:%d", ports.harness)},
-			corev1.EnvVar{Name: envHarnessTokenFile, Value: runTokenDir + "/harness-token"},
+			corev1.EnvVar{Name: EnvListen, Value: fmt.Sprintf("127.0.0.1:%d", ports.data)},
+			corev1.EnvVar{Name: EnvPort, Value: strconv.Itoa(int(ports.data))},
+			corev1.EnvVar{Name: EnvTokenFile, Value: RunTokenDir + "/data-token"},
+			corev1.EnvVar{Name: EnvHarnessListen, Value: fmt.Sprintf("127.0.0.1:%d", ports.harness)},
+			corev1.EnvVar{Name: EnvHarnessTokenFile, Value: RunTokenDir + "/harness-token"},
 		)
 	} else {
 		env = append(env,
-			corev1.EnvVar{Name: envListen, Value: fmt.Sprintf("0.0.0.0:%d", ports.data)},
-			corev1.EnvVar{Name: envPort, Value: strconv.Itoa(int(ports.data))},
-			corev1.EnvVar{Name: envTokenFile, Value: bindingMountDir + "/" + acceptedTokensKey},
+			corev1.EnvVar{Name: EnvListen, Value: fmt.Sprintf("0.0.0.0:%d", ports.data)},
+			corev1.EnvVar{Name: EnvPort, Value: strconv.Itoa(int(ports.data))},
+			corev1.EnvVar{Name: EnvTokenFile, Value: BindingMountDir + "/" + AcceptedTokensKey},
 		)
-		if usesTLS(ma) {
+		if UsesTLS(ma) {
 			// The server must serve HTTPS with these files and pick up a renewed pair
 			// (ExternalOptions documents it); the harness-mode instance of a run listens on
 			// loopback inside the Job's pod and stays plain.
 			env = append(env,
-				corev1.EnvVar{Name: envTLSCertFile, Value: tlsMountDir + "/" + corev1.TLSCertKey},
-				corev1.EnvVar{Name: envTLSKeyFile, Value: tlsMountDir + "/" + corev1.TLSPrivateKeyKey},
+				corev1.EnvVar{Name: EnvTLSCertFile, Value: TLSMountDir + "/" + corev1.TLSCertKey},
+				corev1.EnvVar{Name: EnvTLSKeyFile, Value: TLSMountDir + "/" + corev1.TLSPrivateKeyKey},
 			)
 		}
 	}
-	env = append(env, corev1.EnvVar{Name: envScope, Value: scope})
+	env = append(env, corev1.EnvVar{Name: EnvScope, Value: scope})
 	for _, v := range e.Env {
 		env = append(env, corev1.EnvVar{Name: v.Name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: v.SecretKeyRef.Name}, Key: v.SecretKeyRef.Key,
 		}}})
 	}
-	return corev1.Container{Name: name, Image: s.image, Command: e.Command, Args: args, Env: env}
+	return corev1.Container{Name: name, Image: s.Image, Command: e.Command, Args: args, Env: env}
 }
 
 // externalRunInitContainers start an External run: first the operator's image writes the
@@ -92,23 +92,23 @@ func externalServerContainer(ma *memoryv1alpha1.MemoryAdapter, s settings, name 
 // operator, which cannot read Secrets, never knows them); then the user's image starts in
 // harness mode as a native sidecar (restartPolicy Always), so the kubelet stops it when the
 // conformance container exits and the Job completes.
-func externalRunInitContainers(ma *memoryv1alpha1.MemoryAdapter, s settings, jobName string) []corev1.Container {
+func externalRunInitContainers(ma *memoryv1alpha1.MemoryAdapter, s Settings, jobName string) []corev1.Container {
 	tokens := corev1.Container{
 		Name:            "tokens",
-		Image:           s.operatorImage,
+		Image:           s.OperatorImage,
 		ImagePullPolicy: corev1.PullIfNotPresent,
-		Args:            []string{"token", runTokenDir + "/data-token", runTokenDir + "/harness-token"},
+		Args:            []string{"token", RunTokenDir + "/data-token", RunTokenDir + "/harness-token"},
 		Resources:       adapterResources(),
-		SecurityContext: hardened(),
-		VolumeMounts:    []corev1.VolumeMount{{Name: "run-tokens", MountPath: runTokenDir}},
+		SecurityContext: Hardened(),
+		VolumeMounts:    []corev1.VolumeMount{{Name: "run-tokens", MountPath: RunTokenDir}},
 	}
-	server := externalServerContainer(ma, s, "server", true, externalRunScope(jobName))
+	server := externalServerContainer(ma, s, "server", true, ExternalRunScope(jobName))
 	server.ImagePullPolicy = corev1.PullIfNotPresent
 	server.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
 	server.Resources = adapterResources()
-	server.SecurityContext = hardened()
+	server.SecurityContext = Hardened()
 	server.VolumeMounts = []corev1.VolumeMount{
-		{Name: "run-tokens", MountPath: runTokenDir, ReadOnly: true},
+		{Name: "run-tokens", MountPath: RunTokenDir, ReadOnly: true},
 		{Name: "tmp", MountPath: "/tmp"},
 	}
 	return []corev1.Container{tokens, server}
@@ -119,19 +119,19 @@ func externalRunInitContainers(ma *memoryv1alpha1.MemoryAdapter, s settings, job
 // and the duplicate-id behaviour are what the spec declares, so a server publishing another
 // adapter, or behaving otherwise, fails the run. The caller appends the read-only checks of
 // the production instance, as for every backend.
-func externalConformanceArgs(ma *memoryv1alpha1.MemoryAdapter, s settings, budget time.Duration) []string {
+func externalConformanceArgs(ma *memoryv1alpha1.MemoryAdapter, s Settings, budget time.Duration) []string {
 	ports := externalPorts(ma)
 	wait := min(2*time.Minute, budget/2)
 	args := []string{
 		"conformance",
 		"--target", fmt.Sprintf("http://127.0.0.1:%d", ports.data),
-		"--token-file", runTokenDir + "/data-token",
+		"--token-file", RunTokenDir + "/data-token",
 		"--harness-url", fmt.Sprintf("http://127.0.0.1:%d", ports.harness),
-		"--harness-token-file", runTokenDir + "/harness-token",
+		"--harness-token-file", RunTokenDir + "/harness-token",
 		"--target-wait", wait.String(),
 		"--adapter-id", ma.Spec.Manifest.Adapter,
 	}
-	if d := s.lifecycle.DuplicateIDBehaviour; d != "" {
+	if d := s.Lifecycle.DuplicateIDBehaviour; d != "" {
 		args = append(args, "--duplicate-id-behaviour", string(d))
 	}
 	return args

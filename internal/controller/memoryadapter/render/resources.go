@@ -1,4 +1,4 @@
-package memoryadapter
+package render
 
 import (
 	"crypto/sha256"
@@ -35,23 +35,23 @@ const (
 	LabelBoundTo = "memory.agentmem.io/bound-to"
 	// AnnotationRerunConformance asks for a new conformance run whenever its value changes.
 	AnnotationRerunConformance = "memory.agentmem.io/rerun-conformance"
-	// annotationRestartedFor is set on the adapter pod template to restart the pods after a
+	// AnnotationRestartedFor is set on the adapter pod template to restart the pods after a
 	// run verified a new service version: the server's version invalidation is sticky.
-	annotationRestartedFor = "memory.agentmem.io/restarted-for-service-version"
-	// annotationRunKey records the run key on a conformance Job.
-	annotationRunKey = "memory.agentmem.io/run-key"
+	AnnotationRestartedFor = "memory.agentmem.io/restarted-for-service-version"
+	// AnnotationRunKey records the run key on a conformance Job.
+	AnnotationRunKey = "memory.agentmem.io/run-key"
 	// annotationRerunToken records the rerun annotation value a Job answers.
 	annotationRerunToken = "memory.agentmem.io/rerun-token"
 
-	componentAdapter     = "adapter"
-	componentConformance = "conformance"
+	ComponentAdapter     = "adapter"
+	ComponentConformance = "conformance"
 
-	adapterPort = 8080
-	// adapterDrainDelay is how long a stopping adapter pod keeps answering (with Connection:
+	AdapterPort = 8080
+	// AdapterDrainDelay is how long a stopping adapter pod keeps answering (with Connection:
 	// close) before it closes its listener: long enough for every node's kube-proxy to drop
 	// the pod from the Service's rules, which it does within about a second of the pod's
 	// deletion on a healthy cluster.
-	adapterDrainDelay = 5 * time.Second
+	AdapterDrainDelay = 5 * time.Second
 	// shutdownMargin is added to the longest call for the server's shutdown bound, and to
 	// the whole for the pod's grace period.
 	shutdownMargin = 5 * time.Second
@@ -62,19 +62,19 @@ const (
 	// a live node. The API server's default, 300 s, suits pods with local state; these have
 	// none, and their Service already dropped them when the node turned NotReady.
 	nodeLossGrace     = 30 * time.Second
-	bindingMountDir   = "/var/run/memory-adapter/binding"
-	manifestMountDir  = "/etc/memory-adapter/manifest"
+	BindingMountDir   = "/var/run/memory-adapter/binding"
+	ManifestMountDir  = "/etc/memory-adapter/manifest"
 	dataMountDir      = "/var/lib/memory-adapter"
 	connectionEnvName = "MEMORY_ADAPTER_CONNECTION"
-	// runTokenDir holds an External run's per-run tokens, written by its first init step.
-	runTokenDir = "/var/run/memory-adapter/conformance" //nolint:gosec // a mount path, not a credential
+	// RunTokenDir holds an External run's per-run tokens, written by its first init step.
+	RunTokenDir = "/var/run/memory-adapter/conformance" //nolint:gosec // a mount path, not a credential
 	// The environment of an External server (api/v1alpha1 ExternalOptions).
-	envListen                  = "MEMORY_ADAPTER_LISTEN"
-	envPort                    = "MEMORY_ADAPTER_PORT"
-	envTokenFile               = "MEMORY_ADAPTER_TOKEN_FILE" //nolint:gosec // a variable name, not a credential
-	envScope                   = "MEMORY_ADAPTER_SCOPE"
-	envHarnessListen           = "MEMORY_ADAPTER_HARNESS_LISTEN"
-	envHarnessTokenFile        = "MEMORY_ADAPTER_HARNESS_TOKEN_FILE" //nolint:gosec // a variable name, not a credential
+	EnvListen                  = "MEMORY_ADAPTER_LISTEN"
+	EnvPort                    = "MEMORY_ADAPTER_PORT"
+	EnvTokenFile               = "MEMORY_ADAPTER_TOKEN_FILE" //nolint:gosec // a variable name, not a credential
+	EnvScope                   = "MEMORY_ADAPTER_SCOPE"
+	EnvHarnessListen           = "MEMORY_ADAPTER_HARNESS_LISTEN"
+	EnvHarnessTokenFile        = "MEMORY_ADAPTER_HARNESS_TOKEN_FILE" //nolint:gosec // a variable name, not a credential
 	defaultExternalPort        = 8080
 	defaultExternalHarnessPort = 8081
 	// nonRootUID is the distroless nonroot user the images run as.
@@ -83,24 +83,30 @@ const (
 	BindingSecretType corev1.SecretType = "servicebinding.io/memory-adapter"
 )
 
-// Names of the owned objects.
-func deploymentName(ma *memoryv1alpha1.MemoryAdapter) string { return ma.Name }
-func serviceName(ma *memoryv1alpha1.MemoryAdapter) string    { return ma.Name }
-func bindingName(ma *memoryv1alpha1.MemoryAdapter) string    { return BindingSecretName(ma.Name) }
-func manifestName(ma *memoryv1alpha1.MemoryAdapter) string   { return ma.Name + "-manifest" }
-func dataClaimName(ma *memoryv1alpha1.MemoryAdapter) string  { return ma.Name + "-data" }
+// DeploymentName is the name of the adapter's Deployment: the adapter's own.
+func DeploymentName(ma *memoryv1alpha1.MemoryAdapter) string { return ma.Name }
+
+func serviceName(ma *memoryv1alpha1.MemoryAdapter) string { return ma.Name }
+
+// BindingName is the name of the adapter's binding Secret.
+func BindingName(ma *memoryv1alpha1.MemoryAdapter) string { return BindingSecretName(ma.Name) }
+
+// ManifestName is the name of the ConfigMap holding the manifest the adapter publishes.
+func ManifestName(ma *memoryv1alpha1.MemoryAdapter) string { return ma.Name + "-manifest" }
+
+func dataClaimName(ma *memoryv1alpha1.MemoryAdapter) string { return ma.Name + "-data" }
 
 // BindingSecretName is the name of the binding Secret of the adapter with the given name: a
 // fixed name, so that a workload created before its adapter can already refer to it.
 func BindingSecretName(adapter string) string { return adapter + "-binding" }
 
-// serviceURL is the in-cluster address of the adapter.
-func serviceURL(ma *memoryv1alpha1.MemoryAdapter) string {
-	return fmt.Sprintf("%s://%s:%d", urlScheme(ma), serviceServerName(ma), adapterPort)
+// ServiceURL is the in-cluster address of the adapter.
+func ServiceURL(ma *memoryv1alpha1.MemoryAdapter) string {
+	return fmt.Sprintf("%s://%s:%d", URLScheme(ma), ServiceServerName(ma), AdapterPort)
 }
 
-// commonLabels are on every owned object.
-func commonLabels(ma *memoryv1alpha1.MemoryAdapter) map[string]string {
+// CommonLabels are on every owned object.
+func CommonLabels(ma *memoryv1alpha1.MemoryAdapter) map[string]string {
 	return map[string]string{
 		LabelManagedBy:               ManagedByValue,
 		"app.kubernetes.io/name":     "memory-adapter",
@@ -109,24 +115,26 @@ func commonLabels(ma *memoryv1alpha1.MemoryAdapter) map[string]string {
 	}
 }
 
-func componentLabels(ma *memoryv1alpha1.MemoryAdapter, component string) map[string]string {
-	l := commonLabels(ma)
+// ComponentLabels are CommonLabels and the component (adapter, conformance, purge) an object
+// serves.
+func ComponentLabels(ma *memoryv1alpha1.MemoryAdapter, component string) map[string]string {
+	l := CommonLabels(ma)
 	l[LabelComponent] = component
 	return l
 }
 
-// selectorLabels select the adapter's own pods; they never change, since a Deployment's
+// SelectorLabels select the adapter's own pods; they never change, since a Deployment's
 // selector is immutable.
-func selectorLabels(ma *memoryv1alpha1.MemoryAdapter) map[string]string {
-	return map[string]string{"app.kubernetes.io/instance": ma.Name, LabelAdapter: ma.Name, LabelComponent: componentAdapter}
+func SelectorLabels(ma *memoryv1alpha1.MemoryAdapter) map[string]string {
+	return map[string]string{"app.kubernetes.io/instance": ma.Name, LabelAdapter: ma.Name, LabelComponent: ComponentAdapter}
 }
 
 func objectMeta(ma *memoryv1alpha1.MemoryAdapter, name, component string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Namespace: ma.Namespace, Labels: componentLabels(ma, component)}
+	return metav1.ObjectMeta{Name: name, Namespace: ma.Namespace, Labels: ComponentLabels(ma, component)}
 }
 
-// backendFlag is the serve/conformance --backend value of a backend type.
-func backendFlag(t memoryv1alpha1.BackendType) string { return strings.ToLower(string(t)) }
+// BackendFlag is the serve/conformance --backend value of a backend type.
+func BackendFlag(t memoryv1alpha1.BackendType) string { return strings.ToLower(string(t)) }
 
 // backendArgs are the flags serve and conformance share: the backend and the manifest's
 // adapter id and filter set, so the adapter publishes exactly spec.manifest when it can.
@@ -137,7 +145,7 @@ func backendArgs(ma *memoryv1alpha1.MemoryAdapter) []string {
 		filters = append(filters, string(f))
 	}
 	args := []string{
-		"--backend", backendFlag(ma.Spec.Backend.Type),
+		"--backend", BackendFlag(ma.Spec.Backend.Type),
 		"--adapter-id", m.Adapter,
 		"--supported-filters=" + strings.Join(filters, ","),
 	}
@@ -191,8 +199,8 @@ func connectionEnv(ma *memoryv1alpha1.MemoryAdapter) []corev1.EnvVar {
 	}}
 }
 
-// backendSecretName describes the connection Secret reference for messages.
-func backendSecretName(ma *memoryv1alpha1.MemoryAdapter) string {
+// BackendSecretName describes the connection Secret reference for messages.
+func BackendSecretName(ma *memoryv1alpha1.MemoryAdapter) string {
 	ref := ma.Spec.Backend.ConnectionSecretRef
 	if ref == nil {
 		return ""
@@ -204,9 +212,9 @@ func backendSecretName(ma *memoryv1alpha1.MemoryAdapter) string {
 	return fmt.Sprintf("Secret %s/%s key %q", ma.Namespace, ref.Name, key)
 }
 
-// hardened is the container security context of every pod the operator creates; it meets
+// Hardened is the container security context of every pod the operator creates; it meets
 // Pod Security "restricted".
-func hardened() *corev1.SecurityContext {
+func Hardened() *corev1.SecurityContext {
 	return &corev1.SecurityContext{
 		RunAsNonRoot:             ptr.To(true),
 		RunAsUser:                ptr.To[int64](nonRootUID),
@@ -219,7 +227,9 @@ func hardened() *corev1.SecurityContext {
 	}
 }
 
-func podSecurity() *corev1.PodSecurityContext {
+// PodSecurity is the pod-level half of Hardened: a non-root user, the group that owns the
+// mounted volumes, and the runtime's seccomp profile.
+func PodSecurity() *corev1.PodSecurityContext {
 	return &corev1.PodSecurityContext{
 		RunAsNonRoot:   ptr.To(true),
 		FSGroup:        ptr.To[int64](nonRootUID),
@@ -227,17 +237,19 @@ func podSecurity() *corev1.PodSecurityContext {
 	}
 }
 
-func emptyDir(name string) corev1.Volume {
+// EmptyDir is a scratch volume bounded to 64Mi, so a pod that writes too much is evicted
+// instead of filling its node.
+func EmptyDir(name string) corev1.Volume {
 	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("64Mi"))}}}
 }
 
 func bindingVolume(ma *memoryv1alpha1.MemoryAdapter) corev1.Volume {
-	items := []corev1.KeyToPath{{Key: "token", Path: "token"}, {Key: acceptedTokensKey, Path: acceptedTokensKey}}
-	if usesTLS(ma) {
+	items := []corev1.KeyToPath{{Key: "token", Path: "token"}, {Key: AcceptedTokensKey, Path: AcceptedTokensKey}}
+	if UsesTLS(ma) {
 		items = append(items, corev1.KeyToPath{Key: "ca.crt", Path: "ca.crt"})
 	}
 	return corev1.Volume{Name: "binding", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-		SecretName: bindingName(ma), Items: items, DefaultMode: ptr.To[int32](0o440),
+		SecretName: BindingName(ma), Items: items, DefaultMode: ptr.To[int32](0o440),
 	}}}
 }
 
@@ -276,28 +288,28 @@ func operationBound(l memoryv1alpha1.LifecycleSpec) time.Duration {
 	return longest + operationMargin
 }
 
-// desiredDeployment is the adapter Deployment: `memory-adapter serve` with the binding token,
+// Deployment is the adapter Deployment: `memory-adapter serve` with the binding token,
 // the connection Secret by reference, and for SQLite the data claim with one writer.
-func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings) *appsv1.Deployment {
+func Deployment(ma *memoryv1alpha1.MemoryAdapter, s Settings) *appsv1.Deployment {
 	args := append([]string{"serve"}, backendArgs(ma)...)
 	args = append(args,
 		"--scope", ma.Spec.Backend.Scope,
-		"--listen", fmt.Sprintf(":%d", adapterPort),
-		"--token-file", bindingMountDir+"/"+acceptedTokensKey,
-		"--request-timeout", s.lifecycle.RequestTimeout.Or(defaultHealthPeriod).String(),
-		"--operation-timeout", operationBound(s.lifecycle).String(),
-		"--open-timeout", s.lifecycle.ConnectTimeout.Or(defaultHealthPeriod).String(),
+		"--listen", fmt.Sprintf(":%d", AdapterPort),
+		"--token-file", BindingMountDir+"/"+AcceptedTokensKey,
+		"--request-timeout", s.Lifecycle.RequestTimeout.Or(defaultHealthPeriod).String(),
+		"--operation-timeout", operationBound(s.Lifecycle).String(),
+		"--open-timeout", s.Lifecycle.ConnectTimeout.Or(defaultHealthPeriod).String(),
 	)
-	args = append(args, retryArgs(ma.Spec.Backend.Type, s.lifecycle)...)
+	args = append(args, retryArgs(ma.Spec.Backend.Type, s.Lifecycle)...)
 	// On SIGTERM the server answers for the drain delay, then lets in-flight calls finish
 	// within the longest a call may take; the grace period covers both, so the kubelet never
 	// kills a call the server is still finishing.
-	shutdown := operationBound(s.lifecycle) + shutdownMargin
-	args = append(args, "--drain-delay", adapterDrainDelay.String(), "--shutdown-timeout", shutdown.String())
-	grace := int64((adapterDrainDelay + shutdown + shutdownMargin).Seconds())
-	volumes := []corev1.Volume{bindingVolume(ma), emptyDir("tmp")}
+	shutdown := operationBound(s.Lifecycle) + shutdownMargin
+	args = append(args, "--drain-delay", AdapterDrainDelay.String(), "--shutdown-timeout", shutdown.String())
+	grace := int64((AdapterDrainDelay + shutdown + shutdownMargin).Seconds())
+	volumes := []corev1.Volume{bindingVolume(ma), EmptyDir("tmp")}
 	mounts := []corev1.VolumeMount{
-		{Name: "binding", MountPath: bindingMountDir, ReadOnly: true},
+		{Name: "binding", MountPath: BindingMountDir, ReadOnly: true},
 		{Name: "tmp", MountPath: "/tmp"},
 	}
 	// A stateless adapter rolls one new pod at a time and removes an old one only once the
@@ -311,7 +323,7 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings) *appsv1.Dep
 		env = append(env, khiveEnv()...)
 	}
 	tolerations := nodeLossTolerations()
-	if usesDataClaim(ma) {
+	if UsesDataClaim(ma) {
 		// The volume stays on its node: a replacement elsewhere could never mount it, so the
 		// pod keeps the API server's default and waits for its node.
 		tolerations = nil
@@ -326,15 +338,15 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings) *appsv1.Dep
 		strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
 	}
 	env = append(env, connectionEnv(ma)...)
-	if usesTLS(ma) {
+	if UsesTLS(ma) {
 		// The Secret's files change in place at each renewal; the server reloads them, so a
 		// renewal rolls no pod and drops no connection.
-		args = append(args, "--tls-cert-file", tlsMountDir+"/"+corev1.TLSCertKey, "--tls-key-file", tlsMountDir+"/"+corev1.TLSPrivateKeyKey)
+		args = append(args, "--tls-cert-file", TLSMountDir+"/"+corev1.TLSCertKey, "--tls-key-file", TLSMountDir+"/"+corev1.TLSPrivateKeyKey)
 		volumes = append(volumes, tlsVolume(ma))
-		mounts = append(mounts, corev1.VolumeMount{Name: "tls", MountPath: tlsMountDir, ReadOnly: true})
+		mounts = append(mounts, corev1.VolumeMount{Name: "tls", MountPath: TLSMountDir, ReadOnly: true})
 	}
-	container := corev1.Container{Name: "adapter", Image: s.image, Args: args, Env: env}
-	port := int32(adapterPort)
+	container := corev1.Container{Name: "adapter", Image: s.Image, Args: args, Env: env}
+	port := int32(AdapterPort)
 	var lifecycle *corev1.Lifecycle
 	if isExternal(ma) {
 		container = externalServerContainer(ma, s, "adapter", false, ma.Spec.Backend.Scope)
@@ -342,11 +354,11 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings) *appsv1.Dep
 		// A foreign server has no drain flag: the kubelet waits the drain delay before it
 		// sends SIGTERM, so the pod has left every node's Service rules when its server stops
 		// accepting. What it does with SIGTERM is its own (ExternalOptions documents it).
-		lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: int64(adapterDrainDelay.Seconds())}}}
-		grace = int64((adapterDrainDelay + externalShutdownGrace).Seconds())
+		lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: int64(AdapterDrainDelay.Seconds())}}}
+		grace = int64((AdapterDrainDelay + externalShutdownGrace).Seconds())
 	}
 	scheme := corev1.URISchemeHTTP
-	if usesTLS(ma) {
+	if UsesTLS(ma) {
 		scheme = corev1.URISchemeHTTPS
 	}
 	probe := func(path string, period int32) *corev1.Probe {
@@ -358,19 +370,19 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings) *appsv1.Dep
 		}
 	}
 	d := &appsv1.Deployment{
-		ObjectMeta: objectMeta(ma, deploymentName(ma), componentAdapter),
+		ObjectMeta: objectMeta(ma, DeploymentName(ma), ComponentAdapter),
 		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(s.replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: selectorLabels(ma)},
+			Replicas: ptr.To(s.Replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: SelectorLabels(ma)},
 			Strategy: strategy,
 			Template: corev1.PodTemplateSpec{
 				// The server re-reads its token and certificate files, so neither a rotated
 				// token nor a renewed certificate rolls the pods.
-				ObjectMeta: metav1.ObjectMeta{Labels: componentLabels(ma, componentAdapter), Annotations: map[string]string{}},
+				ObjectMeta: metav1.ObjectMeta{Labels: ComponentLabels(ma, ComponentAdapter), Annotations: map[string]string{}},
 				Spec: corev1.PodSpec{
 					ServiceAccountName:            ma.Name,
 					AutomountServiceAccountToken:  ptr.To(false),
-					SecurityContext:               podSecurity(),
+					SecurityContext:               PodSecurity(),
 					Volumes:                       volumes,
 					TerminationGracePeriodSeconds: ptr.To(grace),
 					Tolerations:                   tolerations,
@@ -381,7 +393,7 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings) *appsv1.Dep
 					// own pods, not the old and new together.
 					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
 						MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.ScheduleAnyway,
-						LabelSelector:  &metav1.LabelSelector{MatchLabels: selectorLabels(ma)},
+						LabelSelector:  &metav1.LabelSelector{MatchLabels: SelectorLabels(ma)},
 						MatchLabelKeys: []string{appsv1.DefaultDeploymentUniqueLabelKey},
 					}},
 					Containers: []corev1.Container{{
@@ -402,7 +414,7 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings) *appsv1.Dep
 						ReadinessProbe:  probe("/healthz", 5),
 						LivenessProbe:   probe("/healthz", 10),
 						Resources:       adapterResources(),
-						SecurityContext: hardened(),
+						SecurityContext: Hardened(),
 						VolumeMounts:    mounts,
 						// A server that exits at start-up (a TLS or login refusal, an
 						// unreachable backend, a bad option) says why on its last log lines;
@@ -418,44 +430,46 @@ func desiredDeployment(ma *memoryv1alpha1.MemoryAdapter, s settings) *appsv1.Dep
 	return d
 }
 
-func desiredService(ma *memoryv1alpha1.MemoryAdapter) *corev1.Service {
+// Service is the adapter's ClusterIP Service, on the data port of the adapter's own pods.
+func Service(ma *memoryv1alpha1.MemoryAdapter) *corev1.Service {
 	return &corev1.Service{
-		ObjectMeta: objectMeta(ma, serviceName(ma), componentAdapter),
+		ObjectMeta: objectMeta(ma, serviceName(ma), ComponentAdapter),
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
-			Selector: selectorLabels(ma),
-			Ports:    []corev1.ServicePort{{Name: "http", Port: adapterPort, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP}},
+			Selector: SelectorLabels(ma),
+			Ports:    []corev1.ServicePort{{Name: "http", Port: AdapterPort, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP}},
 		},
 	}
 }
 
-func desiredServiceAccount(ma *memoryv1alpha1.MemoryAdapter) *corev1.ServiceAccount {
+// ServiceAccount is the adapter pods' identity, with no API token mounted.
+func ServiceAccount(ma *memoryv1alpha1.MemoryAdapter) *corev1.ServiceAccount {
 	// The adapter never calls the Kubernetes API, so it gets no token.
-	return &corev1.ServiceAccount{ObjectMeta: objectMeta(ma, ma.Name, componentAdapter), AutomountServiceAccountToken: ptr.To(false)}
+	return &corev1.ServiceAccount{ObjectMeta: objectMeta(ma, ma.Name, ComponentAdapter), AutomountServiceAccountToken: ptr.To(false)}
 }
 
-// desiredNetworkPolicy admits the operator, the adapter's own conformance Jobs and the pods
+// NetworkPolicy admits the operator, the adapter's own conformance Jobs and the pods
 // bound to it, and nothing else.
-func desiredNetworkPolicy(ma *memoryv1alpha1.MemoryAdapter, operatorNamespace string) *networkingv1.NetworkPolicy {
+func NetworkPolicy(ma *memoryv1alpha1.MemoryAdapter, operatorNamespace string) *networkingv1.NetworkPolicy {
 	operatorNS := &metav1.LabelSelector{}
 	if operatorNamespace != "" {
 		operatorNS.MatchLabels = map[string]string{"kubernetes.io/metadata.name": operatorNamespace}
 	}
-	port := intstr.FromInt32(adapterPort)
+	port := intstr.FromInt32(AdapterPort)
 	if isExternal(ma) {
 		// The policy admits traffic to the pod's port, which the Service maps 8080 to.
 		port = intstr.FromInt32(externalPorts(ma).data)
 	}
 	return &networkingv1.NetworkPolicy{
-		ObjectMeta: objectMeta(ma, ma.Name, componentAdapter),
+		ObjectMeta: objectMeta(ma, ma.Name, ComponentAdapter),
 		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: selectorLabels(ma)},
+			PodSelector: metav1.LabelSelector{MatchLabels: SelectorLabels(ma)},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{{
 				Ports: []networkingv1.NetworkPolicyPort{{Port: &port, Protocol: ptr.To(corev1.ProtocolTCP)}},
 				From: []networkingv1.NetworkPolicyPeer{
 					{NamespaceSelector: operatorNS, PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"control-plane": "controller-manager"}}},
-					{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelAdapter: ma.Name, LabelComponent: componentConformance}}},
+					{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelAdapter: ma.Name, LabelComponent: ComponentConformance}}},
 					{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelBoundTo: ma.Name}}},
 				},
 			}},
@@ -463,22 +477,22 @@ func desiredNetworkPolicy(ma *memoryv1alpha1.MemoryAdapter, operatorNamespace st
 	}
 }
 
-// disruptionBudgetName is the name of the adapter's PodDisruptionBudget.
-func disruptionBudgetName(ma *memoryv1alpha1.MemoryAdapter) string { return ma.Name }
+// DisruptionBudgetName is the name of the adapter's PodDisruptionBudget.
+func DisruptionBudgetName(ma *memoryv1alpha1.MemoryAdapter) string { return ma.Name }
 
-// desiredDisruptionBudget lets a drain or any other voluntary eviction take one of a stateless
+// DisruptionBudget lets a drain or any other voluntary eviction take one of a stateless
 // adapter's replicas at a time, and nil when the adapter should have none: one replica (a
 // budget over it would block every drain of its node), or a data claim (its single pod holds
 // the only copy of the database file on one node; a drain must be able to move it).
-func desiredDisruptionBudget(ma *memoryv1alpha1.MemoryAdapter, replicas int32) *policyv1.PodDisruptionBudget {
-	if replicas < 2 || usesDataClaim(ma) {
+func DisruptionBudget(ma *memoryv1alpha1.MemoryAdapter, replicas int32) *policyv1.PodDisruptionBudget {
+	if replicas < 2 || UsesDataClaim(ma) {
 		return nil
 	}
 	return &policyv1.PodDisruptionBudget{
-		ObjectMeta: objectMeta(ma, disruptionBudgetName(ma), componentAdapter),
+		ObjectMeta: objectMeta(ma, DisruptionBudgetName(ma), ComponentAdapter),
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
-			Selector:       &metav1.LabelSelector{MatchLabels: selectorLabels(ma)},
+			Selector:       &metav1.LabelSelector{MatchLabels: SelectorLabels(ma)},
 			// A pod that is not ready serves nobody: evicting it costs nothing, and counting it
 			// would let one stuck pod block every drain.
 			UnhealthyPodEvictionPolicy: ptr.To(policyv1.AlwaysAllow),
@@ -498,9 +512,9 @@ func nodeLossTolerations() []corev1.Toleration {
 	return out
 }
 
-// usesDataClaim reports whether the backend keeps a database file in the adapter's volume:
+// UsesDataClaim reports whether the backend keeps a database file in the adapter's volume:
 // SQLite's own file, or kkernel's for Khive.
-func usesDataClaim(ma *memoryv1alpha1.MemoryAdapter) bool {
+func UsesDataClaim(ma *memoryv1alpha1.MemoryAdapter) bool {
 	t := ma.Spec.Backend.Type
 	return t == memoryv1alpha1.BackendSQLite || t == memoryv1alpha1.BackendKhive
 }
@@ -528,8 +542,8 @@ func khiveArgs(k *memoryv1alpha1.KhiveOptions, db string) []string {
 // since the root filesystem is read-only.
 func khiveEnv() []corev1.EnvVar { return []corev1.EnvVar{{Name: "HOME", Value: "/tmp"}} }
 
-// desiredDataClaim is the database volume of SQLite, or of kkernel for Khive.
-func desiredDataClaim(ma *memoryv1alpha1.MemoryAdapter) (*corev1.PersistentVolumeClaim, error) {
+// DataClaim is the database volume of SQLite, or of kkernel for Khive.
+func DataClaim(ma *memoryv1alpha1.MemoryAdapter) (*corev1.PersistentVolumeClaim, error) {
 	size := defaultSQLiteStorageSize
 	field := "spec.backend.sqlite.storageSize"
 	var class *string
@@ -551,7 +565,7 @@ func desiredDataClaim(ma *memoryv1alpha1.MemoryAdapter) (*corev1.PersistentVolum
 		return nil, fmt.Errorf("%s %q: %w", field, size, err)
 	}
 	return &corev1.PersistentVolumeClaim{
-		ObjectMeta: objectMeta(ma, dataClaimName(ma), componentAdapter),
+		ObjectMeta: objectMeta(ma, dataClaimName(ma), ComponentAdapter),
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			StorageClassName: class,
@@ -560,44 +574,44 @@ func desiredDataClaim(ma *memoryv1alpha1.MemoryAdapter) (*corev1.PersistentVolum
 	}, nil
 }
 
-// jobName derives a conformance Job's name from what it verifies, so a manager restart finds
+// JobName derives a conformance Job's name from what it verifies, so a manager restart finds
 // the Job it created instead of creating another.
-func jobName(ma *memoryv1alpha1.MemoryAdapter, seed string) string {
+func JobName(ma *memoryv1alpha1.MemoryAdapter, seed string) string {
 	sum := sha256.Sum256([]byte(seed))
 	return ma.Name + "-conformance-" + hex.EncodeToString(sum[:])[:10]
 }
 
-// desiredJob runs `memory-adapter conformance` for one run key: the matrix in a disposable
+// ConformanceJob runs `memory-adapter conformance` for one run key: the matrix in a disposable
 // scope (SQLite: its own disposable file with the same build) plus the read-only checks of
 // the deployed adapter through its Service.
-func desiredJob(ma *memoryv1alpha1.MemoryAdapter, s settings, name string, key runKey, rerun string) *batchv1.Job {
+func ConformanceJob(ma *memoryv1alpha1.MemoryAdapter, s Settings, name string, key RunKey, rerun string) *batchv1.Job {
 	// The whole run must end, and write its report, before the Job's deadline kills it.
-	budget := s.conformanceTimeout - s.conformanceTimeout/10
+	budget := s.ConformanceTimeout - s.ConformanceTimeout/10
 	var args []string
 	if isExternal(ma) {
 		args = externalConformanceArgs(ma, s, budget)
 	} else {
 		args = append([]string{"conformance"}, backendArgs(ma)...)
 	}
-	if usesTLS(ma) {
-		args = append(args, "--server-ca-file", bindingMountDir+"/ca.crt")
+	if UsesTLS(ma) {
+		args = append(args, "--server-ca-file", BindingMountDir+"/ca.crt")
 	}
 	args = append(args,
-		"--server-url", serviceURL(ma),
-		"--server-token-file", bindingMountDir+"/token",
-		"--expected-manifest-file", manifestMountDir+"/manifest.json",
+		"--server-url", ServiceURL(ma),
+		"--server-token-file", BindingMountDir+"/token",
+		"--expected-manifest-file", ManifestMountDir+"/manifest.json",
 		"--report-file=",
 		"--termination-log", corev1.TerminationMessagePathDefault,
 		"--timeout", budget.String(),
 		"--progress",
 	)
-	volumes := []corev1.Volume{bindingVolume(ma), emptyDir("tmp"), {
-		Name: "manifest", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: manifestName(ma)}}},
+	volumes := []corev1.Volume{bindingVolume(ma), EmptyDir("tmp"), {
+		Name: "manifest", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: ManifestName(ma)}}},
 	}}
 	mounts := []corev1.VolumeMount{
-		{Name: "binding", MountPath: bindingMountDir, ReadOnly: true},
+		{Name: "binding", MountPath: BindingMountDir, ReadOnly: true},
 		{Name: "tmp", MountPath: "/tmp"},
-		{Name: "manifest", MountPath: manifestMountDir, ReadOnly: true},
+		{Name: "manifest", MountPath: ManifestMountDir, ReadOnly: true},
 	}
 	if ma.Spec.Backend.Type == memoryv1alpha1.BackendSQLite {
 		args = append(args, "--sqlite-path", "/tmp/conformance.db")
@@ -607,36 +621,36 @@ func desiredJob(ma *memoryv1alpha1.MemoryAdapter, s settings, name string, key r
 		// The harness gives every run its own database file under /tmp.
 		args = append(args, khiveArgs(khive, "")...)
 	}
-	image := s.image
+	image := s.Image
 	var initContainers []corev1.Container
 	if isExternal(ma) {
 		// The conformance container is the operator's own image; the user's image is the
 		// disposable server beside it.
-		image = s.operatorImage
+		image = s.OperatorImage
 		volumes = append(volumes, corev1.Volume{Name: "run-tokens", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
 			Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("1Mi")),
 		}}})
-		mounts = append(mounts, corev1.VolumeMount{Name: "run-tokens", MountPath: runTokenDir, ReadOnly: true})
+		mounts = append(mounts, corev1.VolumeMount{Name: "run-tokens", MountPath: RunTokenDir, ReadOnly: true})
 		initContainers = externalRunInitContainers(ma, s, name)
 	}
-	job := adapterJob(ma, image, name, componentConformance, args, volumes, mounts)
+	job := AdapterJob(ma, image, name, ComponentConformance, args, volumes, mounts)
 	job.Spec.Template.Spec.InitContainers = initContainers
 	if ma.Spec.Backend.Type == memoryv1alpha1.BackendKhive && khive != nil {
 		c := &job.Spec.Template.Spec.Containers[0]
 		c.Env = append(c.Env, khiveEnv()...)
 	}
-	job.Annotations = map[string]string{annotationRunKey: key.String(), annotationRerunToken: rerun}
+	job.Annotations = map[string]string{AnnotationRunKey: key.String(), annotationRerunToken: rerun}
 	job.Spec.BackoffLimit = ptr.To[int32](0)
-	job.Spec.ActiveDeadlineSeconds = ptr.To(int64(s.conformanceTimeout.Seconds()))
+	job.Spec.ActiveDeadlineSeconds = ptr.To(int64(s.ConformanceTimeout.Seconds()))
 	return job
 }
 
-// adapterJob is what the operator's Jobs share: one container named after the component,
+// AdapterJob is what the operator's Jobs share: one container named after the component,
 // running the adapter image with the given args, the connection Secret by reference, and
 // the pod hardened for Pod Security "restricted"; it reports through its termination
 // message file. Callers set the backoff limit and the deadline.
-func adapterJob(ma *memoryv1alpha1.MemoryAdapter, image, name, component string, args []string, volumes []corev1.Volume, mounts []corev1.VolumeMount) *batchv1.Job {
-	podLabels := componentLabels(ma, component)
+func AdapterJob(ma *memoryv1alpha1.MemoryAdapter, image, name, component string, args []string, volumes []corev1.Volume, mounts []corev1.VolumeMount) *batchv1.Job {
+	podLabels := ComponentLabels(ma, component)
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ma.Namespace, Labels: podLabels},
 		Spec: batchv1.JobSpec{
@@ -646,7 +660,7 @@ func adapterJob(ma *memoryv1alpha1.MemoryAdapter, image, name, component string,
 					RestartPolicy:                corev1.RestartPolicyNever,
 					ServiceAccountName:           ma.Name,
 					AutomountServiceAccountToken: ptr.To(false),
-					SecurityContext:              podSecurity(),
+					SecurityContext:              PodSecurity(),
 					Volumes:                      volumes,
 					Containers: []corev1.Container{{
 						Name:                     component,
@@ -655,7 +669,7 @@ func adapterJob(ma *memoryv1alpha1.MemoryAdapter, image, name, component string,
 						Args:                     args,
 						Env:                      connectionEnv(ma),
 						Resources:                adapterResources(),
-						SecurityContext:          hardened(),
+						SecurityContext:          Hardened(),
 						VolumeMounts:             mounts,
 						TerminationMessagePath:   corev1.TerminationMessagePathDefault,
 						TerminationMessagePolicy: corev1.TerminationMessageReadFile,
@@ -666,8 +680,8 @@ func adapterJob(ma *memoryv1alpha1.MemoryAdapter, image, name, component string,
 	}
 }
 
-// runSeed is what a Job name is derived from: the run key, the rerun token, and for a
+// RunSeed is what a Job name is derived from: the run key, the rerun token, and for a
 // periodic re-run the completion time of the run it repeats.
-func runSeed(key runKey, rerun string, after string) string {
-	return strings.Join([]string{key.manifestHash, key.serviceVersion, key.adapterVersion, rerun, after}, "\n")
+func RunSeed(key RunKey, rerun string, after string) string {
+	return strings.Join([]string{key.ManifestHash, key.ServiceVersion, key.AdapterVersion, rerun, after}, "\n")
 }

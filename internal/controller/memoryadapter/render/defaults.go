@@ -1,4 +1,4 @@
-package memoryadapter
+package render
 
 import (
 	"fmt"
@@ -20,46 +20,46 @@ const (
 	defaultSQLiteStorageSize   = "1Gi"
 )
 
-// settings are the effective values of a MemoryAdapter's optional spec fields.
-type settings struct {
-	replicas int32
-	image    string
-	// operatorImage is the manager's --adapter-image: the conformance container of an
+// Settings are the effective values of a MemoryAdapter's optional spec fields.
+type Settings struct {
+	Replicas int32
+	Image    string
+	// OperatorImage is the manager's --adapter-image: the conformance container of an
 	// External adapter's run, whose spec.image is the user's server.
-	operatorImage       string
-	conformanceInterval time.Duration
-	conformanceTimeout  time.Duration
-	healthPeriod        time.Duration
-	failureThreshold    int
-	stalenessGrace      time.Duration
-	lifecycle           memoryv1alpha1.LifecycleSpec
+	OperatorImage       string
+	ConformanceInterval time.Duration
+	ConformanceTimeout  time.Duration
+	HealthPeriod        time.Duration
+	FailureThreshold    int
+	StalenessGrace      time.Duration
+	Lifecycle           memoryv1alpha1.LifecycleSpec
 }
 
-// effectiveSettings fills every omitted field; defaultImage is the manager's --adapter-image.
-func effectiveSettings(ma *memoryv1alpha1.MemoryAdapter, defaultImage string) settings {
-	s := settings{
-		replicas:            ptr.Deref(ma.Spec.Replicas, 1),
-		image:               ptr.Deref(ma.Spec.Image, defaultImage),
-		operatorImage:       defaultImage,
-		conformanceInterval: defaultConformanceInterval,
-		conformanceTimeout:  defaultConformanceTimeout,
-		healthPeriod:        defaultHealthPeriod,
-		failureThreshold:    defaultFailureThreshold,
-		lifecycle:           effectiveLifecycle(ma.Spec.Backend.Type, ma.Spec.Lifecycle),
+// EffectiveSettings fills every omitted field; defaultImage is the manager's --adapter-image.
+func EffectiveSettings(ma *memoryv1alpha1.MemoryAdapter, defaultImage string) Settings {
+	s := Settings{
+		Replicas:            ptr.Deref(ma.Spec.Replicas, 1),
+		Image:               ptr.Deref(ma.Spec.Image, defaultImage),
+		OperatorImage:       defaultImage,
+		ConformanceInterval: defaultConformanceInterval,
+		ConformanceTimeout:  defaultConformanceTimeout,
+		HealthPeriod:        defaultHealthPeriod,
+		FailureThreshold:    defaultFailureThreshold,
+		Lifecycle:           effectiveLifecycle(ma.Spec.Backend.Type, ma.Spec.Lifecycle),
 	}
 	if c := ma.Spec.Conformance; c != nil {
-		s.conformanceInterval = c.Interval.Or(s.conformanceInterval)
-		s.conformanceTimeout = c.Timeout.Or(s.conformanceTimeout)
+		s.ConformanceInterval = c.Interval.Or(s.ConformanceInterval)
+		s.ConformanceTimeout = c.Timeout.Or(s.ConformanceTimeout)
 	}
 	if h := ma.Spec.Health; h != nil {
-		s.healthPeriod = h.Period.Or(s.healthPeriod)
+		s.HealthPeriod = h.Period.Or(s.HealthPeriod)
 		if h.FailureThreshold != nil {
-			s.failureThreshold = int(*h.FailureThreshold)
+			s.FailureThreshold = int(*h.FailureThreshold)
 		}
 	}
-	s.stalenessGrace = 3 * s.healthPeriod
+	s.StalenessGrace = 3 * s.HealthPeriod
 	if h := ma.Spec.Health; h != nil {
-		s.stalenessGrace = h.StalenessGrace.Or(s.stalenessGrace)
+		s.StalenessGrace = h.StalenessGrace.Or(s.StalenessGrace)
 	}
 	return s
 }
@@ -147,12 +147,12 @@ func effectiveLifecycle(t memoryv1alpha1.BackendType, user *memoryv1alpha1.Lifec
 	return *l.DeepCopy()
 }
 
-// lifecycleErr refuses a spec.lifecycle that a built-in backend's adapter would not run as
+// LifecycleErr refuses a spec.lifecycle that a built-in backend's adapter would not run as
 // stated, so status.lifecycle never reports a behaviour the adapter does not have. The
 // timeouts and, where the adapter retries at all, the retry policies configure it (they reach
 // `serve`); connectionCreation, concurrencySafe and duplicateIdBehaviour describe it, so they
 // may only repeat what it does. External adapters are the user's to describe.
-func lifecycleErr(t memoryv1alpha1.BackendType, user *memoryv1alpha1.LifecycleSpec) error {
+func LifecycleErr(t memoryv1alpha1.BackendType, user *memoryv1alpha1.LifecycleSpec) error {
 	if user == nil || t == memoryv1alpha1.BackendExternal {
 		return nil
 	}

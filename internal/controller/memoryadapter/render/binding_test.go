@@ -1,4 +1,4 @@
-package memoryadapter
+package render
 
 import (
 	"bytes"
@@ -16,11 +16,11 @@ func TestDeriveToken(t *testing.T) {
 	ma := func(ns, name, uid string) *memoryv1alpha1.MemoryAdapter {
 		return &memoryv1alpha1.MemoryAdapter{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid)}}
 	}
-	base := deriveToken(key, ma("ns", "mem", "u1"), "")
+	base := DeriveToken(key, ma("ns", "mem", "u1"), "")
 	if len(base) != 64 {
 		t.Fatalf("token has %d characters, want 64 hex", len(base))
 	}
-	if again := deriveToken(key, ma("ns", "mem", "u1"), ""); again != base {
+	if again := DeriveToken(key, ma("ns", "mem", "u1"), ""); again != base {
 		t.Fatalf("the same adapter got two tokens")
 	}
 	for name, tc := range map[string]struct {
@@ -33,14 +33,14 @@ func TestDeriveToken(t *testing.T) {
 		"name and namespace shifted":  {key, ma("n", "smem", "u1")},
 		"other operator key":          {other, ma("ns", "mem", "u1")},
 	} {
-		if got := deriveToken(tc.key, tc.ma, ""); got == base {
+		if got := DeriveToken(tc.key, tc.ma, ""); got == base {
 			t.Errorf("%s: same token as the base adapter", name)
 		}
 	}
-	if deriveToken(key, ma("ns", "mem", "u1"), "r1") == base {
+	if DeriveToken(key, ma("ns", "mem", "u1"), "r1") == base {
 		t.Error("a rotation kept the token")
 	}
-	if deriveToken(key, ma("ns", "mem", "u1"), "r1") == deriveToken(key, ma("ns", "mem", "u1"), "r2") {
+	if DeriveToken(key, ma("ns", "mem", "u1"), "r1") == DeriveToken(key, ma("ns", "mem", "u1"), "r2") {
 		t.Error("two rotations share a token")
 	}
 }
@@ -48,41 +48,41 @@ func TestDeriveToken(t *testing.T) {
 func TestBindingDigestFollowsContent(t *testing.T) {
 	ma := &memoryv1alpha1.MemoryAdapter{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "mem", UID: "u1"}}
 	ca := []byte("ca one")
-	t1 := tokenPlan{current: "t1", accepted: []string{"t1"}}
-	t2 := tokenPlan{current: "t2", accepted: []string{"t2"}}
-	d := bindingDigest(ma, t1, ca)
-	if bindingDigest(ma, t1, ca) != d {
+	t1 := TokenPlan{Current: "t1", Accepted: []string{"t1"}}
+	t2 := TokenPlan{Current: "t2", Accepted: []string{"t2"}}
+	d := BindingDigest(ma, t1, ca)
+	if BindingDigest(ma, t1, ca) != d {
 		t.Fatal("digest is not stable")
 	}
-	if bindingDigest(ma, t2, ca) == d {
+	if BindingDigest(ma, t2, ca) == d {
 		t.Fatal("a new token must be applied again")
 	}
-	if bindingDigest(ma, tokenPlan{current: "t1", accepted: []string{"t1", "t2"}}, ca) == d {
+	if BindingDigest(ma, TokenPlan{Current: "t1", Accepted: []string{"t1", "t2"}}, ca) == d {
 		t.Fatal("a token the adapter must accept too must be applied again")
 	}
-	if bindingDigest(ma, t1, []byte("ca two")) == d {
+	if BindingDigest(ma, t1, []byte("ca two")) == d {
 		t.Fatal("a new CA must be applied again")
 	}
 	moved := ma.DeepCopy()
 	moved.UID = "u2"
-	if bindingDigest(moved, t1, ca) == d {
+	if BindingDigest(moved, t1, ca) == d {
 		t.Fatal("a recreated adapter must be applied again")
 	}
 	plain := ma.DeepCopy()
 	plain.Spec.TLS = &memoryv1alpha1.TLSSpec{Mode: memoryv1alpha1.TLSDisabled}
-	if bindingDigest(plain, t1, ca) == d {
+	if BindingDigest(plain, t1, ca) == d {
 		t.Fatal("opting out of TLS changes the URL and drops ca.crt: it must be applied again")
 	}
 }
 
 func TestBindingDataFollowsTheTLSMode(t *testing.T) {
 	ma := &memoryv1alpha1.MemoryAdapter{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "mem"}}
-	d := bindingData(ma, tokenPlan{current: "tok", accepted: []string{"tok"}}, []byte("PEM"))
+	d := BindingData(ma, TokenPlan{Current: "tok", Accepted: []string{"tok"}}, []byte("PEM"))
 	if string(d["url"]) != "https://mem.team.svc:8080" || string(d["ca.crt"]) != "PEM" {
 		t.Fatalf("TLS by default: url %q, ca.crt %q", d["url"], d["ca.crt"])
 	}
 	ma.Spec.TLS = &memoryv1alpha1.TLSSpec{Mode: memoryv1alpha1.TLSDisabled}
-	d = bindingData(ma, tokenPlan{current: "tok", accepted: []string{"tok"}}, []byte("PEM"))
+	d = BindingData(ma, TokenPlan{Current: "tok", Accepted: []string{"tok"}}, []byte("PEM"))
 	if _, has := d["ca.crt"]; has || string(d["url"]) != "http://mem.team.svc:8080" {
 		t.Fatalf("TLS disabled: url %q, ca.crt present %v", d["url"], has)
 	}

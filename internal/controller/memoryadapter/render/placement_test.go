@@ -1,4 +1,4 @@
-package memoryadapter
+package render
 
 import (
 	"slices"
@@ -48,8 +48,8 @@ func TestStatelessAdaptersRollWithoutLosingCapacity(t *testing.T) {
 	} {
 		t.Run(string(tc.backend), func(t *testing.T) {
 			ma := placedAdapter(tc.backend, 3)
-			s := effectiveSettings(ma, "img")
-			dep := desiredDeployment(ma, s)
+			s := EffectiveSettings(ma, "img")
+			dep := Deployment(ma, s)
 			st := dep.Spec.Strategy
 			if tc.rolling {
 				if st.Type != appsv1.RollingUpdateDeploymentStrategyType || st.RollingUpdate == nil ||
@@ -82,10 +82,10 @@ func TestStatelessAdaptersRollWithoutLosingCapacity(t *testing.T) {
 			grace := time.Duration(*ps.TerminationGracePeriodSeconds) * time.Second
 			if tc.external {
 				if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil ||
-					c.Lifecycle.PreStop.Sleep.Seconds != int64(adapterDrainDelay.Seconds()) {
+					c.Lifecycle.PreStop.Sleep.Seconds != int64(AdapterDrainDelay.Seconds()) {
 					t.Errorf("External container lifecycle %+v, want a preStop sleep of the drain delay", c.Lifecycle)
 				}
-				if grace != adapterDrainDelay+externalShutdownGrace {
+				if grace != AdapterDrainDelay+externalShutdownGrace {
 					t.Errorf("grace %v", grace)
 				}
 				return
@@ -93,12 +93,12 @@ func TestStatelessAdaptersRollWithoutLosingCapacity(t *testing.T) {
 			if c.Lifecycle != nil {
 				t.Errorf("the project's server drains itself; lifecycle %+v", c.Lifecycle)
 			}
-			shutdown := operationBound(s.lifecycle) + shutdownMargin
-			if !inOrder(c.Args, []string{"--drain-delay", adapterDrainDelay.String(), "--shutdown-timeout", shutdown.String()}) {
+			shutdown := operationBound(s.Lifecycle) + shutdownMargin
+			if !inOrder(c.Args, []string{"--drain-delay", AdapterDrainDelay.String(), "--shutdown-timeout", shutdown.String()}) {
 				t.Errorf("serve args %q lack the drain and shutdown bounds", c.Args)
 			}
-			if grace <= adapterDrainDelay+shutdown {
-				t.Errorf("grace %v does not cover the drain %v and the shutdown %v", grace, adapterDrainDelay, shutdown)
+			if grace <= AdapterDrainDelay+shutdown {
+				t.Errorf("grace %v does not cover the drain %v and the shutdown %v", grace, AdapterDrainDelay, shutdown)
 			}
 		})
 	}
@@ -118,7 +118,7 @@ func TestDesiredDisruptionBudget(t *testing.T) {
 		{memoryv1alpha1.BackendKhive, 1, false},
 	} {
 		ma := placedAdapter(tc.backend, tc.replicas)
-		pdb := desiredDisruptionBudget(ma, tc.replicas)
+		pdb := DisruptionBudget(ma, tc.replicas)
 		if (pdb != nil) != tc.want {
 			t.Errorf("%s × %d: budget %v, want %v", tc.backend, tc.replicas, pdb != nil, tc.want)
 			continue
@@ -127,7 +127,7 @@ func TestDesiredDisruptionBudget(t *testing.T) {
 			continue
 		}
 		if *pdb.Spec.MaxUnavailable != intstr.FromInt32(1) || pdb.Spec.MinAvailable != nil ||
-			pdb.Spec.Selector.MatchLabels[LabelComponent] != componentAdapter || pdb.Spec.Selector.MatchLabels[LabelAdapter] != ma.Name {
+			pdb.Spec.Selector.MatchLabels[LabelComponent] != ComponentAdapter || pdb.Spec.Selector.MatchLabels[LabelAdapter] != ma.Name {
 			t.Errorf("%s × %d: budget spec %+v", tc.backend, tc.replicas, pdb.Spec)
 		}
 	}

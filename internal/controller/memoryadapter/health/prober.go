@@ -1,4 +1,4 @@
-package memoryadapter
+package health
 
 import (
 	"context"
@@ -55,60 +55,63 @@ type Prober struct {
 	stopped chan struct{}
 }
 
-// probeSpec is what the controller tells the prober about one adapter.
-type probeSpec struct {
-	key types.NamespacedName
-	// endpoints are the addresses to read, one per serving pod (or one override address).
-	endpoints []probeEndpoint
-	token     string
-	// nextToken is a rotation's token the adapter pods are being given: each read presents
+// firstReadRetry is how soon a failed read is retried while no evidence has been read yet.
+const firstReadRetry = 2 * time.Second
+
+// Spec is what the controller tells the prober about one adapter.
+type Spec struct {
+	Key types.NamespacedName
+	// Endpoints are the addresses to read, one per serving pod (or one override address).
+	Endpoints []Endpoint
+	Token     string
+	// NextToken is a rotation's token the adapter pods are being given: each read presents
 	// it first, so a read that succeeds proves the pod accepts it; empty when none is.
-	nextToken string
-	// serverName is the name an https adapter's certificate carries; empty for plain HTTP.
-	serverName string
-	period     time.Duration
-	// threshold is the failureThreshold: failures are counted up to it, no further.
-	threshold int
-	immediate bool
+	NextToken string
+	// ServerName is the name an https adapter's certificate carries; empty for plain HTTP.
+	ServerName string
+	Period     time.Duration
+	// Threshold is the failureThreshold: failures are counted up to it, no further.
+	Threshold int
+	Immediate bool
 }
 
-// probeEndpoint is one address whose evidence is read, named by the pod behind it.
-type probeEndpoint struct {
-	name, url string
+// Endpoint is one address whose evidence is read, named by the pod behind it.
+type Endpoint struct {
+	Name, URL string
 }
 
-// healthState is what the prober knows of one adapter, handed to the controller by value.
-type healthState struct {
-	// evidence folds the last successful reads of every pod; nil before the first.
-	evidence *memory.EvidenceReport
-	// mixed names each pod's versions while the pods disagree on them; empty otherwise.
-	mixed       string
-	lastSuccess time.Time
+// State is what the prober knows of one adapter, handed to the controller by value.
+type State struct {
+	// Evidence folds the last successful reads of every pod; nil before the first.
+	Evidence *memory.EvidenceReport
+	// Mixed names each pod's versions while the pods disagree on them; empty otherwise.
+	Mixed       string
+	LastSuccess time.Time
 	lastAttempt time.Time
 	// lastCounted is when a failed read last counted toward failureThreshold.
 	lastCounted time.Time
-	failures    int
-	lastErr     string
-	// addresses names what the last round read, for messages.
-	addresses string
-	// unauthorized is set when an adapter refused the token the operator derives.
-	unauthorized bool
-	// nextAccepted is the rotation token every endpoint accepted in the last round; empty
+	Failures    int
+	LastErr     string
+	// Addresses names what the last round read, for messages.
+	Addresses string
+	// Unauthorized is set when an adapter refused the token the operator derives.
+	Unauthorized bool
+	// NextAccepted is the rotation token every endpoint accepted in the last round; empty
 	// when none was probed or a pod refused it.
-	nextAccepted string
-	// endpoints is how many endpoints the last round read.
-	endpoints int
-	// rehydrated is set while the state comes from status.evidence and no read has answered
+	NextAccepted string
+	// Endpoints is how many endpoints the last round read.
+	Endpoints int
+	// Rehydrated is set while the state comes from status.evidence and no read has answered
 	// yet: the controller then leaves Healthy as it stands.
-	rehydrated bool
+	Rehydrated bool
 }
 
 // probeTarget is one adapter the prober reads.
 type probeTarget struct {
 	uid   types.UID
 	mu    sync.Mutex
-	spec  probeSpec
-	state healthState
+	spec  Spec
+	state State
 	wake  chan struct{}
 	stop  chan struct{}
 	// running is set once its loop has started.
@@ -191,12 +194,12 @@ func (p *Prober) now() time.Time {
 	return time.Now()
 }
 
-// track records what to read for ma and returns what is known so far. A target seen for the
+// Track records what to read for ma and returns what is known so far. A target seen for the
 // first time starts from ma's status.evidence.
-func (p *Prober) track(ma *memoryv1alpha1.MemoryAdapter, spec probeSpec) healthState {
+func (p *Prober) Track(ma *memoryv1alpha1.MemoryAdapter, spec Spec) State {
 	p.init()
 	p.mu.Lock()
-	if old, ok := p.byName[spec.key]; ok && old != ma.UID {
+	if old, ok := p.byName[spec.Key]; ok && old != ma.UID {
 		// The name now belongs to a new object: the old one's state says nothing of it.
 		p.dropLocked(old)
 	}
@@ -205,14 +208,14 @@ func (p *Prober) track(ma *memoryv1alpha1.MemoryAdapter, spec probeSpec) healthS
 		t = &probeTarget{uid: ma.UID, wake: make(chan struct{}, 1), stop: make(chan struct{})}
 		t.state = rehydrate(ma, p.now())
 		p.targets[ma.UID] = t
-		p.byName[spec.key] = ma.UID
+		p.byName[spec.Key] = ma.UID
 	}
 	p.launch(t)
 	p.mu.Unlock()
 
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	changed := t.spec.token != spec.token || t.spec.nextToken != spec.nextToken || t.spec.period != spec.period || !slices.Equal(t.spec.endpoints, spec.endpoints)
+	changed := t.spec.Token != spec.Token || t.spec.NextToken != spec.NextToken || t.spec.Period != spec.Period || !slices.Equal(t.spec.Endpoints, spec.Endpoints)
 	t.spec = spec
 	if changed {
 		select {
@@ -223,9 +226,9 @@ func (p *Prober) track(ma *memoryv1alpha1.MemoryAdapter, spec probeSpec) healthS
 	return t.state
 }
 
-// nextTokenState reports the rotation token every endpoint of the adapter accepted in the
+// NextTokenState reports the rotation token every endpoint of the adapter accepted in the
 // last round (empty if none) and whether that round read any endpoint at all.
-func (p *Prober) nextTokenState(uid types.UID) (accepted string, serving bool) {
+func (p *Prober) NextTokenState(uid types.UID) (accepted string, serving bool) {
 	p.init()
 	p.mu.Lock()
 	t, ok := p.targets[uid]
@@ -235,11 +238,11 @@ func (p *Prober) nextTokenState(uid types.UID) (accepted string, serving bool) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.state.nextAccepted, t.state.endpoints > 0
+	return t.state.NextAccepted, t.state.Endpoints > 0
 }
 
-// forget stops reading the adapter with that name and drops what was known of it.
-func (p *Prober) forget(key types.NamespacedName) {
+// Forget stops reading the adapter with that name and drops what was known of it.
+func (p *Prober) Forget(key types.NamespacedName) {
 	p.init()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -254,8 +257,8 @@ func (p *Prober) dropLocked(uid types.UID) {
 		return
 	}
 	delete(p.targets, uid)
-	if p.byName[t.spec.key] == uid {
-		delete(p.byName, t.spec.key)
+	if p.byName[t.spec.Key] == uid {
+		delete(p.byName, t.spec.Key)
 	}
 	close(t.stop)
 }
@@ -270,10 +273,10 @@ func (p *Prober) tracked() int {
 
 // rehydrate rebuilds the last verdict from status.evidence, so that the first reconcile after
 // a restart or a leader change finds the versions and the verdict it left.
-func rehydrate(ma *memoryv1alpha1.MemoryAdapter, now time.Time) healthState {
+func rehydrate(ma *memoryv1alpha1.MemoryAdapter, now time.Time) State {
 	st := ma.Status.Evidence
 	if st == nil {
-		return healthState{}
+		return State{}
 	}
 	ev := &memory.EvidenceReport{
 		ServiceVersion: st.ServiceVersion, AdapterVersion: st.AdapterVersion, ManifestHash: st.ManifestHash,
@@ -283,7 +286,7 @@ func rehydrate(ma *memoryv1alpha1.MemoryAdapter, now time.Time) healthState {
 	for _, name := range st.FailedProbes {
 		ev.Probes = append(ev.Probes, memory.ProbeResult{Name: name})
 	}
-	return healthState{evidence: ev, lastSuccess: now, rehydrated: true}
+	return State{Evidence: ev, LastSuccess: now, Rehydrated: true}
 }
 
 // loop reads t's pods whenever its interval has passed, until t is dropped or ctx ends.
@@ -304,7 +307,7 @@ func (p *Prober) loop(ctx context.Context, t *probeTarget) {
 		t.mu.Unlock()
 		now := p.now()
 		wait := time.Duration(-1) // nothing to read: wait for a wake
-		if len(spec.endpoints) > 0 && spec.token != "" {
+		if len(spec.Endpoints) > 0 && spec.Token != "" {
 			wait = max(readInterval(st, spec)-now.Sub(st.lastAttempt), 0)
 			if st.lastAttempt.IsZero() || wait == 0 {
 				p.round(ctx, t, spec)
@@ -333,12 +336,12 @@ func (p *Prober) loop(ctx context.Context, t *probeTarget) {
 // delay every healthy adapter's reads (the scale benchmark saw 33 s instead of 30 s with 500
 // of 5,000 adapters hanging). A pending rotation is also read every firstReadRetry until
 // every pod accepts its token, since the binding waits on that read.
-func readInterval(st healthState, spec probeSpec) time.Duration {
-	period := spec.period
-	if (st.evidence == nil || st.rehydrated) && st.failures <= 1 {
+func readInterval(st State, spec Spec) time.Duration {
+	period := spec.Period
+	if (st.Evidence == nil || st.Rehydrated) && st.Failures <= 1 {
 		return min(period, firstReadRetry)
 	}
-	if spec.nextToken != "" && st.nextAccepted != spec.nextToken {
+	if spec.NextToken != "" && st.NextAccepted != spec.NextToken {
 		return min(period, firstReadRetry)
 	}
 	return period
@@ -355,15 +358,15 @@ type podRead struct {
 
 // round reads every endpoint of t, each in a slot of the bounded pool, and folds the answers
 // into t's state; it wakes the controller when the verdict inputs changed.
-func (p *Prober) round(ctx context.Context, t *probeTarget, spec probeSpec) {
+func (p *Prober) round(ctx context.Context, t *probeTarget, spec Spec) {
 	start := p.now()
-	reads := make([]podRead, len(spec.endpoints))
+	reads := make([]podRead, len(spec.Endpoints))
 	var wg sync.WaitGroup
-	for i, e := range spec.endpoints {
+	for i, e := range spec.Endpoints {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			reads[i].name = e.name
+			reads[i].name = e.Name
 			select {
 			case p.sem <- struct{}{}:
 			case <-ctx.Done():
@@ -371,18 +374,18 @@ func (p *Prober) round(ctx context.Context, t *probeTarget, spec probeSpec) {
 				return
 			}
 			defer func() { <-p.sem }()
-			if spec.nextToken != "" {
-				reads[i].ev, reads[i].err = p.Reader.ReadEvidence(ctx, EvidenceTarget{URL: e.url, Token: spec.nextToken, ServerName: spec.serverName})
+			if spec.NextToken != "" {
+				reads[i].ev, reads[i].err = p.Reader.ReadEvidence(ctx, EvidenceTarget{URL: e.URL, Token: spec.NextToken, ServerName: spec.ServerName})
 				reads[i].next = reads[i].err == nil
 				if !errors.Is(reads[i].err, ErrUnauthorized) {
 					return
 				}
 			}
-			reads[i].ev, reads[i].err = p.Reader.ReadEvidence(ctx, EvidenceTarget{URL: e.url, Token: spec.token, ServerName: spec.serverName})
+			reads[i].ev, reads[i].err = p.Reader.ReadEvidence(ctx, EvidenceTarget{URL: e.URL, Token: spec.Token, ServerName: spec.ServerName})
 		}()
 	}
 	wg.Wait()
-	nextAccepted := spec.nextToken
+	nextAccepted := spec.NextToken
 	for _, r := range reads {
 		if !r.next {
 			nextAccepted = ""
@@ -394,37 +397,37 @@ func (p *Prober) round(ctx context.Context, t *probeTarget, spec probeSpec) {
 	before := t.state
 	st := &t.state
 	st.lastAttempt = start
-	st.addresses = endpointNames(spec.endpoints)
-	st.unauthorized = false
-	st.nextAccepted, st.endpoints = nextAccepted, len(spec.endpoints)
+	st.Addresses = EndpointNames(spec.Endpoints)
+	st.Unauthorized = false
+	st.NextAccepted, st.Endpoints = nextAccepted, len(spec.Endpoints)
 	for _, r := range reads {
-		st.unauthorized = st.unauthorized || errors.Is(r.err, ErrUnauthorized)
+		st.Unauthorized = st.Unauthorized || errors.Is(r.err, ErrUnauthorized)
 	}
 	if ev != nil {
-		st.evidence, st.mixed, st.lastSuccess, st.rehydrated = ev, mixed, start, false
+		st.Evidence, st.Mixed, st.LastSuccess, st.Rehydrated = ev, mixed, start, false
 	}
 	if err != nil {
-		if st.lastCounted.IsZero() || start.Sub(st.lastCounted) >= spec.period {
+		if st.lastCounted.IsZero() || start.Sub(st.lastCounted) >= spec.Period {
 			st.lastCounted = start
 			// Past the threshold the count decides nothing more; counting on would change an
 			// unreachable adapter's verdict inputs, and so wake it and write its status, every
 			// period for as long as it stays unreachable.
-			if spec.threshold <= 0 || st.failures < spec.threshold {
-				st.failures++
+			if spec.Threshold <= 0 || st.Failures < spec.Threshold {
+				st.Failures++
 			}
 		}
-		st.lastErr = err.Error()
+		st.LastErr = err.Error()
 		evidenceReadFailures.Inc()
 	} else {
-		st.failures, st.lastErr, st.lastCounted = 0, "", time.Time{}
+		st.Failures, st.LastErr, st.lastCounted = 0, "", time.Time{}
 	}
-	notify := verdictChanged(before, *st, spec.immediate)
+	notify := verdictChanged(before, *st, spec.Immediate)
 	t.mu.Unlock()
 	if !notify {
 		return
 	}
 	ma := &memoryv1alpha1.MemoryAdapter{}
-	ma.Namespace, ma.Name = spec.key.Namespace, spec.key.Name
+	ma.Namespace, ma.Name = spec.Key.Namespace, spec.Key.Name
 	select {
 	case p.events <- event.TypedGenericEvent[*memoryv1alpha1.MemoryAdapter]{Object: ma}:
 	case <-ctx.Done():
@@ -434,12 +437,12 @@ func (p *Prober) round(ctx context.Context, t *probeTarget, spec probeSpec) {
 // verdictChanged reports whether a round changed anything the controller decides from:
 // the evidence as status records it, the version mix, the failure count, an unauthorized
 // answer. A steady adapter's rounds change none of it, so they cost no reconcile.
-func verdictChanged(before, after healthState, immediate bool) bool {
-	return before.rehydrated != after.rehydrated || before.mixed != after.mixed || before.failures != after.failures ||
-		before.unauthorized != after.unauthorized || (before.lastErr == "") != (after.lastErr == "") ||
-		before.nextAccepted != after.nextAccepted ||
-		before.addresses != after.addresses ||
-		!sameEvidence(before.evidence, after.evidence, immediate)
+func verdictChanged(before, after State, immediate bool) bool {
+	return before.Rehydrated != after.Rehydrated || before.Mixed != after.Mixed || before.Failures != after.Failures ||
+		before.Unauthorized != after.Unauthorized || (before.LastErr == "") != (after.LastErr == "") ||
+		before.NextAccepted != after.NextAccepted ||
+		before.Addresses != after.Addresses ||
+		!sameEvidence(before.Evidence, after.Evidence, immediate)
 }
 
 // sameEvidence compares two reports on what status and the conditions show of them: the
@@ -504,26 +507,26 @@ func foldReads(reads []podRead) (ev *memory.EvidenceReport, mixed string, err er
 	return speaker.ev, mixed, err
 }
 
-// endpointNames lists the endpoints' names for messages.
-func endpointNames(eps []probeEndpoint) string {
+// EndpointNames lists the endpoints' names for messages.
+func EndpointNames(eps []Endpoint) string {
 	names := make([]string, 0, len(eps))
 	for _, e := range eps {
-		names = append(names, e.name+" ("+e.url+")")
+		names = append(names, e.Name+" ("+e.URL+")")
 	}
 	return strings.Join(names, ", ")
 }
 
-// podEndpoints returns one address per adapter pod that can answer: running, with an IP,
+// PodEndpoints returns one address per adapter pod that can answer: running, with an IP,
 // not being deleted. Readiness does not matter: an adapter whose evidence invalidates its
 // manifest is exactly the one whose evidence must still be read. The port is the pod's
-// container port named http, which the Service targets.
-func podEndpoints(pods []corev1.Pod, scheme string) []probeEndpoint {
-	var eps []probeEndpoint
+// container port named http, which the Service targets, else defaultPort.
+func PodEndpoints(pods []corev1.Pod, scheme string, defaultPort int32) []Endpoint {
+	var eps []Endpoint
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
 			continue
 		}
-		port := int32(adapterPort)
+		port := defaultPort
 		for _, c := range p.Spec.Containers {
 			for _, cp := range c.Ports {
 				if cp.Name == "http" {
@@ -531,8 +534,8 @@ func podEndpoints(pods []corev1.Pod, scheme string) []probeEndpoint {
 				}
 			}
 		}
-		eps = append(eps, probeEndpoint{name: p.Name, url: scheme + "://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port)))})
+		eps = append(eps, Endpoint{Name: p.Name, URL: scheme + "://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port)))})
 	}
-	slices.SortFunc(eps, func(a, b probeEndpoint) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(eps, func(a, b Endpoint) int { return strings.Compare(a.Name, b.Name) })
 	return eps
 }

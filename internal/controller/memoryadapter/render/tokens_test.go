@@ -1,4 +1,4 @@
-package memoryadapter
+package render
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ func TestPlanTokensStepsThroughARotation(t *testing.T) {
 		return ma
 	}
 	base := adapter(nil, nil)
-	tok := func(rotation string) string { return deriveToken(key, base, rotation) }
+	tok := func(rotation string) string { return DeriveToken(key, base, rotation) }
 	rotate := func(r string, grace int32) *memoryv1alpha1.TokenSpec {
 		return &memoryv1alpha1.TokenSpec{Rotation: r, GracePeriodSeconds: ptr.To(grace)}
 	}
@@ -105,20 +105,20 @@ func TestPlanTokensStepsThroughARotation(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			p := planTokens(key, tc.ma, tc.nextAccepted, tc.serving, now)
-			if p.current != tc.current || p.next != tc.next || p.switched != tc.switched || p.recheckAfter != tc.recheck {
+			p := PlanTokens(key, tc.ma, tc.nextAccepted, tc.serving, now)
+			if p.Current != tc.current || p.Next != tc.next || p.Switched != tc.switched || p.RecheckAfter != tc.recheck {
 				t.Errorf("current %.8s next %.8s switched %v recheck %v; want %.8s %.8s %v %v",
-					p.current, p.next, p.switched, p.recheckAfter, tc.current, tc.next, tc.switched, tc.recheck)
+					p.Current, p.Next, p.Switched, p.RecheckAfter, tc.current, tc.next, tc.switched, tc.recheck)
 			}
-			if len(p.accepted) != len(tc.accepted) {
-				t.Fatalf("accepted %d tokens, want %d", len(p.accepted), len(tc.accepted))
+			if len(p.Accepted) != len(tc.accepted) {
+				t.Fatalf("accepted %d tokens, want %d", len(p.Accepted), len(tc.accepted))
 			}
-			for i := range p.accepted {
-				if p.accepted[i] != tc.accepted[i] {
-					t.Errorf("accepted[%d] = %.8s, want %.8s", i, p.accepted[i], tc.accepted[i])
+			for i := range p.Accepted {
+				if p.Accepted[i] != tc.accepted[i] {
+					t.Errorf("accepted[%d] = %.8s, want %.8s", i, p.Accepted[i], tc.accepted[i])
 				}
 			}
-			if got := *p.status; !got.PreviousExpiresAt.Equal(tc.status.PreviousExpiresAt) || !got.RotatedAt.Equal(tc.status.RotatedAt) ||
+			if got := *p.Status; !got.PreviousExpiresAt.Equal(tc.status.PreviousExpiresAt) || !got.RotatedAt.Equal(tc.status.RotatedAt) ||
 				got.Rotation != tc.status.Rotation || got.PendingRotation != tc.status.PendingRotation || got.PreviousRotation != tc.status.PreviousRotation {
 				t.Errorf("status %+v, want %+v", got, tc.status)
 			}
@@ -131,8 +131,8 @@ func TestPlanTokensLeavesTheAdapterUntouched(t *testing.T) {
 	ma := &memoryv1alpha1.MemoryAdapter{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "mem", UID: "u1"}}
 	ma.Spec.Token = &memoryv1alpha1.TokenSpec{Rotation: "r1"}
 	ma.Status.Token = &memoryv1alpha1.TokenStatus{PendingRotation: "r1"}
-	p := planTokens(key, ma, deriveToken(key, ma, "r1"), true, time.Now())
-	if !p.switched || ma.Status.Token.Rotation != "" || ma.Status.Token.PendingRotation != "r1" {
+	p := PlanTokens(key, ma, DeriveToken(key, ma, "r1"), true, time.Now())
+	if !p.Switched || ma.Status.Token.Rotation != "" || ma.Status.Token.PendingRotation != "r1" {
 		t.Fatalf("planTokens wrote into the adapter's status: %+v", ma.Status.Token)
 	}
 }

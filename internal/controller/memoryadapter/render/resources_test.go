@@ -1,4 +1,4 @@
-package memoryadapter
+package render
 
 import (
 	"slices"
@@ -80,13 +80,13 @@ func TestBackendResources(t *testing.T) {
 			ma.Spec.Backend = tc.backend
 			ma.Spec.Image = tc.image
 			ma.Spec.Manifest.Adapter = "a"
-			s := effectiveSettings(ma, "default-image")
-			if l := s.lifecycle; tc.backend.Type == memoryv1alpha1.BackendKhive &&
+			s := EffectiveSettings(ma, "default-image")
+			if l := s.Lifecycle; tc.backend.Type == memoryv1alpha1.BackendKhive &&
 				(l.ConnectionCreation != memoryv1alpha1.ConnectionAtFirstCall || l.DuplicateIDBehaviour != memoryv1alpha1.DuplicateIDReject ||
 					l.RequestTimeout.Or(0) != 35*time.Second || l.ConnectTimeout.Or(0) != 20*time.Second || *l.Retry.Store.MaxAttempts != 1) {
 				t.Errorf("khive lifecycle does not match docs/adapters/khive.md: %+v", l)
 			}
-			dep := desiredDeployment(ma, s)
+			dep := Deployment(ma, s)
 			c := dep.Spec.Template.Spec.Containers[0]
 			if !inOrder(c.Args, tc.serveArgs) {
 				t.Errorf("serve args %q lack %q in order", c.Args, tc.serveArgs)
@@ -101,7 +101,7 @@ func TestBackendResources(t *testing.T) {
 			if got := dep.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType; got != tc.recreate {
 				t.Errorf("Recreate strategy %v, want %v", got, tc.recreate)
 			}
-			job := desiredJob(ma, s, "job", runKey{}, "")
+			job := ConformanceJob(ma, s, "job", RunKey{}, "")
 			jc := job.Spec.Template.Spec.Containers[0]
 			if !inOrder(jc.Args, tc.jobArgs) {
 				t.Errorf("conformance args %q lack %q in order", jc.Args, tc.jobArgs)
@@ -114,11 +114,11 @@ func TestBackendResources(t *testing.T) {
 			if jc.Image != tc.wantImageS {
 				t.Errorf("conformance image %q, want %q", jc.Image, tc.wantImageS)
 			}
-			if usesDataClaim(ma) != (tc.dataClaim != "") {
-				t.Fatalf("usesDataClaim %v, want %v", usesDataClaim(ma), tc.dataClaim != "")
+			if UsesDataClaim(ma) != (tc.dataClaim != "") {
+				t.Fatalf("usesDataClaim %v, want %v", UsesDataClaim(ma), tc.dataClaim != "")
 			}
 			if tc.dataClaim != "" {
-				pvc, err := desiredDataClaim(ma)
+				pvc, err := DataClaim(ma)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -160,7 +160,7 @@ func TestLifecycleErr(t *testing.T) {
 		"external is the user's to tell": {t: memoryv1alpha1.BackendExternal, l: &memoryv1alpha1.LifecycleSpec{ConcurrencySafe: ptr.To(false), Retry: &memoryv1alpha1.RetryPolicies{Store: attempts(3)}}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := lifecycleErr(tc.t, tc.l)
+			err := LifecycleErr(tc.t, tc.l)
 			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 				t.Fatalf("error %v, want %q", err, tc.want)
 			}

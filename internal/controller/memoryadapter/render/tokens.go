@@ -1,4 +1,4 @@
-package memoryadapter
+package render
 
 import (
 	"crypto/hmac"
@@ -13,22 +13,25 @@ import (
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 )
 
-// acceptedTokensKey is the binding Secret key the adapter's server reads its accepted tokens
+// MinTokenKeyBytes is the shortest operator key accepted for deriving adapter tokens.
+const MinTokenKeyBytes = 32
+
+// AcceptedTokensKey is the binding Secret key the adapter's server reads its accepted tokens
 // from, one per line: the binding's token, and during a rotation the next or the previous
 // one. Bound workloads use "token"; only the adapter needs the list.
-const acceptedTokensKey = "accepted-tokens"
+const AcceptedTokensKey = "accepted-tokens"
 
 // defaultTokenGrace is spec.token.gracePeriodSeconds when omitted (the CRD defaults it too;
 // this covers objects written before the field existed).
 const defaultTokenGrace = 600 * time.Second
 
-// deriveToken is an adapter's bearer token for a rotation: an HMAC of the adapter's identity
+// DeriveToken is an adapter's bearer token for a rotation: an HMAC of the adapter's identity
 // and the rotation under the operator's key. Deriving it, rather than generating and storing
 // it, is what lets the operator write the binding Secret without any right to read Secrets
 // back: the token is recomputed on every reconcile, and a recreated adapter (new UID) gets a
 // new one. The empty rotation keeps the input the operator has always used, so an adapter
 // that never rotates keeps its token across the operator's upgrade.
-func deriveToken(key []byte, ma *memoryv1alpha1.MemoryAdapter, rotation string) string {
+func DeriveToken(key []byte, ma *memoryv1alpha1.MemoryAdapter, rotation string) string {
 	m := hmac.New(sha256.New, key)
 	// NUL separators: no namespace, name, UID or rotation contains one, so no two
 	// identities collide.
@@ -39,32 +42,32 @@ func deriveToken(key []byte, ma *memoryv1alpha1.MemoryAdapter, rotation string) 
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// tokenPlan is the binding's tokens at one step of a rotation.
-type tokenPlan struct {
-	// current is the binding's token: what workloads, the conformance Job and the operator's
+// TokenPlan is the binding's tokens at one step of a rotation.
+type TokenPlan struct {
+	// Current is the binding's token: what workloads, the conformance Job and the operator's
 	// own evidence reads present.
-	current string
-	// next is the token the adapter pods are being given before the binding switches to it;
+	Current string
+	// Next is the token the adapter pods are being given before the binding switches to it;
 	// empty when no rotation is pending.
-	next string
-	// accepted is what the adapter accepts, current first.
-	accepted []string
-	// status is where the rotation stands after this step.
-	status *memoryv1alpha1.TokenStatus
-	// switched is set when this step moved the binding to a new token.
-	switched bool
-	// recheckAfter is when the plan changes by itself (the previous token expires); 0 if never.
-	recheckAfter time.Duration
+	Next string
+	// Accepted is what the adapter accepts, current first.
+	Accepted []string
+	// Status is where the rotation stands after this step.
+	Status *memoryv1alpha1.TokenStatus
+	// Switched is set when this step moved the binding to a new token.
+	Switched bool
+	// RecheckAfter is when the plan changes by itself (the previous token expires); 0 if never.
+	RecheckAfter time.Duration
 }
 
-// planTokens moves an adapter's token rotation one step. The order is what keeps every
+// PlanTokens moves an adapter's token rotation one step. The order is what keeps every
 // client working: the adapter first accepts the next token beside the current one; only
 // once every pod accepts it (nextAccepted, the prober's reads with it) does the binding
 // switch, keeping the old token accepted for the grace period, long enough for the kubelet
 // to bring bound pods the new Secret. Status is where the step is remembered, since the
 // operator never reads the Secret: a status lost starts from the spec's rotation, with no
 // grace for an older token, which errs toward refusing it.
-func planTokens(key []byte, ma *memoryv1alpha1.MemoryAdapter, nextAccepted string, serving bool, now time.Time) tokenPlan {
+func PlanTokens(key []byte, ma *memoryv1alpha1.MemoryAdapter, nextAccepted string, serving bool, now time.Time) TokenPlan {
 	desired, grace := "", defaultTokenGrace
 	if t := ma.Spec.Token; t != nil {
 		desired = t.Rotation
@@ -83,16 +86,16 @@ func planTokens(key []byte, ma *memoryv1alpha1.MemoryAdapter, nextAccepted strin
 	if st.PreviousExpiresAt != nil && !now.Before(st.PreviousExpiresAt.Time) {
 		st.PreviousRotation, st.PreviousExpiresAt = "", nil
 	}
-	p := tokenPlan{}
+	p := TokenPlan{}
 	switch {
 	case desired == st.Rotation:
 		st.PendingRotation = "" // a rotation taken back before it switched
 	case st.PendingRotation != desired:
 		st.PendingRotation = desired
-	case !serving || nextAccepted == deriveToken(key, ma, desired):
+	case !serving || nextAccepted == DeriveToken(key, ma, desired):
 		// Every serving pod accepts the next token (or none serves, and a pod that starts
 		// reads the list as it stands): workloads may have it.
-		p.switched = true
+		p.Switched = true
 		st.PreviousRotation, st.PreviousExpiresAt = st.Rotation, nil
 		if grace > 0 {
 			st.PreviousExpiresAt = &metav1.Time{Time: now.Add(grace).Truncate(time.Second)}
@@ -100,19 +103,19 @@ func planTokens(key []byte, ma *memoryv1alpha1.MemoryAdapter, nextAccepted strin
 		st.Rotation, st.PendingRotation = desired, ""
 		st.RotatedAt = &metav1.Time{Time: now.Truncate(time.Second)}
 	}
-	p.current = deriveToken(key, ma, st.Rotation)
-	p.accepted = []string{p.current}
+	p.Current = DeriveToken(key, ma, st.Rotation)
+	p.Accepted = []string{p.Current}
 	if st.PendingRotation != "" {
-		p.next = deriveToken(key, ma, st.PendingRotation)
-		p.accepted = append(p.accepted, p.next)
+		p.Next = DeriveToken(key, ma, st.PendingRotation)
+		p.Accepted = append(p.Accepted, p.Next)
 	}
 	if st.PreviousExpiresAt != nil {
-		if prev := deriveToken(key, ma, st.PreviousRotation); prev != p.next {
-			p.accepted = append(p.accepted, prev)
+		if prev := DeriveToken(key, ma, st.PreviousRotation); prev != p.Next {
+			p.Accepted = append(p.Accepted, prev)
 		}
-		p.recheckAfter = st.PreviousExpiresAt.Sub(now)
+		p.RecheckAfter = st.PreviousExpiresAt.Sub(now)
 	}
-	p.status = st
+	p.Status = st
 	return p
 }
 

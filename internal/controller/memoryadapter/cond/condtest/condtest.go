@@ -1,0 +1,43 @@
+// Package condtest holds what the table tests of the controller's decisions share: the part
+// of a condition a row pins, the check of it, and a recorded conformance run to decide from.
+package condtest
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+)
+
+// HashA is a well-formed manifest hash the tables use as spec.manifest's.
+const HashA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+// Check fails t when got has another status or reason than a table row pins, when its
+// message lacks one of words (the evidence it must name), or when a condition that is not
+// True says nothing about why.
+func Check(t *testing.T, got metav1.Condition, status metav1.ConditionStatus, reason string, words []string) {
+	t.Helper()
+	if got.Status != status || got.Reason != reason {
+		t.Fatalf("got %s/%s (%q), want %s/%s", got.Status, got.Reason, got.Message, status, reason)
+	}
+	for _, word := range words {
+		if !strings.Contains(got.Message, word) {
+			t.Errorf("message %q does not name %q", got.Message, word)
+		}
+	}
+	if got.Status != metav1.ConditionTrue && got.Message == "" {
+		t.Errorf("a %s condition needs a message", got.Status)
+	}
+}
+
+// Run is a recorded conformance run of manifest HashA by job mem-conformance-1, with the
+// given versions, counts and message, and a failed case for each id.
+func Run(sv, av string, passed, failed int32, msg string, failedIDs ...memoryv1alpha1.ConformanceCaseID) *memoryv1alpha1.ConformanceResult {
+	r := &memoryv1alpha1.ConformanceResult{JobName: "mem-conformance-1", ManifestHash: HashA, ServiceVersion: sv, AdapterVersion: av, Passed: passed, Failed: failed, Message: msg}
+	for _, id := range failedIDs {
+		r.Cases = append(r.Cases, memoryv1alpha1.ConformanceCaseResult{ID: id, Outcome: memoryv1alpha1.OutcomeFailed})
+	}
+	return r
+}
