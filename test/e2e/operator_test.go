@@ -39,6 +39,9 @@ import (
 	"github.com/agentmem/memory-adapter-operator/adapters/remote"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/gate"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/cond/condtest"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 )
 
 // The operator loop on the real cluster: the manager installed by `make deploy`, adapters
@@ -467,6 +470,15 @@ var _ = Describe("the operator loop", func() {
 				ma := &memoryv1alpha1.MemoryAdapter{}
 				g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "sqlite-memory"}, ma)).To(Succeed())
 				g.Expect(ma.Status.Workloads).To(Equal(&memoryv1alpha1.WorkloadCounts{Released: 1}))
+				// Both controllers wrote status by now, each through its own path: every
+				// status field has one writer, the counts the gate controller's.
+				owners, err := condtest.StatusOwners(ma.ManagedFields)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(owners).To(HaveKeyWithValue("f:workloads", []string{gate.FieldOwner}))
+				g.Expect(owners).To(HaveKeyWithValue("f:conditions", []string{render.FieldOwner}))
+				for field, managers := range owners {
+					g.Expect(managers).To(HaveLen(1), "status field %s has writers %v", field, managers)
+				}
 			}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 		}, SpecTimeout(15*time.Minute))
 

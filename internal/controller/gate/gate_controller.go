@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -51,14 +52,9 @@ type Reconciler struct {
 // announces why the others wait, and records the counts in the adapter's status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
-	var ma *memoryv1alpha1.MemoryAdapter
-	got := &memoryv1alpha1.MemoryAdapter{}
-	switch err := r.Client.Get(ctx, req.NamespacedName, got); {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return ctrl.Result{}, fmt.Errorf("get MemoryAdapter: %w", err)
-	case got.DeletionTimestamp.IsZero():
-		ma = got
+	ma, err := r.cachedAdapter(ctx, req.NamespacedName)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, client.InNamespace(req.Namespace), client.MatchingFields{memoryadapter.IndexBoundTo: req.Name}); err != nil {
@@ -104,6 +100,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	return ctrl.Result{}, errors.Join(errs...)
+}
+
+// cachedAdapter reads the adapter from the cache; nil when it is gone or being deleted, for
+// which every bound pod waits.
+func (r *Reconciler) cachedAdapter(ctx context.Context, key types.NamespacedName) (*memoryv1alpha1.MemoryAdapter, error) {
+	ma := &memoryv1alpha1.MemoryAdapter{}
+	switch err := r.Client.Get(ctx, key, ma); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get MemoryAdapter: %w", err)
+	case !ma.DeletionTimestamp.IsZero():
+		return nil, nil
+	}
+	return ma, nil
 }
 
 // liveAdapter reads the adapter from the API server; nil when it is gone or being deleted.
@@ -163,16 +174,30 @@ func (r *Reconciler) apply(ctx context.Context, pod *corev1.Pod, ma *memoryv1alp
 	return v.release, nil
 }
 
-// patchCounts writes status.workloads when the counts changed; the patch holds only that
-// field, so it never overwrites what the MemoryAdapter controller writes.
+// FieldOwner is the field manager of the one status field the gate controller writes,
+// status.workloads. It is not the MemoryAdapter controller's: each status field has one
+// writer, and the API server's managedFields say which.
+const FieldOwner = "memory-adapter-operator-gate"
+
+// patchCounts applies status.workloads when the counts changed. It is a server-side apply of
+// that field alone under FieldOwner, so the field has one owner: the MemoryAdapter
+// controller's merge patches never carry it (it never changes it), and this apply can carry
+// nothing else.
 func (r *Reconciler) patchCounts(ctx context.Context, ma *memoryv1alpha1.MemoryAdapter, counts memoryv1alpha1.WorkloadCounts) error {
 	if ma.Status.Workloads != nil && *ma.Status.Workloads == counts {
 		return nil
 	}
-	orig := ma.DeepCopy()
-	ma.Status.Workloads = &counts
-	if err := r.Client.Status().Patch(ctx, ma, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("patch MemoryAdapter workload counts: %w", err)
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": memoryv1alpha1.GroupVersion.String(),
+		"kind":       "MemoryAdapter",
+		"metadata":   map[string]any{"name": ma.Name, "namespace": ma.Namespace},
+		"status": map[string]any{"workloads": map[string]any{
+			"gated": int64(counts.Gated), "released": int64(counts.Released),
+		}},
+	}}
+	err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("apply MemoryAdapter workload counts: %w", err)
 	}
 	return nil
 }

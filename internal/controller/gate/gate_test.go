@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/cond/condtest"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 	"github.com/agentmem/memory-adapter-operator/internal/webhook"
 )
 
@@ -65,9 +67,9 @@ func setAvailable(ctx context.Context, ma *memoryv1alpha1.MemoryAdapter, availab
 	meta.SetStatusCondition(&ma.Status.Conditions, metav1.Condition{
 		Type: memoryv1alpha1.ConditionAvailable, Status: status, Reason: reason, Message: "set by the spec", ObservedGeneration: ma.Generation,
 	})
-	// A merge patch, as the MemoryAdapter controller writes: the gate controller's
-	// status.workloads may change in between.
-	Expect(k8sClient.Status().Patch(ctx, ma, client.MergeFrom(orig))).To(Succeed())
+	// A merge patch under the MemoryAdapter controller's field owner, as that controller
+	// writes: the gate controller's status.workloads may change in between.
+	Expect(k8sClient.Status().Patch(ctx, ma, client.MergeFrom(orig), client.FieldOwner(render.FieldOwner))).To(Succeed())
 }
 
 // agentPod is a workload pod; labels and annotations are what the spec gives.
@@ -223,6 +225,37 @@ var _ = Describe("gating agent pods", Ordered, func() {
 		Expect(isGated(getPod(ctx, Default, before))).To(BeFalse(), "a released pod is not gated again: gates only guard scheduling")
 		Eventually(func(g Gomega) memoryv1alpha1.WorkloadCounts { return workloads(ctx, g, ma) }).
 			WithTimeout(time.Minute).Should(Equal(memoryv1alpha1.WorkloadCounts{Gated: 1, Released: 1}))
+	}, SpecTimeout(2*time.Minute))
+
+	It("gives each status field one writer: the counts are the gate controller's apply, the rest the MemoryAdapter controller's patch", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		ma := createAdapter(ctx, ns, "owned-mem", "immediate")
+		setAvailable(ctx, ma, true, memoryv1alpha1.ReasonAdapterAvailable)
+		l, a := boundTo("owned-mem", "searchConsistency=immediate")
+		Expect(k8sClient.Create(ctx, agentPod(ns, "counted", l, a))).To(Succeed())
+		Eventually(func(g Gomega) memoryv1alpha1.WorkloadCounts { return workloads(ctx, g, ma) }).
+			WithTimeout(time.Minute).Should(Equal(memoryv1alpha1.WorkloadCounts{Released: 1}))
+
+		By("the MemoryAdapter controller writing from a copy read before the counts existed")
+		stale := ma.DeepCopy()
+		stale.Status.Workloads = nil
+		orig := stale.DeepCopy()
+		meta.SetStatusCondition(&stale.Status.Conditions, metav1.Condition{
+			Type: memoryv1alpha1.ConditionHealthy, Status: metav1.ConditionTrue, Reason: memoryv1alpha1.ReasonEvidenceValid, Message: "set by the spec",
+		})
+		Expect(k8sClient.Status().Patch(ctx, stale, client.MergeFrom(orig), client.FieldOwner(render.FieldOwner))).To(Succeed())
+		Expect(workloads(ctx, Default, ma)).To(Equal(memoryv1alpha1.WorkloadCounts{Released: 1}), "a patch that never changed the counts removed them")
+
+		got := &memoryv1alpha1.MemoryAdapter{}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ma), got)).To(Succeed())
+		owners, err := condtest.StatusOwners(got.ManagedFields)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(owners).To(HaveKeyWithValue("f:workloads", []string{FieldOwner}))
+		Expect(owners).To(HaveKeyWithValue("f:conditions", []string{render.FieldOwner}))
+		Expect(owners).To(HaveKeyWithValue("f:conformance", []string{render.FieldOwner}))
+		for field, managers := range owners {
+			Expect(managers).To(HaveLen(1), "status field %s has writers %v", field, managers)
+		}
 	}, SpecTimeout(2*time.Minute))
 
 	It("rejects a malformed requirement list with the parser's message naming the bad token", func(ctx SpecContext) {

@@ -441,6 +441,47 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 		Expect(evidence.reads()-reads).To(BeNumerically(">=", 3), "the evidence is read every health period")
 	})
 
+	It("reaches the same decisions from a fresh start: a new manager, with none of the old one's memory, changes nothing", func() {
+		// The Reconciler's maps (bindings applied, certificates issued, transitions announced,
+		// purges finished) and the prober's state are caches of this process's own writes;
+		// a new process starts from the cluster and status alone. Were any of them a source
+		// of truth, the new manager would decide differently: re-issue a certificate, rewrite
+		// status, announce a transition again or start a run.
+		events := func() int {
+			list := &eventsv1.EventList{}
+			Expect(k8sClient.List(ctx, list, client.InNamespace(key.Namespace))).To(Succeed())
+			n := 0
+			for _, e := range list.Items {
+				if e.Regarding.Kind == "MemoryAdapter" && e.Regarding.Name == key.Name {
+					n++
+					if e.Series != nil {
+						n += int(e.Series.Count)
+					}
+				}
+			}
+			return n
+		}
+		// The binding Secret is applied once more by the new process (it keeps no record of
+		// having applied it): its content must not change, its managedFields may.
+		binding := func() map[string][]byte {
+			sec := &corev1.Secret{}
+			Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-binding"}, sec)).To(Succeed())
+			return sec.Data
+		}
+		versions := func() map[string]string {
+			v := resourceVersions(ctx, key)
+			delete(v, "-binding")
+			return v
+		}
+		before, secret, announced, jobs := versions(), binding(), events(), len(conformanceJobs(ctx, key))
+		stopMgr()
+		stopMgr = startManager()
+		Consistently(versions, 5*time.Second, 500*time.Millisecond).Should(Equal(before))
+		Expect(binding()).To(Equal(secret), "the fresh manager changed the binding")
+		Expect(events()).To(Equal(announced), "the fresh manager announced a transition again")
+		Expect(conformanceJobs(ctx, key)).To(HaveLen(jobs), "the fresh manager started a run")
+	})
+
 	It("reverts a hand edit of an owned object", func() {
 		dep := &appsv1.Deployment{}
 		Eventually(func() error { // the controller may write in between: retry on conflict

@@ -72,15 +72,28 @@ type Reconciler struct {
 	// SetupWithManager from Evidence.
 	Prober *health.Prober
 
-	bindings sync.Map // types.NamespacedName → digest (UID included) of the binding Secret last applied
-	issued   sync.Map // types.NamespacedName → issuedCert: the last serving certificate this process issued
+	// The four maps below are caches of this process's own writes, never a source of truth:
+	// each bridges the moment between a write and the manager's cache seeing it, so a
+	// reconcile that starts from the older cached copy does not do the same thing twice. A
+	// new process (a restart, a failover) starts with a cache that already holds those writes,
+	// and the same decisions follow from the cluster and status alone; the envtest spec "reaches
+	// the same decisions from a fresh start" checks it. Losing them costs at most one
+	// idempotent apply of each binding Secret.
+
+	// bindings maps an adapter to the digest (UID included) of the binding Secret last
+	// applied, so an unchanged binding is not applied again on every reconcile.
+	bindings sync.Map
+	// issued maps an adapter to the last serving certificate this process issued (issuedCert),
+	// until status.tls, which records it, is in the cache.
+	issued sync.Map
 	// announced holds, per adapter and condition type, the UID, status and reason of the last
 	// transition recorded as an Event: a reconcile that starts from a cached object older
 	// than its own last status patch sees the same transition again, and must not record it
 	// twice.
 	announced sync.Map
 	// purged holds the UIDs of adapters whose purge succeeded and whose finalizer this
-	// process removed; an adapter's UID is never reused, and deletions are rare.
+	// process removed, until the cache sees the adapter gone; an adapter's UID is never
+	// reused, and deletions are rare.
 	purged sync.Map
 }
 
@@ -101,27 +114,35 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile moves one MemoryAdapter through deploy → conform → watch health and records the
-// outcome in one status patch.
+// Reconcile moves one MemoryAdapter through deploy → conform → watch health, or through its
+// deletion, and records the outcome in one status patch: the deferred one below is the only
+// place this controller writes MemoryAdapter status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	ma := &memoryv1alpha1.MemoryAdapter{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ma); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Prober.Forget(req.NamespacedName)
-			r.bindings.Delete(req.NamespacedName)
-			r.issued.Delete(req.NamespacedName)
-			for _, t := range announcedTypes {
-				r.announced.Delete(announcedKey(req.NamespacedName, t))
-			}
+			r.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get MemoryAdapter: %w", err)
 	}
+	s := &scope{ma: ma, orig: ma.DeepCopy(), settings: render.EffectiveSettings(ma, r.DefaultImage), now: r.now()}
+	defer func() {
+		if err := r.patchStatus(ctx, s, reterr == nil); err != nil {
+			reterr = errors.Join(reterr, err)
+			return
+		}
+		// What ends a deletion (the finalizer's removal) waits for the status that explains
+		// it to be written, for anyone watching the MemoryAdapter.
+		if err := r.finishDeletion(ctx, s); err != nil {
+			reterr = errors.Join(reterr, err)
+		}
+	}()
 	if !ma.DeletionTimestamp.IsZero() {
 		r.Prober.Forget(req.NamespacedName)
 		// Owner references let the garbage collector remove what the adapter owns; under
 		// deletionPolicy Delete on a shared server the scope's items are purged first.
-		return r.reconcileDeletion(ctx, ma)
+		return r.reconcileDeletion(ctx, s)
 	}
 	// The finalizer is in place before anything is deployed, so no adapter that stored an
 	// item can be deleted without its purge; it goes when the policy returns to Retain.
@@ -129,14 +150,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if err := r.setPurgeFinalizer(ctx, ma, want); err != nil {
 			return ctrl.Result{}, err
 		}
+		s.orig = ma.DeepCopy()
 	}
-	s := &scope{ma: ma, orig: ma.DeepCopy(), settings: render.EffectiveSettings(ma, r.DefaultImage), now: r.now()}
-	defer func() {
-		if err := r.patchStatus(ctx, s, reterr == nil); err != nil {
-			reterr = errors.Join(reterr, err)
-		}
-	}()
-
 	var errs []error
 	for _, phase := range []func(context.Context, *scope) error{r.reconcileManifest, r.reconcileDeploy, r.reconcileHealth, r.reconcileConformance} {
 		if err := phase(ctx, s); err != nil {
@@ -144,6 +159,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 	}
 	return ctrl.Result{RequeueAfter: s.requeueAfter}, errors.Join(errs...)
+}
+
+// forget drops what this process remembers of an adapter that is gone.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.Prober.Forget(key)
+	r.bindings.Delete(key)
+	r.issued.Delete(key)
+	for _, t := range announcedTypes {
+		r.announced.Delete(announcedKey(key, t))
+	}
 }
 
 func (r *Reconciler) now() time.Time {
@@ -171,6 +196,9 @@ type scope struct {
 	conform conformObservation
 	// requeueAfter is the earliest time a phase wants to look again.
 	requeueAfter time.Duration
+	// deletion is what the deletion phase decided while the purge finalizer holds the
+	// adapter; nil otherwise, and nil when a deleting adapter has nothing left to do.
+	deletion *deletionOutcome
 }
 
 // requeue keeps the earliest positive delay.
@@ -186,6 +214,23 @@ func (s *scope) requeue(d time.Duration) {
 // patchStatus decides every condition from the phases' observations and writes status once,
 // only when it changed, recording an Event per condition transition.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope, ok bool) error {
+	if !s.ma.DeletionTimestamp.IsZero() {
+		return r.patchDeletionStatus(ctx, s)
+	}
+	decideStatus(s, ok)
+	if equality.Semantic.DeepEqual(s.orig.Status, s.ma.Status) {
+		return nil
+	}
+	r.announceTransitions(s)
+	if err := r.Client.Status().Patch(ctx, s.ma, client.MergeFrom(s.orig), client.FieldOwner(render.FieldOwner)); err != nil {
+		return fmt.Errorf("patch MemoryAdapter status: %w", err)
+	}
+	return nil
+}
+
+// decideStatus sets the status fields and conditions the phases' observations decide; ok
+// says whether every phase succeeded, so that observedGeneration moves only then.
+func decideStatus(s *scope, ok bool) {
 	st := &s.ma.Status
 	st.ManifestHash = s.ma.Spec.Manifest.Hash()
 	st.Lifecycle = s.settings.Lifecycle.DeepCopy()
@@ -212,29 +257,29 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, ok bool) error {
 	if ok {
 		st.ObservedGeneration = s.ma.Generation
 	}
-	if equality.Semantic.DeepEqual(s.orig.Status, *st) {
-		return nil
-	}
-	for _, c := range st.Conditions {
+}
+
+// announceTransitions records an Event for each condition whose status or reason changed,
+// once per transition even when a reconcile starts from a cached copy older than the last
+// status patch.
+func (r *Reconciler) announceTransitions(s *scope) {
+	for _, c := range s.ma.Status.Conditions {
 		old := meta.FindStatusCondition(s.orig.Status.Conditions, c.Type)
-		if old == nil || old.Status != c.Status || old.Reason != c.Reason {
-			key := announcedKey(client.ObjectKeyFromObject(s.ma), c.Type)
-			val := string(s.ma.UID) + "/" + string(c.Status) + "/" + c.Reason
-			if last, ok := r.announced.Load(key); ok && last == val {
-				continue
-			}
-			r.announced.Store(key, val)
-			kind := corev1.EventTypeNormal
-			if c.Status == metav1.ConditionFalse {
-				kind = corev1.EventTypeWarning
-			}
-			r.Recorder.Eventf(s.ma, nil, kind, c.Reason, "Set"+c.Type, "%s is %s: %s", c.Type, c.Status, c.Message)
+		if old != nil && old.Status == c.Status && old.Reason == c.Reason {
+			continue
 		}
+		key := announcedKey(client.ObjectKeyFromObject(s.ma), c.Type)
+		val := string(s.ma.UID) + "/" + string(c.Status) + "/" + c.Reason
+		if last, ok := r.announced.Load(key); ok && last == val {
+			continue
+		}
+		r.announced.Store(key, val)
+		kind := corev1.EventTypeNormal
+		if c.Status == metav1.ConditionFalse {
+			kind = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(s.ma, nil, kind, c.Reason, "Set"+c.Type, "%s is %s: %s", c.Type, c.Status, c.Message)
 	}
-	if err := r.Client.Status().Patch(ctx, s.ma, client.MergeFrom(s.orig)); err != nil {
-		return fmt.Errorf("patch MemoryAdapter status: %w", err)
-	}
-	return nil
 }
 
 func announcedKey(key types.NamespacedName, conditionType string) string {
@@ -371,15 +416,7 @@ func ofAdapter(namespace, name string, sel client.MatchingLabels) []client.ListO
 // SetupWithManager registers the controller: it owns the adapter's objects and Jobs and
 // follows the pods of both (their waiting reasons explain stuck rollouts and runs).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	podToAdapter := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		name := o.GetLabels()[render.LabelAdapter]
-		// Agent pods bound to the adapter carry its label too; they are the gate
-		// controller's, and their changes say nothing about the adapter's own state.
-		if name == "" || o.GetLabels()[render.LabelManagedBy] != render.ManagedByValue {
-			return nil
-		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-	})
+	podToAdapter := handler.EnqueueRequestsFromMapFunc(ownPodToAdapter)
 	if r.Prober == nil {
 		r.Prober = &health.Prober{Reader: r.Evidence, Now: r.Now}
 	}
@@ -389,51 +426,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := registerConditionCollector(mgr.GetCache()); err != nil {
 		return err
 	}
-	for _, o := range []client.Object{&corev1.Pod{}, &batchv1.Job{}} {
-		if err := mgr.GetFieldIndexer().IndexField(context.Background(), o, IndexAdapter, LabelIndexer(render.LabelAdapter)); err != nil {
-			return fmt.Errorf("index %T by adapter: %w", o, err)
-		}
+	if err := registerIndexes(mgr.GetFieldIndexer()); err != nil {
+		return err
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, IndexNode, func(o client.Object) []string {
-		if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName != "" && p.Labels[render.LabelManagedBy] == render.ManagedByValue {
-			return []string{p.Spec.NodeName}
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("index pods by node: %w", err)
-	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.PersistentVolumeClaim{}, IndexNode, func(o client.Object) []string {
-		if n := o.GetAnnotations()[annotationSelectedNode]; n != "" && o.GetLabels()[render.LabelAdapter] != "" {
-			return []string{n}
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("index claims by node: %w", err)
-	}
-	nodeToAdapters := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		var reqs []reconcile.Request
-		seen := map[types.NamespacedName]bool{}
-		add := func(obj client.Object) {
-			k := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetLabels()[render.LabelAdapter]}
-			if k.Name != "" && !seen[k] {
-				seen[k] = true
-				reqs = append(reqs, reconcile.Request{NamespacedName: k})
-			}
-		}
-		pods := &corev1.PodList{}
-		if err := r.Client.List(ctx, pods, client.MatchingFields{IndexNode: o.GetName()}); err == nil {
-			for i := range pods.Items {
-				add(&pods.Items[i])
-			}
-		}
-		claims := &corev1.PersistentVolumeClaimList{}
-		if err := r.Client.List(ctx, claims, client.MatchingFields{IndexNode: o.GetName()}); err == nil {
-			for i := range claims.Items {
-				add(&claims.Items[i])
-			}
-		}
-		return reqs
-	})
+	nodeToAdapters := handler.EnqueueRequestsFromMapFunc(r.adaptersOnNode)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&memoryv1alpha1.MemoryAdapter{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&appsv1.Deployment{}).
@@ -465,4 +461,70 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// evidence); a few workers absorb bursts such as a restart's initial list.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
 		Complete(r)
+}
+
+// ownPodToAdapter maps an object of the operator's own (an adapter or conformance pod, a data
+// claim, a purge Job) to the adapter its label names.
+func ownPodToAdapter(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[render.LabelAdapter]
+	// Agent pods bound to the adapter carry its label too; they are the gate controller's,
+	// and their changes say nothing about the adapter's own state.
+	if name == "" || o.GetLabels()[render.LabelManagedBy] != render.ManagedByValue {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// registerIndexes adds the cache indexes the controller lists through: Pods and Jobs by
+// adapter, adapter Pods by node, and data claims by the node their volume is on.
+func registerIndexes(idx client.FieldIndexer) error {
+	for _, o := range []client.Object{&corev1.Pod{}, &batchv1.Job{}} {
+		if err := idx.IndexField(context.Background(), o, IndexAdapter, LabelIndexer(render.LabelAdapter)); err != nil {
+			return fmt.Errorf("index %T by adapter: %w", o, err)
+		}
+	}
+	if err := idx.IndexField(context.Background(), &corev1.Pod{}, IndexNode, func(o client.Object) []string {
+		if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName != "" && p.Labels[render.LabelManagedBy] == render.ManagedByValue {
+			return []string{p.Spec.NodeName}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index pods by node: %w", err)
+	}
+	if err := idx.IndexField(context.Background(), &corev1.PersistentVolumeClaim{}, IndexNode, func(o client.Object) []string {
+		if n := o.GetAnnotations()[annotationSelectedNode]; n != "" && o.GetLabels()[render.LabelAdapter] != "" {
+			return []string{n}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index claims by node: %w", err)
+	}
+	return nil
+}
+
+// adaptersOnNode maps a node to the adapters with a pod on it or a data claim whose volume is
+// there, once each.
+func (r *Reconciler) adaptersOnNode(ctx context.Context, o client.Object) []reconcile.Request {
+	var reqs []reconcile.Request
+	seen := map[types.NamespacedName]bool{}
+	add := func(obj client.Object) {
+		k := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetLabels()[render.LabelAdapter]}
+		if k.Name != "" && !seen[k] {
+			seen[k] = true
+			reqs = append(reqs, reconcile.Request{NamespacedName: k})
+		}
+	}
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.MatchingFields{IndexNode: o.GetName()}); err == nil {
+		for i := range pods.Items {
+			add(&pods.Items[i])
+		}
+	}
+	claims := &corev1.PersistentVolumeClaimList{}
+	if err := r.Client.List(ctx, claims, client.MatchingFields{IndexNode: o.GetName()}); err == nil {
+		for i := range claims.Items {
+			add(&claims.Items[i])
+		}
+	}
+	return reqs
 }

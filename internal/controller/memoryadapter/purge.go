@@ -189,12 +189,23 @@ func (r *Reconciler) setPurgeFinalizer(ctx context.Context, ma *memoryv1alpha1.M
 	return nil
 }
 
+// deletionOutcome is what the deletion phase decided: the ScopePurged condition, the action
+// that follows once it is written, and the purge Job the Events relate to.
+type deletionOutcome struct {
+	purged metav1.Condition
+	action purgeAction
+	job    *batchv1.Job
+}
+
 // reconcileDeletion runs while a MemoryAdapter is being deleted. Without the finalizer the
 // garbage collector removes what it owns and nothing else is to do. With it, the adapter is
 // stopped, a purge Job deletes the scope's items, and the finalizer goes only after the Job
 // succeeded; a failed purge keeps it and says how to retry or give up. A purge that can never
-// run, in a namespace being deleted, releases it and says that the items stay.
-func (r *Reconciler) reconcileDeletion(ctx context.Context, ma *memoryv1alpha1.MemoryAdapter) (ctrl.Result, error) {
+// run, in a namespace being deleted, releases it and says that the items stay. The decision
+// goes into s.deletion: Reconcile's deferred status patch writes it, then finishDeletion
+// removes the finalizer when the decision says so.
+func (r *Reconciler) reconcileDeletion(ctx context.Context, s *scope) (ctrl.Result, error) {
+	ma := s.ma
 	if !controllerutil.ContainsFinalizer(ma, FinalizerPurgeScope) {
 		return ctrl.Result{}, nil
 	}
@@ -212,58 +223,96 @@ func (r *Reconciler) reconcileDeletion(ctx context.Context, ma *memoryv1alpha1.M
 			"deletionPolicy is %s: the items of scope %q are kept", ma.Spec.DeletionPolicy, ma.Spec.Backend.Scope)
 		return ctrl.Result{}, r.setPurgeFinalizer(ctx, ma, false)
 	}
+	if err := r.stopAdapter(ctx, ma); err != nil {
+		return ctrl.Result{}, err
+	}
 	obs, err := r.observePurge(ctx, ma)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	action, purged := decidePurge(obs)
-	switch action {
+	if action == purgeCreateJob {
+		if action, purged, err = r.createPurgeJob(ctx, ma, obs); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	s.deletion = &deletionOutcome{purged: purged, action: action, job: obs.job}
+	if action == purgeRelease || action == purgeAbandon {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: purgeRecheck}, nil
+}
+
+// createPurgeJob creates the purge Job, and decides again when the namespace refuses it
+// because it is being deleted.
+func (r *Reconciler) createPurgeJob(ctx context.Context, ma *memoryv1alpha1.MemoryAdapter, obs purgeObservation) (purgeAction, metav1.Condition, error) {
+	job := render.PurgeJob(ma, render.EffectiveSettings(ma, r.DefaultImage).Image)
+	err := r.Client.Create(ctx, job)
+	switch {
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		// The namespace will never take the Job: waiting for it would hold the namespace's
+		// deletion forever.
+		obs.namespaceTerminating = true
+	case err != nil && !apierrors.IsAlreadyExists(err):
+		return purgeWait, metav1.Condition{}, fmt.Errorf("create purge Job %s: %w", job.Name, err)
+	}
+	action, purged := decidePurge(obs)
+	return action, purged, nil
+}
+
+// patchDeletionStatus writes ScopePurged and Available as the deletion phase decided them,
+// announcing a new ScopePurged reason as an Event. Nothing is written when the phase decided
+// nothing (no finalizer, or the finalizer already released by this process).
+func (r *Reconciler) patchDeletionStatus(ctx context.Context, s *scope) error {
+	d := s.deletion
+	if d == nil {
+		return nil
+	}
+	ma := s.ma
+	setCondition(&ma.Status, d.purged, ma.Generation)
+	setCondition(&ma.Status, deletingCondition(d.purged), ma.Generation)
+	if equality.Semantic.DeepEqual(s.orig.Status, ma.Status) {
+		return nil
+	}
+	// An Event in a terminating namespace would be refused like the Job; abandonPurge
+	// records that one on the namespace instead.
+	if old := meta.FindStatusCondition(s.orig.Status.Conditions, d.purged.Type); d.action != purgeAbandon && (old == nil || old.Reason != d.purged.Reason) {
+		var related runtime.Object // a nil *Job in the interface would not be nil
+		if d.job != nil {
+			related = d.job
+		}
+		r.Recorder.Eventf(ma, related, eventType(d.purged.Status != metav1.ConditionFalse), d.purged.Reason, "Purge", "%s", d.purged.Message)
+	}
+	// Updates are still accepted in a terminating namespace: the condition is written
+	// before the finalizer goes.
+	if err := r.Client.Status().Patch(ctx, ma, client.MergeFrom(s.orig), client.FieldOwner(render.FieldOwner)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("patch MemoryAdapter status: %w", err)
+	}
+	return nil
+}
+
+// finishDeletion carries out, after the status patch, a deletion phase's decision to let the
+// adapter go: after a purge that succeeded, or without one in a namespace being deleted.
+func (r *Reconciler) finishDeletion(ctx context.Context, s *scope) error {
+	d := s.deletion
+	if d == nil {
+		return nil
+	}
+	ma := s.ma
+	switch d.action {
 	case purgeRelease:
-		r.Recorder.Eventf(ma, obs.job, corev1.EventTypeNormal, memoryv1alpha1.ReasonPurgeSucceeded, "Purge", "%s", purged.Message)
 		// The finalizer first: were it kept by a failed write, a deleted Job would be
 		// created again and purge an empty scope once more. A Job left behind by a failed
 		// delete here is removed by its TTL.
 		if err := r.setPurgeFinalizer(ctx, ma, false); err != nil {
-			return ctrl.Result{}, err
+			return err
 		}
 		r.purged.Store(ma.UID, struct{}{})
-		return ctrl.Result{}, r.deletePurgeJob(ctx, ma)
-	case purgeCreateJob:
-		job := render.PurgeJob(ma, render.EffectiveSettings(ma, r.DefaultImage).Image)
-		err := r.Client.Create(ctx, job)
-		switch {
-		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-			// The namespace will never take the Job: waiting for it would hold the
-			// namespace's deletion forever.
-			obs.namespaceTerminating = true
-			action, purged = decidePurge(obs)
-		case err != nil && !apierrors.IsAlreadyExists(err):
-			return ctrl.Result{}, fmt.Errorf("create purge Job %s: %w", job.Name, err)
-		}
+		return r.deletePurgeJob(ctx, ma)
+	case purgeAbandon:
+		return r.abandonPurge(ctx, ma, d.purged)
 	}
-	orig := ma.DeepCopy()
-	setCondition(&ma.Status, purged, ma.Generation)
-	setCondition(&ma.Status, deletingCondition(purged), ma.Generation)
-	if !equality.Semantic.DeepEqual(orig.Status, ma.Status) {
-		// An Event in a terminating namespace would be refused like the Job; abandonPurge
-		// records that one on the namespace instead.
-		if old := meta.FindStatusCondition(orig.Status.Conditions, purged.Type); action != purgeAbandon && (old == nil || old.Reason != purged.Reason) {
-			var related runtime.Object // a nil *Job in the interface would not be nil
-			if obs.job != nil {
-				related = obs.job
-			}
-			r.Recorder.Eventf(ma, related, eventType(purged.Status != metav1.ConditionFalse), purged.Reason, "Purge", "%s", purged.Message)
-		}
-		// Updates are still accepted in a terminating namespace: the condition is written
-		// before the finalizer goes, for anyone watching the MemoryAdapter.
-		if err := r.Client.Status().Patch(ctx, ma, client.MergeFrom(orig)); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("patch MemoryAdapter status: %w", err)
-		}
-	}
-	if action == purgeAbandon {
-		return ctrl.Result{}, r.abandonPurge(ctx, ma, purged)
-	}
-	return ctrl.Result{RequeueAfter: purgeRecheck}, nil
+	return nil
 }
 
 // abandonPurge lets a MemoryAdapter go without its purge because its namespace is being
@@ -285,22 +334,28 @@ func (r *Reconciler) abandonPurge(ctx context.Context, ma *memoryv1alpha1.Memory
 	return nil
 }
 
-// observePurge stops the adapter (deletes its Deployment, whose pods could otherwise store
-// items after the purge) and reads the adapter pods that remain and the purge Job.
-func (r *Reconciler) observePurge(ctx context.Context, ma *memoryv1alpha1.MemoryAdapter) (purgeObservation, error) {
-	o := purgeObservation{scope: ma.Spec.Backend.Scope, jobName: render.PurgeJobName(ma), namespace: ma.Namespace}
+// stopAdapter deletes the adapter's Deployment, whose pods could otherwise store items after
+// the purge. It is an action the purge waits on, taken before observing what remains.
+func (r *Reconciler) stopAdapter(ctx context.Context, ma *memoryv1alpha1.MemoryAdapter) error {
 	dep := &appsv1.Deployment{}
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ma.Namespace, Name: render.DeploymentName(ma)}, dep)
 	switch {
 	case err == nil && dep.DeletionTimestamp.IsZero() && metav1.IsControlledBy(dep, ma):
 		if err := r.Client.Delete(ctx, dep, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-			return o, fmt.Errorf("stop the adapter before the purge: %w", err)
+			return fmt.Errorf("stop the adapter before the purge: %w", err)
 		}
 		r.Recorder.Eventf(ma, dep, corev1.EventTypeNormal, "StoppedAdapter", "Delete",
-			"deleted Deployment %s so that no instance writes to scope %q during the purge", dep.Name, o.scope)
+			"deleted Deployment %s so that no instance writes to scope %q during the purge", dep.Name, ma.Spec.Backend.Scope)
 	case err != nil && !apierrors.IsNotFound(err):
-		return o, fmt.Errorf("get the adapter Deployment: %w", err)
+		return fmt.Errorf("get the adapter Deployment: %w", err)
 	}
+	return nil
+}
+
+// observePurge reads, once the adapter is stopped, the adapter pods that remain and the
+// purge Job with its pods.
+func (r *Reconciler) observePurge(ctx context.Context, ma *memoryv1alpha1.MemoryAdapter) (purgeObservation, error) {
+	o := purgeObservation{scope: ma.Spec.Backend.Scope, jobName: render.PurgeJobName(ma), namespace: ma.Namespace}
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, ofAdapter(ma.Namespace, ma.Name, render.SelectorLabels(ma))...); err != nil {
 		return o, fmt.Errorf("list adapter pods: %w", err)
@@ -311,7 +366,7 @@ func (r *Reconciler) observePurge(ctx context.Context, ma *memoryv1alpha1.Memory
 		}
 	}
 	job := &batchv1.Job{}
-	err = r.Client.Get(ctx, types.NamespacedName{Namespace: ma.Namespace, Name: o.jobName}, job)
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ma.Namespace, Name: o.jobName}, job)
 	switch {
 	case apierrors.IsNotFound(err):
 		return o, nil
