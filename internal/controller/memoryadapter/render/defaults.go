@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -147,6 +148,59 @@ func effectiveLifecycle(t memoryv1alpha1.BackendType, user *memoryv1alpha1.Lifec
 	return *l.DeepCopy()
 }
 
+// describedField is a spec.lifecycle field that states what the adapter does rather than
+// setting it, so a built-in backend's value may only be repeated. value is "" when the field
+// is not stated, which no stated value prints as.
+type describedField struct {
+	name  string
+	value func(*memoryv1alpha1.LifecycleSpec) string
+}
+
+// describedFields are checked in this order, so a spec with several false descriptions is
+// always refused for the same one.
+var describedFields = []describedField{
+	{"connectionCreation", func(l *memoryv1alpha1.LifecycleSpec) string { return string(l.ConnectionCreation) }},
+	{"concurrencySafe", func(l *memoryv1alpha1.LifecycleSpec) string {
+		if l.ConcurrencySafe == nil {
+			return ""
+		}
+		return fmt.Sprint(*l.ConcurrencySafe)
+	}},
+	{"duplicateIdBehaviour", func(l *memoryv1alpha1.LifecycleSpec) string { return string(l.DuplicateIDBehaviour) }},
+}
+
+// repeatedCalls are the calls each built-in adapter repeats after a failure
+// (postgres.DefaultRetry, redis.DefaultReadRetry); only for these does a retry policy of more
+// than one attempt reach the adapter. Redis never repeats a store: a reply lost after EXEC
+// leaves the write applied.
+var repeatedCalls = map[memoryv1alpha1.BackendType][]string{
+	memoryv1alpha1.BackendPostgres: {"store", "retrieve", "search"},
+	memoryv1alpha1.BackendRedis:    {"retrieve", "search"},
+}
+
+// namedRetryPolicy is one call's retry policy with the name its flag and its field use.
+type namedRetryPolicy struct {
+	name string
+	p    *memoryv1alpha1.RetryPolicy
+}
+
+// attempts is the policy's maxAttempts, 0 when not stated: an unstated count leaves the
+// adapter's own, so only a stated one can ask for a repeat.
+func (op namedRetryPolicy) attempts() int32 {
+	if op.p == nil || op.p.MaxAttempts == nil {
+		return 0
+	}
+	return *op.p.MaxAttempts
+}
+
+// retryPolicies lists the calls' policies in the order serve's flags and the errors name them.
+func retryPolicies(r *memoryv1alpha1.RetryPolicies) []namedRetryPolicy {
+	if r == nil {
+		return nil
+	}
+	return []namedRetryPolicy{{"store", r.Store}, {"retrieve", r.Retrieve}, {"search", r.Search}}
+}
+
 // LifecycleErr refuses a spec.lifecycle that a built-in backend's adapter would not run as
 // stated, so status.lifecycle never reports a behaviour the adapter does not have. The
 // timeouts and, where the adapter retries at all, the retry policies configure it (they reach
@@ -158,34 +212,17 @@ func LifecycleErr(t memoryv1alpha1.BackendType, user *memoryv1alpha1.LifecycleSp
 	}
 	doc := backendLifecycle(t)
 	name := strings.ToLower(string(t))
-	describes := func(field, got, want string) error {
-		return fmt.Errorf("spec.lifecycle.%s is %s, but the %s adapter's is %s: the field describes the adapter and cannot change it (docs/adapters/%s.md); remove it or state %s",
-			field, got, name, want, name, want)
-	}
-	if user.ConnectionCreation != "" && user.ConnectionCreation != doc.ConnectionCreation {
-		return describes("connectionCreation", string(user.ConnectionCreation), string(doc.ConnectionCreation))
-	}
-	if user.ConcurrencySafe != nil && *user.ConcurrencySafe != *doc.ConcurrencySafe {
-		return describes("concurrencySafe", fmt.Sprint(*user.ConcurrencySafe), fmt.Sprint(*doc.ConcurrencySafe))
-	}
-	if user.DuplicateIDBehaviour != "" && user.DuplicateIDBehaviour != doc.DuplicateIDBehaviour {
-		return describes("duplicateIdBehaviour", string(user.DuplicateIDBehaviour), string(doc.DuplicateIDBehaviour))
-	}
-	if user.Retry == nil {
-		return nil
-	}
-	for _, op := range []struct {
-		name string
-		p    *memoryv1alpha1.RetryPolicy
-	}{{"store", user.Retry.Store}, {"retrieve", user.Retry.Retrieve}, {"search", user.Retry.Search}} {
-		if op.p == nil || op.p.MaxAttempts == nil || *op.p.MaxAttempts <= 1 {
-			continue
+	for _, f := range describedFields {
+		if got, want := f.value(user), f.value(&doc); got != "" && got != want {
+			return fmt.Errorf("spec.lifecycle.%s is %s, but the %s adapter's is %s: the field describes the adapter and cannot change it (docs/adapters/%s.md); remove it or state %s",
+				f.name, got, name, want, name, want)
 		}
-		if t == memoryv1alpha1.BackendPostgres || (t == memoryv1alpha1.BackendRedis && op.name != "store") {
-			continue
+	}
+	for _, op := range retryPolicies(user.Retry) {
+		if n := op.attempts(); n > 1 && !slices.Contains(repeatedCalls[t], op.name) {
+			return fmt.Errorf("spec.lifecycle.retry.%s.maxAttempts is %d, but the %s adapter never repeats a %s call (docs/adapters/%s.md); remove it or set 1",
+				op.name, n, name, op.name, name)
 		}
-		return fmt.Errorf("spec.lifecycle.retry.%s.maxAttempts is %d, but the %s adapter never repeats a %s call (docs/adapters/%s.md); remove it or set 1",
-			op.name, *op.p.MaxAttempts, name, op.name, name)
 	}
 	return nil
 }
@@ -193,14 +230,11 @@ func LifecycleErr(t memoryv1alpha1.BackendType, user *memoryv1alpha1.LifecycleSp
 // retryArgs passes the effective retry policies to `serve` for the backends that retry, so
 // that what status.lifecycle reports is what the adapter runs.
 func retryArgs(t memoryv1alpha1.BackendType, l memoryv1alpha1.LifecycleSpec) []string {
-	if (t != memoryv1alpha1.BackendPostgres && t != memoryv1alpha1.BackendRedis) || l.Retry == nil {
+	if _, retries := repeatedCalls[t]; !retries {
 		return nil
 	}
 	var args []string
-	for _, op := range []struct {
-		name string
-		p    *memoryv1alpha1.RetryPolicy
-	}{{"store", l.Retry.Store}, {"retrieve", l.Retry.Retrieve}, {"search", l.Retry.Search}} {
+	for _, op := range retryPolicies(l.Retry) {
 		if op.p == nil || op.p.MaxAttempts == nil {
 			continue
 		}

@@ -50,57 +50,85 @@ func TestStatelessAdaptersRollWithoutLosingCapacity(t *testing.T) {
 			ma := placedAdapter(tc.backend, 3)
 			s := EffectiveSettings(ma, "img")
 			dep := Deployment(ma, s)
-			st := dep.Spec.Strategy
-			if tc.rolling {
-				if st.Type != appsv1.RollingUpdateDeploymentStrategyType || st.RollingUpdate == nil ||
-					*st.RollingUpdate.MaxUnavailable != intstr.FromInt32(0) || *st.RollingUpdate.MaxSurge != intstr.FromInt32(1) {
-					t.Errorf("strategy %+v, want RollingUpdate with maxUnavailable 0 and maxSurge 1", st)
-				}
-			} else if st.Type != appsv1.RecreateDeploymentStrategyType || st.RollingUpdate != nil {
-				t.Errorf("strategy %+v, want Recreate", st)
-			}
+			checkRolloutStrategy(t, dep.Spec.Strategy, tc.rolling)
 			ps := dep.Spec.Template.Spec
-			if len(ps.TopologySpreadConstraints) != 1 {
-				t.Fatalf("topology spread %+v", ps.TopologySpreadConstraints)
-			}
-			tsc := ps.TopologySpreadConstraints[0]
-			if tsc.TopologyKey != corev1.LabelHostname || tsc.MaxSkew != 1 || tsc.WhenUnsatisfiable != corev1.ScheduleAnyway ||
-				!slices.Equal(tsc.MatchLabelKeys, []string{appsv1.DefaultDeploymentUniqueLabelKey}) ||
-				tsc.LabelSelector == nil || tsc.LabelSelector.MatchLabels[LabelAdapter] != ma.Name {
-				t.Errorf("topology spread %+v", tsc)
-			}
-			if tc.rolling != (len(ps.Tolerations) == 2) {
-				t.Errorf("tolerations %+v: a stateless adapter bounds its stay on a lost node, one with a data claim keeps the default", ps.Tolerations)
-			}
-			for _, tol := range ps.Tolerations {
-				if tol.Effect != corev1.TaintEffectNoExecute || tol.TolerationSeconds == nil || *tol.TolerationSeconds != int64(nodeLossGrace.Seconds()) ||
-					(tol.Key != corev1.TaintNodeNotReady && tol.Key != corev1.TaintNodeUnreachable) {
-					t.Errorf("toleration %+v", tol)
-				}
-			}
-			c := ps.Containers[0]
-			grace := time.Duration(*ps.TerminationGracePeriodSeconds) * time.Second
+			checkSpreadOverNodes(t, ps, ma.Name)
+			checkNodeLossTolerations(t, ps.Tolerations, tc.rolling)
 			if tc.external {
-				if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil ||
-					c.Lifecycle.PreStop.Sleep.Seconds != int64(AdapterDrainDelay.Seconds()) {
-					t.Errorf("External container lifecycle %+v, want a preStop sleep of the drain delay", c.Lifecycle)
-				}
-				if grace != AdapterDrainDelay+externalShutdownGrace {
-					t.Errorf("grace %v", grace)
-				}
+				checkExternalDrain(t, ps)
 				return
 			}
-			if c.Lifecycle != nil {
-				t.Errorf("the project's server drains itself; lifecycle %+v", c.Lifecycle)
-			}
-			shutdown := operationBound(s.Lifecycle) + shutdownMargin
-			if !inOrder(c.Args, []string{"--drain-delay", AdapterDrainDelay.String(), "--shutdown-timeout", shutdown.String()}) {
-				t.Errorf("serve args %q lack the drain and shutdown bounds", c.Args)
-			}
-			if grace <= AdapterDrainDelay+shutdown {
-				t.Errorf("grace %v does not cover the drain %v and the shutdown %v", grace, AdapterDrainDelay, shutdown)
-			}
+			checkServeDrain(t, ps, s.Lifecycle)
 		})
+	}
+}
+
+func checkRolloutStrategy(t *testing.T, st appsv1.DeploymentStrategy, rolling bool) {
+	t.Helper()
+	if !rolling {
+		if st.Type != appsv1.RecreateDeploymentStrategyType || st.RollingUpdate != nil {
+			t.Errorf("strategy %+v, want Recreate", st)
+		}
+		return
+	}
+	if st.Type != appsv1.RollingUpdateDeploymentStrategyType || st.RollingUpdate == nil ||
+		*st.RollingUpdate.MaxUnavailable != intstr.FromInt32(0) || *st.RollingUpdate.MaxSurge != intstr.FromInt32(1) {
+		t.Errorf("strategy %+v, want RollingUpdate with maxUnavailable 0 and maxSurge 1", st)
+	}
+}
+
+func checkSpreadOverNodes(t *testing.T, ps corev1.PodSpec, adapter string) {
+	t.Helper()
+	if len(ps.TopologySpreadConstraints) != 1 {
+		t.Fatalf("topology spread %+v", ps.TopologySpreadConstraints)
+	}
+	tsc := ps.TopologySpreadConstraints[0]
+	if tsc.TopologyKey != corev1.LabelHostname || tsc.MaxSkew != 1 || tsc.WhenUnsatisfiable != corev1.ScheduleAnyway ||
+		!slices.Equal(tsc.MatchLabelKeys, []string{appsv1.DefaultDeploymentUniqueLabelKey}) ||
+		tsc.LabelSelector == nil || tsc.LabelSelector.MatchLabels[LabelAdapter] != adapter {
+		t.Errorf("topology spread %+v", tsc)
+	}
+}
+
+func checkNodeLossTolerations(t *testing.T, tolerations []corev1.Toleration, rolling bool) {
+	t.Helper()
+	if rolling != (len(tolerations) == 2) {
+		t.Errorf("tolerations %+v: a stateless adapter bounds its stay on a lost node, one with a data claim keeps the default", tolerations)
+	}
+	for _, tol := range tolerations {
+		if tol.Effect != corev1.TaintEffectNoExecute || tol.TolerationSeconds == nil || *tol.TolerationSeconds != int64(nodeLossGrace.Seconds()) ||
+			(tol.Key != corev1.TaintNodeNotReady && tol.Key != corev1.TaintNodeUnreachable) {
+			t.Errorf("toleration %+v", tol)
+		}
+	}
+}
+
+// checkExternalDrain: a server the user brings cannot be told to drain, so the kubelet
+// waits the drain delay before stopping it.
+func checkExternalDrain(t *testing.T, ps corev1.PodSpec) {
+	t.Helper()
+	c := ps.Containers[0]
+	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil ||
+		c.Lifecycle.PreStop.Sleep.Seconds != int64(AdapterDrainDelay.Seconds()) {
+		t.Errorf("External container lifecycle %+v, want a preStop sleep of the drain delay", c.Lifecycle)
+	}
+	if grace := time.Duration(*ps.TerminationGracePeriodSeconds) * time.Second; grace != AdapterDrainDelay+externalShutdownGrace {
+		t.Errorf("grace %v", grace)
+	}
+}
+
+func checkServeDrain(t *testing.T, ps corev1.PodSpec, l memoryv1alpha1.LifecycleSpec) {
+	t.Helper()
+	c := ps.Containers[0]
+	if c.Lifecycle != nil {
+		t.Errorf("the project's server drains itself; lifecycle %+v", c.Lifecycle)
+	}
+	shutdown := operationBound(l) + shutdownMargin
+	if !inOrder(c.Args, []string{"--drain-delay", AdapterDrainDelay.String(), "--shutdown-timeout", shutdown.String()}) {
+		t.Errorf("serve args %q lack the drain and shutdown bounds", c.Args)
+	}
+	if grace := time.Duration(*ps.TerminationGracePeriodSeconds) * time.Second; grace <= AdapterDrainDelay+shutdown {
+		t.Errorf("grace %v does not cover the drain %v and the shutdown %v", grace, AdapterDrainDelay, shutdown)
 	}
 }
 

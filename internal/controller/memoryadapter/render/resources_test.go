@@ -7,6 +7,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -32,22 +33,25 @@ func TestConnectionOptionArgs(t *testing.T) {
 	}
 }
 
+// backendCase is what one backend's adapter and conformance Job must look like.
+type backendCase struct {
+	name       string
+	backend    memoryv1alpha1.BackendSpec
+	image      *string
+	serveArgs  []string // must appear in order in the serve args
+	jobArgs    []string // must appear in order in the conformance args
+	notInJob   []string
+	dataClaim  string // requested size, "" for none
+	homeEnv    bool
+	recreate   bool
+	wantImageS string
+}
+
 // TestBackendResources checks, per backend, the flags the adapter Deployment and the
 // conformance Job get, the image, and whether the adapter has a data volume.
 func TestBackendResources(t *testing.T) {
 	khive := &memoryv1alpha1.KhiveOptions{Command: "/opt/khive/kkernel", Args: []string{"--no-embed", "--pack=kg"}, StorageSize: "5Gi"}
-	for _, tc := range []struct {
-		name       string
-		backend    memoryv1alpha1.BackendSpec
-		image      *string
-		serveArgs  []string // must appear in order in the serve args
-		jobArgs    []string // must appear in order in the conformance args
-		notInJob   []string
-		dataClaim  string // requested size, "" for none
-		homeEnv    bool
-		recreate   bool
-		wantImageS string
-	}{
+	for _, tc := range []backendCase{
 		{
 			name:      "khive",
 			backend:   memoryv1alpha1.BackendSpec{Type: memoryv1alpha1.BackendKhive, Scope: "agents", Khive: khive},
@@ -81,52 +85,72 @@ func TestBackendResources(t *testing.T) {
 			ma.Spec.Image = tc.image
 			ma.Spec.Manifest.Adapter = "a"
 			s := EffectiveSettings(ma, "default-image")
-			if l := s.Lifecycle; tc.backend.Type == memoryv1alpha1.BackendKhive &&
-				(l.ConnectionCreation != memoryv1alpha1.ConnectionAtFirstCall || l.DuplicateIDBehaviour != memoryv1alpha1.DuplicateIDReject ||
-					l.RequestTimeout.Or(0) != 35*time.Second || l.ConnectTimeout.Or(0) != 20*time.Second || *l.Retry.Store.MaxAttempts != 1) {
-				t.Errorf("khive lifecycle does not match docs/adapters/khive.md: %+v", l)
+			if tc.backend.Type == memoryv1alpha1.BackendKhive {
+				checkKhiveLifecycle(t, s.Lifecycle)
 			}
-			dep := Deployment(ma, s)
-			c := dep.Spec.Template.Spec.Containers[0]
-			if !inOrder(c.Args, tc.serveArgs) {
-				t.Errorf("serve args %q lack %q in order", c.Args, tc.serveArgs)
-			}
-			if c.Image != tc.wantImageS {
-				t.Errorf("adapter image %q, want %q", c.Image, tc.wantImageS)
-			}
-			home := slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "HOME" && e.Value == "/tmp" })
-			if home != tc.homeEnv {
-				t.Errorf("HOME=/tmp set: %v, want %v", home, tc.homeEnv)
-			}
-			if got := dep.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType; got != tc.recreate {
-				t.Errorf("Recreate strategy %v, want %v", got, tc.recreate)
-			}
-			job := ConformanceJob(ma, s, "job", RunKey{}, "")
-			jc := job.Spec.Template.Spec.Containers[0]
-			if !inOrder(jc.Args, tc.jobArgs) {
-				t.Errorf("conformance args %q lack %q in order", jc.Args, tc.jobArgs)
-			}
-			for _, a := range tc.notInJob {
-				if slices.Contains(jc.Args, a) {
-					t.Errorf("conformance args %q contain %q", jc.Args, a)
-				}
-			}
-			if jc.Image != tc.wantImageS {
-				t.Errorf("conformance image %q, want %q", jc.Image, tc.wantImageS)
-			}
-			if UsesDataClaim(ma) != (tc.dataClaim != "") {
-				t.Fatalf("usesDataClaim %v, want %v", UsesDataClaim(ma), tc.dataClaim != "")
-			}
-			if tc.dataClaim != "" {
-				pvc, err := DataClaim(ma)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; got.String() != tc.dataClaim {
-					t.Errorf("claim size %s, want %s", got.String(), tc.dataClaim)
-				}
-			}
+			checkBackendDeployment(t, tc, Deployment(ma, s))
+			checkBackendConformanceJob(t, tc, ConformanceJob(ma, s, "job", RunKey{}, ""))
+			checkBackendDataClaim(t, tc, ma)
 		})
+	}
+}
+
+func checkKhiveLifecycle(t *testing.T, l memoryv1alpha1.LifecycleSpec) {
+	t.Helper()
+	if l.ConnectionCreation != memoryv1alpha1.ConnectionAtFirstCall || l.DuplicateIDBehaviour != memoryv1alpha1.DuplicateIDReject ||
+		l.RequestTimeout.Or(0) != 35*time.Second || l.ConnectTimeout.Or(0) != 20*time.Second || *l.Retry.Store.MaxAttempts != 1 {
+		t.Errorf("khive lifecycle does not match docs/adapters/khive.md: %+v", l)
+	}
+}
+
+func checkBackendDeployment(t *testing.T, tc backendCase, dep *appsv1.Deployment) {
+	t.Helper()
+	c := dep.Spec.Template.Spec.Containers[0]
+	if !inOrder(c.Args, tc.serveArgs) {
+		t.Errorf("serve args %q lack %q in order", c.Args, tc.serveArgs)
+	}
+	if c.Image != tc.wantImageS {
+		t.Errorf("adapter image %q, want %q", c.Image, tc.wantImageS)
+	}
+	home := slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "HOME" && e.Value == "/tmp" })
+	if home != tc.homeEnv {
+		t.Errorf("HOME=/tmp set: %v, want %v", home, tc.homeEnv)
+	}
+	if got := dep.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType; got != tc.recreate {
+		t.Errorf("Recreate strategy %v, want %v", got, tc.recreate)
+	}
+}
+
+func checkBackendConformanceJob(t *testing.T, tc backendCase, job *batchv1.Job) {
+	t.Helper()
+	jc := job.Spec.Template.Spec.Containers[0]
+	if !inOrder(jc.Args, tc.jobArgs) {
+		t.Errorf("conformance args %q lack %q in order", jc.Args, tc.jobArgs)
+	}
+	for _, a := range tc.notInJob {
+		if slices.Contains(jc.Args, a) {
+			t.Errorf("conformance args %q contain %q", jc.Args, a)
+		}
+	}
+	if jc.Image != tc.wantImageS {
+		t.Errorf("conformance image %q, want %q", jc.Image, tc.wantImageS)
+	}
+}
+
+func checkBackendDataClaim(t *testing.T, tc backendCase, ma *memoryv1alpha1.MemoryAdapter) {
+	t.Helper()
+	if UsesDataClaim(ma) != (tc.dataClaim != "") {
+		t.Fatalf("usesDataClaim %v, want %v", UsesDataClaim(ma), tc.dataClaim != "")
+	}
+	if tc.dataClaim == "" {
+		return
+	}
+	pvc, err := DataClaim(ma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; got.String() != tc.dataClaim {
+		t.Errorf("claim size %s, want %s", got.String(), tc.dataClaim)
 	}
 }
 
@@ -157,6 +181,11 @@ func TestLifecycleErr(t *testing.T) {
 		"a description that is false":    {t: memoryv1alpha1.BackendPostgres, l: &memoryv1alpha1.LifecycleSpec{ConnectionCreation: memoryv1alpha1.ConnectionAtFirstCall}, want: "connectionCreation is FirstCall, but the postgres adapter's is Constructor"},
 		"a description that is true":     {t: memoryv1alpha1.BackendKhive, l: &memoryv1alpha1.LifecycleSpec{ConnectionCreation: memoryv1alpha1.ConnectionAtFirstCall, DuplicateIDBehaviour: memoryv1alpha1.DuplicateIDReject}},
 		"duplicate ids described wrong":  {t: memoryv1alpha1.BackendKhive, l: &memoryv1alpha1.LifecycleSpec{DuplicateIDBehaviour: memoryv1alpha1.DuplicateIDOverwrite}, want: "duplicateIdBehaviour is Overwrite"},
+		"concurrency described wrong":    {t: memoryv1alpha1.BackendPostgres, l: &memoryv1alpha1.LifecycleSpec{ConcurrencySafe: ptr.To(false)}, want: "spec.lifecycle.concurrencySafe is false, but the postgres adapter's is true: the field describes the adapter and cannot change it (docs/adapters/postgres.md); remove it or state true"},
+		"concurrency described truly":    {t: memoryv1alpha1.BackendRedis, l: &memoryv1alpha1.LifecycleSpec{ConcurrencySafe: ptr.To(true), ConnectionCreation: memoryv1alpha1.ConnectionAtConstructor}},
+		"the first false description":    {t: memoryv1alpha1.BackendSQLite, l: &memoryv1alpha1.LifecycleSpec{ConcurrencySafe: ptr.To(false), DuplicateIDBehaviour: memoryv1alpha1.DuplicateIDReject}, want: "concurrencySafe is false"},
+		"khive never repeats":            {t: memoryv1alpha1.BackendKhive, l: &memoryv1alpha1.LifecycleSpec{Retry: &memoryv1alpha1.RetryPolicies{Store: attempts(1), Retrieve: attempts(2), Search: attempts(3)}}, want: "spec.lifecycle.retry.retrieve.maxAttempts is 2, but the khive adapter never repeats a retrieve call (docs/adapters/khive.md); remove it or set 1"},
+		"a policy with no attempts":      {t: memoryv1alpha1.BackendSQLite, l: &memoryv1alpha1.LifecycleSpec{Retry: &memoryv1alpha1.RetryPolicies{Store: &memoryv1alpha1.RetryPolicy{Backoff: memoryv1alpha1.NewDuration(time.Second)}}}},
 		"external is the user's to tell": {t: memoryv1alpha1.BackendExternal, l: &memoryv1alpha1.LifecycleSpec{ConcurrencySafe: ptr.To(false), Retry: &memoryv1alpha1.RetryPolicies{Store: attempts(3)}}},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -191,7 +220,9 @@ func TestRetryArgsPassTheEffectivePolicies(t *testing.T) {
 	if len(pg) != 3 || pg[0] != "--retry-store="+postgres.DefaultRetry.String() {
 		t.Errorf("postgres defaults: %q, want postgres.DefaultRetry %s for each call", pg, postgres.DefaultRetry)
 	}
-	if got := retryArgs(memoryv1alpha1.BackendSQLite, effectiveLifecycle(memoryv1alpha1.BackendSQLite, nil)); got != nil {
-		t.Errorf("sqlite: %q, want none (it does not retry)", got)
+	for _, b := range []memoryv1alpha1.BackendType{memoryv1alpha1.BackendSQLite, memoryv1alpha1.BackendKhive, memoryv1alpha1.BackendExternal} {
+		if got := retryArgs(b, effectiveLifecycle(b, nil)); got != nil {
+			t.Errorf("%s: %q, want none (it does not retry)", b, got)
+		}
 	}
 }

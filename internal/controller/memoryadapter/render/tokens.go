@@ -68,25 +68,14 @@ type TokenPlan struct {
 // operator never reads the Secret: a status lost starts from the spec's rotation, with no
 // grace for an older token, which errs toward refusing it.
 func PlanTokens(key []byte, ma *memoryv1alpha1.MemoryAdapter, nextAccepted string, serving bool, now time.Time) TokenPlan {
-	desired, grace := "", defaultTokenGrace
-	if t := ma.Spec.Token; t != nil {
-		desired = t.Rotation
-		if t.GracePeriodSeconds != nil {
-			grace = time.Duration(*t.GracePeriodSeconds) * time.Second
-		}
-	}
-	st := &memoryv1alpha1.TokenStatus{Rotation: desired}
-	if ma.Status.Token != nil {
-		st = ma.Status.Token.DeepCopy()
-	}
+	desired, grace := requestedRotation(ma.Spec.Token)
+	st := rotationSoFar(ma.Status.Token, desired)
 	if desired == "" {
 		// No rotation asked for (or the field removed): keep whatever token is current.
 		desired = st.Rotation
 	}
-	if st.PreviousExpiresAt != nil && !now.Before(st.PreviousExpiresAt.Time) {
-		st.PreviousRotation, st.PreviousExpiresAt = "", nil
-	}
-	p := TokenPlan{}
+	dropExpiredPrevious(st, now)
+	p := TokenPlan{Status: st}
 	switch {
 	case desired == st.Rotation:
 		st.PendingRotation = "" // a rotation taken back before it switched
@@ -95,28 +84,76 @@ func PlanTokens(key []byte, ma *memoryv1alpha1.MemoryAdapter, nextAccepted strin
 	case !serving || nextAccepted == DeriveToken(key, ma, desired):
 		// Every serving pod accepts the next token (or none serves, and a pod that starts
 		// reads the list as it stands): workloads may have it.
+		switchRotation(st, desired, grace, now)
 		p.Switched = true
-		st.PreviousRotation, st.PreviousExpiresAt = st.Rotation, nil
-		if grace > 0 {
-			st.PreviousExpiresAt = &metav1.Time{Time: now.Add(grace).Truncate(time.Second)}
-		}
-		st.Rotation, st.PendingRotation = desired, ""
-		st.RotatedAt = &metav1.Time{Time: now.Truncate(time.Second)}
 	}
-	p.Current = DeriveToken(key, ma, st.Rotation)
-	p.Accepted = []string{p.Current}
-	if st.PendingRotation != "" {
-		p.Next = DeriveToken(key, ma, st.PendingRotation)
-		p.Accepted = append(p.Accepted, p.Next)
-	}
+	p.Current, p.Next, p.Accepted = tokensOf(key, ma, st)
 	if st.PreviousExpiresAt != nil {
-		if prev := DeriveToken(key, ma, st.PreviousRotation); prev != p.Next {
-			p.Accepted = append(p.Accepted, prev)
-		}
 		p.RecheckAfter = st.PreviousExpiresAt.Sub(now)
 	}
-	p.Status = st
 	return p
+}
+
+// requestedRotation is the rotation spec.token asks for ("" for none) and the grace the
+// binding's previous token keeps after a switch.
+func requestedRotation(t *memoryv1alpha1.TokenSpec) (rotation string, grace time.Duration) {
+	if t == nil {
+		return "", defaultTokenGrace
+	}
+	if t.GracePeriodSeconds == nil {
+		return t.Rotation, defaultTokenGrace
+	}
+	return t.Rotation, time.Duration(*t.GracePeriodSeconds) * time.Second
+}
+
+// rotationSoFar is a copy of the adapter's token status, so that planning never writes into
+// the object the caller holds. With no status the adapter is taken to run the requested
+// rotation already: whether it was created with it or its status was lost, no older token
+// is known to be held, so none is kept.
+func rotationSoFar(st *memoryv1alpha1.TokenStatus, requested string) *memoryv1alpha1.TokenStatus {
+	if st == nil {
+		return &memoryv1alpha1.TokenStatus{Rotation: requested}
+	}
+	return st.DeepCopy()
+}
+
+// dropExpiredPrevious forgets the previous rotation once its grace is over, so that the
+// adapter stops accepting its token.
+func dropExpiredPrevious(st *memoryv1alpha1.TokenStatus, now time.Time) {
+	if st.PreviousExpiresAt != nil && !now.Before(st.PreviousExpiresAt.Time) {
+		st.PreviousRotation, st.PreviousExpiresAt = "", nil
+	}
+}
+
+// switchRotation moves the binding to the pending rotation. The old token stays accepted for
+// the grace, the time the kubelet needs to bring bound pods the new Secret; a zero grace
+// refuses it at once. Times are whole seconds, as status stores them.
+func switchRotation(st *memoryv1alpha1.TokenStatus, desired string, grace time.Duration, now time.Time) {
+	st.PreviousRotation, st.PreviousExpiresAt = st.Rotation, nil
+	if grace > 0 {
+		st.PreviousExpiresAt = &metav1.Time{Time: now.Add(grace).Truncate(time.Second)}
+	}
+	st.Rotation, st.PendingRotation = desired, ""
+	st.RotatedAt = &metav1.Time{Time: now.Truncate(time.Second)}
+}
+
+// tokensOf derives the tokens a rotation status names: the binding's, the pending one, and
+// what the adapter accepts, current first.
+func tokensOf(key []byte, ma *memoryv1alpha1.MemoryAdapter, st *memoryv1alpha1.TokenStatus) (current, next string, accepted []string) {
+	current = DeriveToken(key, ma, st.Rotation)
+	accepted = []string{current}
+	if st.PendingRotation != "" {
+		next = DeriveToken(key, ma, st.PendingRotation)
+		accepted = append(accepted, next)
+	}
+	// Going back to the previous rotation inside its grace makes the next token the
+	// previous one; it is listed once.
+	if st.PreviousExpiresAt != nil {
+		if prev := DeriveToken(key, ma, st.PreviousRotation); prev != next {
+			accepted = append(accepted, prev)
+		}
+	}
+	return current, next, accepted
 }
 
 // acceptedTokensFile is the accepted-tokens key's content: one token a line.
