@@ -50,62 +50,179 @@ type Observation struct {
 // Condition decides Healthy: unreachable, pending and stale evidence first, then every
 // way evidence can contradict the verified manifest.
 func Condition(o Observation) metav1.Condition {
-	const t = memoryv1alpha1.ConditionHealthy
-	switch {
-	case !o.Deployed && o.Evidence == nil:
-		return cond.New(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidencePending, "the adapter is not deployed yet, so no evidence has been read")
-	case o.Failures >= o.Threshold:
-		return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceUnreachable,
-			fmt.Sprintf("%d consecutive reads of /v1/evidence from %s failed (threshold %d); last error: %s", o.Failures, o.URL, o.Threshold, o.LastErr))
-	case o.Evidence == nil:
-		msg := "no evidence (GET /v1/evidence) has been read from " + o.URL + " yet"
-		if o.LastErr != "" {
-			msg += "; the last read failed: " + o.LastErr
+	for _, check := range healthChecks {
+		if c, ok := check(o); ok {
+			return c
 		}
-		return cond.New(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidencePending, msg)
-	case o.Now.Sub(o.LastSuccess) > o.Grace:
-		return cond.New(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidenceStale,
-			// The condition's lastTransitionTime says when the evidence went stale; a time in
-			// the message would make it differ between writes of the same fact.
-			fmt.Sprintf("no evidence has been read for more than stalenessGrace %s", o.Grace))
 	}
+	return evidenceUpholds(o)
+}
+
+// healthCheck decides Healthy when it applies to o and says so with true; one that does not
+// apply leaves the verdict to the checks after it.
+type healthCheck func(o Observation) (metav1.Condition, bool)
+
+// healthChecks are tried in order, and the order is part of the decision: Healthy carries one
+// reason, so where several apply the first speaks. Whether evidence is there and current
+// comes before anything it says, and a rollout's mixed versions before any comparison of
+// versions; the checks after evidenceStale may therefore assume evidence was read.
+var healthChecks = []healthCheck{
+	notDeployed,
+	evidenceUnreachable,
+	evidencePending,
+	evidenceStale,
+	versionsMixed,
+	serviceVersionChanged,
+	adapterVersionChanged,
+	manifestMismatch,
+	probesFailed,
+	indexLagging,
+	manifestInvalidated,
+}
+
+// healthy is the condition every check builds, so that each names only what it decides.
+func healthy(s metav1.ConditionStatus, reason, msg string) metav1.Condition {
+	return cond.New(memoryv1alpha1.ConditionHealthy, s, reason, msg)
+}
+
+// notDeployed keeps an adapter that has no pods yet pending rather than unreachable: its
+// failed reads say nothing about it. Evidence read before the deployment went away still
+// speaks, through the checks after this one.
+func notDeployed(o Observation) (metav1.Condition, bool) {
+	if o.Deployed || o.Evidence != nil {
+		return metav1.Condition{}, false
+	}
+	return healthy(metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidencePending, "the adapter is not deployed yet, so no evidence has been read"), true
+}
+
+// evidenceUnreachable turns failureThreshold failed reads into False even when evidence was
+// read before: the last report no longer says anything of an adapter that stopped answering.
+func evidenceUnreachable(o Observation) (metav1.Condition, bool) {
+	if o.Failures < o.Threshold {
+		return metav1.Condition{}, false
+	}
+	return healthy(metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceUnreachable,
+		fmt.Sprintf("%d consecutive reads of /v1/evidence from %s failed (threshold %d); last error: %s", o.Failures, o.URL, o.Threshold, o.LastErr)), true
+}
+
+// evidencePending leaves the verdict Unknown until the first read answers, naming the last
+// failure so that a read failing below the threshold is not silent.
+func evidencePending(o Observation) (metav1.Condition, bool) {
+	if o.Evidence != nil {
+		return metav1.Condition{}, false
+	}
+	msg := "no evidence (GET /v1/evidence) has been read from " + o.URL + " yet"
+	if o.LastErr != "" {
+		msg += "; the last read failed: " + o.LastErr
+	}
+	return healthy(metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidencePending, msg), true
+}
+
+// evidenceStale withdraws the verdict when no read answered within stalenessGrace: old
+// evidence can neither uphold nor contradict the manifest now.
+func evidenceStale(o Observation) (metav1.Condition, bool) {
+	if o.Now.Sub(o.LastSuccess) <= o.Grace {
+		return metav1.Condition{}, false
+	}
+	// The condition's lastTransitionTime says when the evidence went stale; a time in the
+	// message would make it differ between writes of the same fact.
+	return healthy(metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidenceStale,
+		fmt.Sprintf("no evidence has been read for more than stalenessGrace %s", o.Grace)), true
+}
+
+// versionsMixed waits out a rollout: while the pods disagree on versions, a version check
+// would judge whichever pod spoke. A pod whose evidence fails on its own speaks regardless.
+func versionsMixed(o Observation) (metav1.Condition, bool) {
 	ev := o.Evidence
-	if o.Mixed != "" && ev.ManifestValid && len(failedProbes(ev)) == 0 {
-		return cond.New(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonVersionsMixed,
-			"the adapter's pods report different versions, as during a rollout; the verdict waits until they agree: "+o.Mixed)
+	if o.Mixed == "" || !ev.ManifestValid || len(failedProbes(ev)) > 0 {
+		return metav1.Condition{}, false
 	}
-	// An adapter that cannot reach its backend reports no service version; that is an
-	// outage, said in the adapter's own words below, not a version change.
-	if v := o.Verified; v != nil && ev.ServiceVersion != "" {
-		if ev.ServiceVersion != v.ServiceVersion {
-			return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonServiceVersionChanged,
-				fmt.Sprintf("the passing conformance run (job %s) tested service version %q, but the adapter reports %q", v.JobName, v.ServiceVersion, ev.ServiceVersion))
-		}
-		if ev.AdapterVersion != v.AdapterVersion {
-			return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonAdapterVersionChanged,
-				fmt.Sprintf("the passing conformance run (job %s) tested adapter version %q, but the adapter reports %q", v.JobName, v.AdapterVersion, ev.AdapterVersion))
-		}
+	return healthy(metav1.ConditionUnknown, memoryv1alpha1.ReasonVersionsMixed,
+		"the adapter's pods report different versions, as during a rollout; the verdict waits until they agree: "+o.Mixed), true
+}
+
+// versionsComparable is whether the evidence can be held to the verified run's versions.
+// An adapter that cannot reach its backend reports no service version; that is an outage,
+// said in the adapter's own words by manifestInvalidated, not a version change.
+func versionsComparable(o Observation) bool {
+	return o.Verified != nil && o.Evidence.ServiceVersion != ""
+}
+
+// serviceVersionChanged catches a backend upgraded under the adapter: the passing run
+// vouched for the service version it tested, not for the one served now.
+func serviceVersionChanged(o Observation) (metav1.Condition, bool) {
+	if !versionsComparable(o) || o.Evidence.ServiceVersion == o.Verified.ServiceVersion {
+		return metav1.Condition{}, false
 	}
-	if ev.ManifestHash != o.ManifestHash {
-		msg := fmt.Sprintf("the adapter serves manifest %s, but spec.manifest hashes to %s", ev.ManifestHash, o.ManifestHash)
-		if d := manifestDiff(o.LastRun, ev.ManifestHash); d != "" {
-			msg += fmt.Sprintf("; job %s found it differs in %s", o.LastRun.JobName, d)
-		}
-		return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonManifestMismatch, msg)
+	v := o.Verified
+	return healthy(metav1.ConditionFalse, memoryv1alpha1.ReasonServiceVersionChanged,
+		fmt.Sprintf("the passing conformance run (job %s) tested service version %q, but the adapter reports %q", v.JobName, v.ServiceVersion, o.Evidence.ServiceVersion)), true
+}
+
+// adapterVersionChanged catches an adapter image the passing run did not test.
+func adapterVersionChanged(o Observation) (metav1.Condition, bool) {
+	if !versionsComparable(o) || o.Evidence.AdapterVersion == o.Verified.AdapterVersion {
+		return metav1.Condition{}, false
 	}
-	if failed := failedProbes(ev); len(failed) > 0 {
-		return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonCapabilityProbeFailed,
-			"capability probes failed: "+strings.Join(failed, "; "))
+	v := o.Verified
+	return healthy(metav1.ConditionFalse, memoryv1alpha1.ReasonAdapterVersionChanged,
+		fmt.Sprintf("the passing conformance run (job %s) tested adapter version %q, but the adapter reports %q", v.JobName, v.AdapterVersion, o.Evidence.AdapterVersion)), true
+}
+
+// manifestMismatch catches an adapter that serves another manifest than spec.manifest, the
+// one conformance verified; when the last run read the served manifest its field diff is
+// quoted, so the message says how they differ and not only that they do.
+func manifestMismatch(o Observation) (metav1.Condition, bool) {
+	ev := o.Evidence
+	if ev.ManifestHash == o.ManifestHash {
+		return metav1.Condition{}, false
 	}
-	if o.Immediate && ev.IndexLag != nil && *ev.IndexLag > 0 {
-		return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonIndexLagging,
-			fmt.Sprintf("the manifest claims immediate search, but %d acknowledged writes are not searchable yet", *ev.IndexLag))
+	msg := fmt.Sprintf("the adapter serves manifest %s, but spec.manifest hashes to %s", ev.ManifestHash, o.ManifestHash)
+	if d := manifestDiff(o.LastRun, ev.ManifestHash); d != "" {
+		msg += fmt.Sprintf("; job %s found it differs in %s", o.LastRun.JobName, d)
 	}
-	if !ev.ManifestValid {
-		return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceInvalidatesManifest,
-			"the adapter reports its own manifest unavailable: "+ev.Reason)
+	return healthy(metav1.ConditionFalse, memoryv1alpha1.ReasonManifestMismatch, msg), true
+}
+
+// probesFailed names the capability probes that failed: each is a claim of the manifest the
+// backend no longer bears out.
+func probesFailed(o Observation) (metav1.Condition, bool) {
+	failed := failedProbes(o.Evidence)
+	if len(failed) == 0 {
+		return metav1.Condition{}, false
 	}
-	return cond.New(t, metav1.ConditionTrue, memoryv1alpha1.ReasonEvidenceValid,
+	return healthy(metav1.ConditionFalse, memoryv1alpha1.ReasonCapabilityProbeFailed,
+		"capability probes failed: "+strings.Join(failed, "; ")), true
+}
+
+// indexLagging holds a manifest that claims immediate search to it: acknowledged writes
+// that are not searchable yet contradict the claim. An eventual adapter's lag is expected.
+func indexLagging(o Observation) (metav1.Condition, bool) {
+	ev := o.Evidence
+	if !o.Immediate || ev.IndexLag == nil || *ev.IndexLag <= 0 {
+		return metav1.Condition{}, false
+	}
+	return healthy(metav1.ConditionFalse, memoryv1alpha1.ReasonIndexLagging,
+		fmt.Sprintf("the manifest claims immediate search, but %d acknowledged writes are not searchable yet", *ev.IndexLag)), true
+}
+
+// manifestInvalidated takes the adapter at its word: while it reports its own manifest
+// unavailable (a backend outage among other reasons) it refuses data calls, so Healthy
+// cannot be True.
+func manifestInvalidated(o Observation) (metav1.Condition, bool) {
+	ev := o.Evidence
+	if ev.ManifestValid {
+		return metav1.Condition{}, false
+	}
+	return healthy(metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceInvalidatesManifest,
+		"the adapter reports its own manifest unavailable: "+ev.Reason), true
+}
+
+// evidenceUpholds is the verdict when no check found a contradiction; its message names the
+// versions and probes, so a True condition says what it was decided from.
+func evidenceUpholds(o Observation) metav1.Condition {
+	ev := o.Evidence
+	return healthy(metav1.ConditionTrue, memoryv1alpha1.ReasonEvidenceValid,
 		fmt.Sprintf("evidence upholds the manifest: service version %q, adapter version %q, %d probes passed", ev.ServiceVersion, ev.AdapterVersion, len(ev.Probes)))
 }
 

@@ -89,6 +89,42 @@ func TestHealthyCondition(t *testing.T) {
 			o.Mixed, o.Evidence.ManifestValid, o.Evidence.Reason = "pod a; pod b", false, "probe write failed"
 		}), want{metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceInvalidatesManifest, []string{"probe write failed"}}},
 		"valid": {base(nil), want{metav1.ConditionTrue, memoryv1alpha1.ReasonEvidenceValid, []string{"3.50"}}},
+		// The rows below pin the order of the checks where more than one applies.
+		"evidence outlives the deployment": {base(func(o *Observation) { o.Deployed = false }),
+			want{metav1.ConditionTrue, memoryv1alpha1.ReasonEvidenceValid, nil}},
+		"unreachable before the first read": {base(func(o *Observation) { o.Evidence, o.Failures, o.LastErr = nil, 3, "no endpoints" }),
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceUnreachable, []string{"3 consecutive", "no endpoints"}}},
+		"not deployed speaks over the failures": {base(func(o *Observation) { o.Deployed, o.Evidence, o.Failures = false, nil, 3 }),
+			want{metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidencePending, []string{"not deployed"}}},
+		"unreachable speaks over stale": {base(func(o *Observation) { o.Failures, o.LastSuccess = 3, now.Add(-2*time.Minute) }),
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceUnreachable, nil}},
+		"stale speaks over the mix": {base(func(o *Observation) { o.LastSuccess, o.Mixed = now.Add(-2*time.Minute), "pod a; pod b" }),
+			want{metav1.ConditionUnknown, memoryv1alpha1.ReasonEvidenceStale, nil}},
+		"stale exactly at the grace is not stale": {base(func(o *Observation) { o.LastSuccess = now.Add(-90 * time.Second) }),
+			want{metav1.ConditionTrue, memoryv1alpha1.ReasonEvidenceValid, nil}},
+		"a failed probe speaks over the mix": {base(func(o *Observation) {
+			o.Mixed = "pod a; pod b"
+			o.Evidence.Probes = append(o.Evidence.Probes, memory.ProbeResult{Name: "jsonb"})
+		}), want{metav1.ConditionFalse, memoryv1alpha1.ReasonCapabilityProbeFailed, []string{"jsonb"}}},
+		"the mix speaks over a version change": {base(func(o *Observation) { o.Mixed, o.Evidence.ServiceVersion = "pod a; pod b", "3.51" }),
+			want{metav1.ConditionUnknown, memoryv1alpha1.ReasonVersionsMixed, nil}},
+		"service version speaks over adapter version": {base(func(o *Observation) { o.Evidence.ServiceVersion, o.Evidence.AdapterVersion = "3.51", "v2" }),
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonServiceVersionChanged, []string{`"3.51"`}}},
+		"no service version skips the version checks": {base(func(o *Observation) { o.Evidence.ServiceVersion, o.Evidence.AdapterVersion = "", "v2" }),
+			want{metav1.ConditionTrue, memoryv1alpha1.ReasonEvidenceValid, nil}},
+		"a version change speaks over another manifest": {base(func(o *Observation) { o.Evidence.AdapterVersion, o.Evidence.ManifestHash = "v2", "sha256:bb" }),
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonAdapterVersionChanged, nil}},
+		"another manifest speaks over a failed probe": {base(func(o *Observation) {
+			o.Evidence.ManifestHash = "sha256:bb"
+			o.Evidence.Probes = append(o.Evidence.Probes, memory.ProbeResult{Name: "jsonb"})
+		}), want{metav1.ConditionFalse, memoryv1alpha1.ReasonManifestMismatch, nil}},
+		"a failed probe speaks over the lag": {base(func(o *Observation) {
+			o.Evidence.IndexLag = &lag
+			o.Evidence.Probes = append(o.Evidence.Probes, memory.ProbeResult{Name: "jsonb"})
+		}), want{metav1.ConditionFalse, memoryv1alpha1.ReasonCapabilityProbeFailed, nil}},
+		"the lag speaks over the adapter's own verdict": {base(func(o *Observation) {
+			o.Evidence.IndexLag, o.Evidence.ManifestValid, o.Evidence.Reason = &lag, false, "probe write failed"
+		}), want{metav1.ConditionFalse, memoryv1alpha1.ReasonIndexLagging, nil}},
 	} {
 		t.Run(name, func(t *testing.T) { check(t, Condition(tc.obs), tc.want) })
 	}

@@ -360,74 +360,127 @@ type podRead struct {
 // into t's state; it wakes the controller when the verdict inputs changed.
 func (p *Prober) round(ctx context.Context, t *probeTarget, spec Spec) {
 	start := p.now()
+	reads := p.readEndpoints(ctx, spec)
+	r := roundResult{reads: reads, nextAccepted: nextTokenAccepted(reads, spec.NextToken)}
+	r.ev, r.mixed, r.err = foldReads(reads)
+
+	t.mu.Lock()
+	before := t.state
+	t.state.record(r, spec, start)
+	notify := verdictChanged(before, t.state, spec.Immediate)
+	t.mu.Unlock()
+	if notify {
+		p.wakeController(ctx, spec.Key)
+	}
+}
+
+// readEndpoints reads every endpoint at once, so that a round takes as long as its slowest
+// pod and not the sum of them; the pool, not the round, bounds the reads in flight.
+func (p *Prober) readEndpoints(ctx context.Context, spec Spec) []podRead {
 	reads := make([]podRead, len(spec.Endpoints))
 	var wg sync.WaitGroup
 	for i, e := range spec.Endpoints {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			reads[i].name = e.Name
-			select {
-			case p.sem <- struct{}{}:
-			case <-ctx.Done():
-				reads[i].err = ctx.Err()
-				return
-			}
-			defer func() { <-p.sem }()
-			if spec.NextToken != "" {
-				reads[i].ev, reads[i].err = p.Reader.ReadEvidence(ctx, EvidenceTarget{URL: e.URL, Token: spec.NextToken, ServerName: spec.ServerName})
-				reads[i].next = reads[i].err == nil
-				if !errors.Is(reads[i].err, ErrUnauthorized) {
-					return
-				}
-			}
-			reads[i].ev, reads[i].err = p.Reader.ReadEvidence(ctx, EvidenceTarget{URL: e.URL, Token: spec.Token, ServerName: spec.ServerName})
+			reads[i] = p.readEndpoint(ctx, spec, e)
 		}()
 	}
 	wg.Wait()
-	nextAccepted := spec.NextToken
-	for _, r := range reads {
-		if !r.next {
-			nextAccepted = ""
+	return reads
+}
+
+// readEndpoint reads one pod in a slot of the pool, which it holds until the reader's
+// deadline at most. A pending rotation's token is presented first, so that a read that
+// succeeds proves the pod accepts it. Only a refusal of that token falls back to the current
+// one: any other failure is not the token's, and a second read would repeat it (for a hung
+// pod, holding the slot for a second deadline).
+func (p *Prober) readEndpoint(ctx context.Context, spec Spec, e Endpoint) podRead {
+	r := podRead{name: e.Name}
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		r.err = ctx.Err()
+		return r
+	}
+	defer func() { <-p.sem }()
+	if spec.NextToken != "" {
+		r.ev, r.err = p.Reader.ReadEvidence(ctx, EvidenceTarget{URL: e.URL, Token: spec.NextToken, ServerName: spec.ServerName})
+		r.next = r.err == nil
+		if !errors.Is(r.err, ErrUnauthorized) {
+			return r
 		}
 	}
-	ev, mixed, err := foldReads(reads)
+	r.ev, r.err = p.Reader.ReadEvidence(ctx, EvidenceTarget{URL: e.URL, Token: spec.Token, ServerName: spec.ServerName})
+	return r
+}
 
-	t.mu.Lock()
-	before := t.state
-	st := &t.state
+// nextTokenAccepted is the rotation token when every pod answered it, else "": the binding
+// may move to it only once no pod would refuse it.
+func nextTokenAccepted(reads []podRead, next string) string {
+	for _, r := range reads {
+		if !r.next {
+			return ""
+		}
+	}
+	return next
+}
+
+// roundResult is what a round's reads amount to, worked out before t.mu is taken: the reads
+// belong to the round alone, and the lock guards only the state that Track reads meanwhile.
+type roundResult struct {
+	reads        []podRead
+	ev           *memory.EvidenceReport
+	mixed        string
+	err          error
+	nextAccepted string
+}
+
+// record folds a round begun at start into st; the caller holds the target's lock.
+func (st *State) record(r roundResult, spec Spec, start time.Time) {
 	st.lastAttempt = start
 	st.Addresses = EndpointNames(spec.Endpoints)
 	st.Unauthorized = false
-	st.NextAccepted, st.Endpoints = nextAccepted, len(spec.Endpoints)
-	for _, r := range reads {
-		st.Unauthorized = st.Unauthorized || errors.Is(r.err, ErrUnauthorized)
+	st.NextAccepted, st.Endpoints = r.nextAccepted, len(spec.Endpoints)
+	for _, read := range r.reads {
+		st.Unauthorized = st.Unauthorized || errors.Is(read.err, ErrUnauthorized)
 	}
-	if ev != nil {
-		st.Evidence, st.Mixed, st.LastSuccess, st.Rehydrated = ev, mixed, start, false
+	// Evidence from the pods that answered counts even when another pod failed: the failure
+	// is counted below, and the evidence read is no less current for it.
+	if r.ev != nil {
+		st.Evidence, st.Mixed, st.LastSuccess, st.Rehydrated = r.ev, r.mixed, start, false
 	}
-	if err != nil {
-		if st.lastCounted.IsZero() || start.Sub(st.lastCounted) >= spec.Period {
-			st.lastCounted = start
-			// Past the threshold the count decides nothing more; counting on would change an
-			// unreachable adapter's verdict inputs, and so wake it and write its status, every
-			// period for as long as it stays unreachable.
-			if spec.Threshold <= 0 || st.Failures < spec.Threshold {
-				st.Failures++
-			}
-		}
-		st.LastErr = err.Error()
-		evidenceReadFailures.Inc()
-	} else {
+	st.recordFailure(r.err, spec, start)
+}
+
+// recordFailure counts a failed round toward failureThreshold at most once per period, so
+// that the quick retries (before the first evidence, or while a rotation is pending) do not
+// reach the threshold in seconds; a round without failure clears the count, since the
+// threshold is of consecutive failures.
+func (st *State) recordFailure(err error, spec Spec, start time.Time) {
+	if err == nil {
 		st.Failures, st.LastErr, st.lastCounted = 0, "", time.Time{}
-	}
-	notify := verdictChanged(before, *st, spec.Immediate)
-	t.mu.Unlock()
-	if !notify {
 		return
 	}
+	if st.lastCounted.IsZero() || start.Sub(st.lastCounted) >= spec.Period {
+		st.lastCounted = start
+		// Past the threshold the count decides nothing more; counting on would change an
+		// unreachable adapter's verdict inputs, and so wake it and write its status, every
+		// period for as long as it stays unreachable.
+		if spec.Threshold <= 0 || st.Failures < spec.Threshold {
+			st.Failures++
+		}
+	}
+	st.LastErr = err.Error()
+	evidenceReadFailures.Inc()
+}
+
+// wakeController queues a reconcile of the adapter at key; the event carries only the name,
+// since the controller reads the object from its own cache. A full queue holds the round
+// until ctx ends rather than dropping a verdict change.
+func (p *Prober) wakeController(ctx context.Context, key types.NamespacedName) {
 	ma := &memoryv1alpha1.MemoryAdapter{}
-	ma.Namespace, ma.Name = spec.Key.Namespace, spec.Key.Name
+	ma.Namespace, ma.Name = key.Namespace, key.Name
 	select {
 	case p.events <- event.TypedGenericEvent[*memoryv1alpha1.MemoryAdapter]{Object: ma}:
 	case <-ctx.Done():

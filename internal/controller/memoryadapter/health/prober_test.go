@@ -308,3 +308,104 @@ func TestProberStartsOnce(t *testing.T) {
 		t.Fatalf("second Start: %v", err)
 	}
 }
+
+// tokenReader answers by token: the pods in refuses refuse the rotation's next token, as pods
+// not yet given it do; fails makes every read fail otherwise than by the token.
+type tokenReader struct {
+	mu      sync.Mutex
+	refuses map[string]bool
+	fails   map[string]bool
+	tokens  map[string][]string
+}
+
+func (r *tokenReader) ReadEvidence(_ context.Context, t EvidenceTarget) (*memory.EvidenceReport, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tokens[t.URL] = append(r.tokens[t.URL], t.Token)
+	switch {
+	case r.fails[t.URL]:
+		return nil, errors.New("connection refused")
+	case t.Token == "next" && r.refuses[t.URL]:
+		return nil, fmt.Errorf("evidence read: HTTP 401: %w", ErrUnauthorized)
+	}
+	return &memory.EvidenceReport{ManifestValid: true}, nil
+}
+
+func TestProberReadsPresentTheNextTokenFirst(t *testing.T) {
+	eps := []Endpoint{{Name: "given", URL: "http://given"}, {Name: "behind", URL: "http://behind"}, {Name: "down", URL: "http://down"}}
+	for _, tc := range []struct {
+		name      string
+		next      string
+		refuses   map[string]bool
+		fails     map[string]bool
+		tokens    map[string]string // the tokens each pod was read with, in order
+		accepted  string
+		anyFailed bool
+	}{
+		{name: "no rotation reads with the current token only", tokens: map[string]string{"http://given": "cur", "http://behind": "cur"}},
+		{name: "every pod accepts the next token", next: "next", tokens: map[string]string{"http://given": "next", "http://behind": "next"}, accepted: "next"},
+		{name: "a pod refusing it is read with the current token", next: "next", refuses: map[string]bool{"http://behind": true},
+			tokens: map[string]string{"http://given": "next", "http://behind": "next,cur"}},
+		{name: "a failure that is not the token's is not read again", next: "next", fails: map[string]bool{"http://down": true},
+			tokens: map[string]string{"http://given": "next", "http://behind": "next", "http://down": "next"}, anyFailed: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reader := &tokenReader{refuses: tc.refuses, fails: tc.fails, tokens: map[string][]string{}}
+			p := &Prober{Reader: reader}
+			p.init()
+			spec := Spec{Endpoints: eps[:2], Token: "cur", NextToken: tc.next}
+			if tc.fails != nil {
+				spec.Endpoints = eps
+			}
+			reads := p.readEndpoints(context.Background(), spec)
+			for url, want := range tc.tokens {
+				if got := strings.Join(reader.tokens[url], ","); got != want {
+					t.Errorf("%s was read with %q, want %q", url, got, want)
+				}
+			}
+			if got := nextTokenAccepted(reads, tc.next); got != tc.accepted {
+				t.Errorf("accepted %q, want %q", got, tc.accepted)
+			}
+			failed := false
+			for i, r := range reads {
+				if r.name != spec.Endpoints[i].Name {
+					t.Errorf("read %d names %q, want %q", i, r.name, spec.Endpoints[i].Name)
+				}
+				failed = failed || r.err != nil
+			}
+			if failed != tc.anyFailed {
+				t.Errorf("a read failed: %v, want %v (%+v)", failed, tc.anyFailed, reads)
+			}
+		})
+	}
+}
+
+func TestRecordCountsFailuresOncePerPeriodUpToTheThreshold(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	spec := Spec{Period: 30 * time.Second, Threshold: 2, Endpoints: []Endpoint{{Name: "p", URL: "http://p"}}}
+	down := roundResult{err: errors.New("pod p: connection refused")}
+	var st State
+	for _, step := range []struct {
+		at       time.Duration
+		r        roundResult
+		failures int
+	}{
+		{0, down, 1},
+		{2 * time.Second, down, 1},  // a quick retry within the period counts nothing
+		{30 * time.Second, down, 2}, // a period after the counted failure
+		{60 * time.Second, down, 2}, // past the threshold the count stays
+		{62 * time.Second, roundResult{ev: &memory.EvidenceReport{ManifestValid: true}}, 0},
+		{64 * time.Second, down, 1}, // consecutive failures: the count started afresh
+	} {
+		st.record(step.r, spec, t0.Add(step.at))
+		if st.Failures != step.failures {
+			t.Fatalf("at %s: failures %d, want %d", step.at, st.Failures, step.failures)
+		}
+		if (st.LastErr != "") != (step.r.err != nil) {
+			t.Fatalf("at %s: last error %q with round error %v", step.at, st.LastErr, step.r.err)
+		}
+	}
+	if !st.LastSuccess.Equal(t0.Add(62*time.Second)) || st.Evidence == nil || st.Addresses != "p (http://p)" || st.Endpoints != 1 {
+		t.Fatalf("the state after the rounds: %+v", st)
+	}
+}
