@@ -62,6 +62,8 @@ fmt: ## Run gofmt over the module.
 .PHONY: vet
 vet: ## Run go vet over the operator's module and the contract modules (api/memory, conformance).
 	go vet ./... $(CONTRACT_PKGS)
+	go vet -tags scalebench ./adapters/...
+	go vet -tags scale ./internal/controller/...
 
 .PHONY: test
 test: manifests generate ## Run vet, unit tests, envtest tests (race detector on) and every fuzz target briefly.

@@ -69,6 +69,10 @@ mapfile -t contract_pkgs < <(go list "$module/api/memory/..." "$module/conforman
 
 section "go vet ./... and the contract modules"
 heartbeat_run -v vetting -e "$EST_VET" "go vet" go vet ./... "${contract_pkgs[@]}"
+# The opt-in scale runs (docs/performance.md) are behind build tags no other stage builds: vet
+# compiles them, so one that stopped building fails here instead of on the day it is run.
+go vet -tags scalebench ./adapters/...
+go vet -tags scale ./internal/controller/...
 
 section "go test -race ./... and the contract modules"
 # One `go test` over the whole module, not one run per package group: go test builds and runs
