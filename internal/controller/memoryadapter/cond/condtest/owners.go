@@ -20,7 +20,7 @@ func StatusOwners(entries []metav1.ManagedFieldsEntry) (map[string][]string, err
 		var fields struct {
 			Status map[string]json.RawMessage `json:"f:status"`
 		}
-		if err := json.Unmarshal(e.FieldsV1.Raw, &fields); err != nil {
+		if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields); err != nil {
 			return nil, fmt.Errorf("managedFields entry of %s: %w", e.Manager, err)
 		}
 		for f := range fields.Status {
