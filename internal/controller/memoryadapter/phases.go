@@ -68,35 +68,54 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, obj client.Object, ow
 // reconcileDeploy makes the adapter's objects exist as the spec says and observes the
 // rollout.
 func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
-	ma := s.ma
-	s.deploy = deployObservation{replicas: s.settings.Replicas, backendSecret: render.BackendSecretName(ma)}
-	var errs []error
-	add := func(err error) {
-		if err != nil {
-			errs = append(errs, err)
-		}
+	s.deploy = deployObservation{replicas: s.settings.Replicas, backendSecret: render.BackendSecretName(s.ma)}
+	errs := r.ensureSupportingObjects(ctx, s)
+	if s.deploy.specErr != nil || s.token == "" {
+		return errors.Join(errs...)
 	}
+	if err := r.ensureServingCertificate(ctx, s); err != nil {
+		// No Deployment without its certificate: the pods could not mount it.
+		return errors.Join(append(errs, err)...)
+	}
+	dep, err := r.ensureDeployment(ctx, s)
+	errs = append(errs, err)
+	if dep.CreationTimestamp.IsZero() {
+		return errors.Join(errs...)
+	}
+	s.deploy.deployment = dep
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, ofAdapter(s.ma.Namespace, s.ma.Name, render.SelectorLabels(s.ma))...); err != nil {
+		errs = append(errs, fmt.Errorf("list adapter pods: %w", err))
+	}
+	s.deploy.pods = pods.Items
+	errs = append(errs, r.observeNodes(ctx, s))
+	return errors.Join(errs...)
+}
 
+// ensureSupportingObjects ensures what the adapter's Deployment relies on, and records in s
+// the binding's tokens and any spec value that cannot become an object. It goes on past a
+// failed object, so that one error does not hold back the others, and returns every error.
+func (r *Reconciler) ensureSupportingObjects(ctx context.Context, s *scope) []error {
+	ma := s.ma
 	want := render.ServiceAccount(ma)
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: ma.Namespace}}
-	add(r.ensure(ctx, s, sa, true, func() { sa.AutomountServiceAccountToken = want.AutomountServiceAccountToken }))
+	errs := []error{r.ensure(ctx, s, sa, true, func() { sa.AutomountServiceAccountToken = want.AutomountServiceAccountToken })}
 
 	tokens, err := r.ensureBinding(ctx, s)
-	add(err)
+	errs = append(errs, err)
 	s.token, s.nextToken = tokens.Current, tokens.Next
 	if tokens.Status != nil {
 		s.ma.Status.Token = tokens.Status
 	}
-	token := tokens.Current
 
 	manifestJSON, err := json.Marshal(ma.Spec.Manifest.ToMemory())
-	add(err)
+	errs = append(errs, err)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: render.ManifestName(ma), Namespace: ma.Namespace}}
-	add(r.ensure(ctx, s, cm, true, func() { cm.Data = map[string]string{"manifest.json": string(manifestJSON)} }))
+	errs = append(errs, r.ensure(ctx, s, cm, true, func() { cm.Data = map[string]string{"manifest.json": string(manifestJSON)} }))
 
 	wantSvc := render.Service(ma)
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: wantSvc.Name, Namespace: ma.Namespace}}
-	add(r.ensure(ctx, s, svc, true, func() {
+	errs = append(errs, r.ensure(ctx, s, svc, true, func() {
 		svc.Spec.Type = wantSvc.Spec.Type
 		svc.Spec.Selector = wantSvc.Spec.Selector
 		if !equality.Semantic.DeepDerivative(wantSvc.Spec.Ports, svc.Spec.Ports) {
@@ -106,35 +125,35 @@ func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 
 	wantNP := render.NetworkPolicy(ma, r.OperatorNamespace)
 	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: wantNP.Name, Namespace: ma.Namespace}}
-	add(r.ensure(ctx, s, np, true, func() {
+	errs = append(errs, r.ensure(ctx, s, np, true, func() {
 		if !equality.Semantic.DeepDerivative(wantNP.Spec, np.Spec) {
 			np.Spec = wantNP.Spec
 		}
 	}))
 
-	add(r.reconcileDisruptionBudget(ctx, s))
+	errs = append(errs, r.reconcileDisruptionBudget(ctx, s))
 
 	if render.UsesDataClaim(ma) {
 		if want, err := render.DataClaim(ma); err != nil {
 			s.deploy.specErr = err
 		} else {
-			add(r.ensureDataClaim(ctx, s, want))
+			errs = append(errs, r.ensureDataClaim(ctx, s, want))
 		}
 	}
 	if err := render.LifecycleErr(ma.Spec.Backend.Type, ma.Spec.Lifecycle); err != nil {
 		s.deploy.specErr = err
 	}
-	if s.deploy.specErr != nil || token == "" {
-		return errors.Join(errs...)
-	}
-	if err := r.ensureServingCertificate(ctx, s); err != nil {
-		// No Deployment without its certificate: the pods could not mount it.
-		return errors.Join(append(errs, err)...)
-	}
+	return errs
+}
 
-	wantDep := render.Deployment(ma, s.settings)
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: wantDep.Name, Namespace: ma.Namespace}}
-	add(r.ensure(ctx, s, dep, true, func() {
+// ensureDeployment brings the adapter's Deployment to the rendered one. An existing
+// Deployment keeps the fields the API server defaulted: only the replicas, the strategy and
+// the template are compared, and only what the render sets, so a steady adapter is not
+// rewritten on every reconcile.
+func (r *Reconciler) ensureDeployment(ctx context.Context, s *scope) (*appsv1.Deployment, error) {
+	wantDep := render.Deployment(s.ma, s.settings)
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: wantDep.Name, Namespace: s.ma.Namespace}}
+	err := r.ensure(ctx, s, dep, true, func() {
 		// A restart ordered after a verified version change stays in the template.
 		if v := dep.Spec.Template.Annotations[render.AnnotationRestartedFor]; v != "" {
 			wantDep.Spec.Template.Annotations[render.AnnotationRestartedFor] = v
@@ -150,18 +169,8 @@ func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 		if !equality.Semantic.DeepDerivative(wantDep.Spec.Template, dep.Spec.Template) {
 			dep.Spec.Template = wantDep.Spec.Template
 		}
-	}))
-	if dep.CreationTimestamp.IsZero() {
-		return errors.Join(errs...)
-	}
-	s.deploy.deployment = dep
-	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, ofAdapter(ma.Namespace, ma.Name, render.SelectorLabels(ma))...); err != nil {
-		errs = append(errs, fmt.Errorf("list adapter pods: %w", err))
-	}
-	s.deploy.pods = pods.Items
-	add(r.observeNodes(ctx, s))
-	return errors.Join(errs...)
+	})
+	return dep, err
 }
 
 // annotationSelectedNode is the scheduler's record, on a claim of a WaitForFirstConsumer
@@ -337,110 +346,282 @@ func VerifiedRun(ma *memoryv1alpha1.MemoryAdapter) *memoryv1alpha1.ConformanceRe
 
 // reconcileConformance makes sure one run exists for the current key, records a finished
 // run in status, restarts the adapter after a verified version change, and trims history.
+// It reads what the decision needs, decides with no client, then acts on the decision.
 func (r *Reconciler) reconcileConformance(ctx context.Context, s *scope) error {
-	ma := s.ma
-	ev := s.health.Evidence
-	s.health.Verified = passedRun(ma.Status.Conformance)
-	if ev == nil {
-		return nil
+	o, err := r.observeConformance(ctx, s)
+	if err != nil {
+		// Without the run's Job, Conformant is decided from the key and the last run alone.
+		s.health.Verified = passedRun(o.last)
+		s.conform = conformObservation{key: o.key, last: o.last, job: jobObservation{name: o.name}}
+		return err
 	}
-	last := ma.Status.Conformance
-	s.conform.last = last
-	if ev.ServiceVersion == "" || s.health.Mixed != "" {
+	return r.actConformance(ctx, s, o, decideConformance(o))
+}
+
+// conformInput is what the conform phase starts from, all of it known before any read.
+type conformInput struct {
+	// evidence is the adapter's last evidence; nil while none has been read.
+	evidence *memory.EvidenceReport
+	// mixed is set while the adapter's pods disagree on the versions.
+	mixed string
+	// last is status.conformance as the reconcile found it.
+	last         *memoryv1alpha1.ConformanceResult
+	manifestHash string
+	// rerun is the rerun annotation's token, as a run records it.
+	rerun    string
+	interval time.Duration
+	// deployed is Deployed being True: a run verifies a deployed adapter.
+	deployed bool
+	now      time.Time
+}
+
+// runKey returns the key of the run the evidence asks for, and whether that run may start.
+func (in conformInput) runKey() (*render.RunKey, bool) {
+	if in.evidence == nil {
+		return nil, false
+	}
+	if in.evidence.ServiceVersion == "" || in.mixed != "" {
 		// The adapter cannot reach its backend, so no version is known to verify (a run now
 		// would only test the outage), or its pods disagree on the versions mid-rollout
 		// (which one to verify is known once they agree). The last verdict stands, and
 		// Healthy says why.
-		if last != nil {
-			s.conform.key = &render.RunKey{ManifestHash: ma.Spec.Manifest.Hash(), ServiceVersion: last.ServiceVersion, AdapterVersion: last.AdapterVersion}
+		if in.last == nil {
+			return nil, false
 		}
-		return nil
+		return &render.RunKey{ManifestHash: in.manifestHash, ServiceVersion: in.last.ServiceVersion, AdapterVersion: in.last.AdapterVersion}, false
 	}
-	key := render.RunKey{ManifestHash: ma.Spec.Manifest.Hash(), ServiceVersion: ev.ServiceVersion, AdapterVersion: ev.AdapterVersion}
-	s.conform.key = &key
-	rerun := cond.Truncate(ma.Annotations[render.AnnotationRerunConformance], 63)
+	return &render.RunKey{ManifestHash: in.manifestHash, ServiceVersion: in.evidence.ServiceVersion, AdapterVersion: in.evidence.AdapterVersion}, true
+}
 
-	after := ""
-	if key.Matches(last) && last.RerunToken == rerun {
-		wait := s.settings.ConformanceInterval
-		if passedRun(last) == nil {
-			// A failed or broken run is retried with backoff, not only after the interval: the
-			// failure may have been the moment's (an instance being replaced, a backend
-			// restarting), and one run should not leave Conformant False for a day.
-			jobs := &batchv1.JobList{}
-			if err := r.Client.List(ctx, jobs, ofAdapter(ma.Namespace, ma.Name, client.MatchingLabels{render.LabelAdapter: ma.Name, render.LabelComponent: render.ComponentConformance})...); err != nil {
-				return fmt.Errorf("list conformance Jobs: %w", err)
-			}
-			wait = min(wait, failedRunBackoff(jobs.Items))
-		}
-		due := last.CompletionTime.Add(wait)
-		if s.now.Before(due) {
-			s.requeue(due.Sub(s.now))
-			return r.afterVerified(ctx, s, ev)
-		}
-		after = last.CompletionTime.UTC().Format(time.RFC3339)
+// repeats reports whether the last run already verified key under the current rerun token,
+// so the next one waits for the interval.
+func (in conformInput) repeats(key render.RunKey) bool {
+	return key.Matches(in.last) && in.last.RerunToken == in.rerun
+}
+
+// retrying reports whether the last run for key failed: its retry is timed by the history of
+// failed runs.
+func (in conformInput) retrying(key render.RunKey) bool {
+	return in.repeats(key) && passedRun(in.last) == nil
+}
+
+// scheduleRun returns the seed of the next run's Job name and when that run is due (the zero
+// time: now). history counts only while retrying.
+func scheduleRun(in conformInput, key render.RunKey, history []batchv1.Job) (string, time.Time) {
+	if !in.repeats(key) {
+		return render.RunSeed(key, in.rerun, ""), time.Time{}
 	}
-	name := render.JobName(ma, render.RunSeed(key, rerun, after))
-	s.conform.job = jobObservation{name: name, phase: jobAbsent}
+	wait := in.interval
+	if in.retrying(key) {
+		// A failed or broken run is retried with backoff, not only after the interval: the
+		// failure may have been the moment's (an instance being replaced, a backend
+		// restarting), and one run should not leave Conformant False for a day.
+		wait = min(wait, failedRunBackoff(history))
+	}
+	// The completion time is in the seed, so that a repeat is a new Job, not the finished one.
+	return render.RunSeed(key, in.rerun, in.last.CompletionTime.UTC().Format(time.RFC3339)), in.last.CompletionTime.Add(wait)
+}
 
+// runObservation is what the conform phase read for the run the evidence asks for. The reads
+// stop where the decision no longer needs them: the Job history only times the retry of a
+// failed run, no Job is read before its run is due, and no pod of a Job that does not exist.
+type runObservation struct {
+	conformInput
+	// key is the run key (see runKey); verify is whether its run may start.
+	key    *render.RunKey
+	verify bool
+	// history is the adapter's conformance Jobs, read only while retrying.
+	history []batchv1.Job
+	// name is the run's Job and due when the run may start; name is empty until scheduled.
+	name string
+	due  time.Time
+	// job is the run's Job; nil when it does not exist or was not read.
+	job *batchv1.Job
+	// pods are job's pods.
+	pods []corev1.Pod
+}
+
+// observeConformance reads the cluster for the run the evidence asks for. On an error it
+// returns what it had read so far.
+func (r *Reconciler) observeConformance(ctx context.Context, s *scope) (runObservation, error) {
+	ma := s.ma
+	o := runObservation{conformInput: conformInput{
+		evidence:     s.health.Evidence,
+		mixed:        s.health.Mixed,
+		last:         ma.Status.Conformance,
+		manifestHash: ma.Spec.Manifest.Hash(),
+		rerun:        cond.Truncate(ma.Annotations[render.AnnotationRerunConformance], 63),
+		interval:     s.settings.ConformanceInterval,
+		deployed:     deployedCondition(s.deploy).Status == metav1.ConditionTrue,
+		now:          s.now,
+	}}
+	o.key, o.verify = o.runKey()
+	if !o.verify {
+		return o, nil
+	}
+	if o.retrying(*o.key) {
+		jobs := &batchv1.JobList{}
+		if err := r.Client.List(ctx, jobs, ofAdapter(ma.Namespace, ma.Name, client.MatchingLabels{render.LabelAdapter: ma.Name, render.LabelComponent: render.ComponentConformance})...); err != nil {
+			return o, fmt.Errorf("list conformance Jobs: %w", err)
+		}
+		o.history = jobs.Items
+	}
+	seed, due := scheduleRun(o.conformInput, *o.key, o.history)
+	o.due = due
+	if o.now.Before(o.due) {
+		return o, nil
+	}
+	o.name = render.JobName(ma, seed)
 	job := &batchv1.Job{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ma.Namespace, Name: name}, job)
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ma.Namespace, Name: o.name}, job)
 	switch {
 	case apierrors.IsNotFound(err):
-		if deployedCondition(s.deploy).Status != metav1.ConditionTrue {
-			return nil // a run verifies a deployed adapter; the rollout event brings us back
-		}
-		job = render.ConformanceJob(ma, s.settings, name, key, rerun)
-		if err := controllerutil.SetControllerReference(ma, job, r.Client.Scheme()); err != nil {
-			return fmt.Errorf("own Job %s: %w", name, err)
-		}
-		if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create conformance Job %s: %w", name, err)
-		}
-		s.conform.job.phase = jobRunning
-		r.Recorder.Eventf(ma, job, corev1.EventTypeNormal, "ConformanceStarted", "CreateJob", "job %s runs the matrix for %s", name, key)
-		return nil
+		return o, nil
 	case err != nil:
-		return fmt.Errorf("get conformance Job %s: %w", name, err)
+		return o, fmt.Errorf("get conformance Job %s: %w", o.name, err)
 	}
-
+	o.job = job
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, ofAdapter(ma.Namespace, ma.Name, client.MatchingLabels{render.LabelAdapter: ma.Name, render.LabelComponent: render.ComponentConformance, batchv1.JobNameLabel: name})...); err != nil {
-		return fmt.Errorf("list pods of Job %s: %w", name, err)
+	if err := r.Client.List(ctx, pods, ofAdapter(ma.Namespace, ma.Name, client.MatchingLabels{render.LabelAdapter: ma.Name, render.LabelComponent: render.ComponentConformance, batchv1.JobNameLabel: o.name})...); err != nil {
+		return o, fmt.Errorf("list pods of Job %s: %w", o.name, err)
 	}
-	finished, failMsg := jobFinished(job)
-	if !finished {
-		s.conform.job.phase = jobRunning
-		if msg := blockedReason(pods.Items); msg != "" {
-			s.conform.job.phase, s.conform.job.message = jobBlocked, msg
+	o.pods = pods.Items
+	return o, nil
+}
+
+// conformAction is what the conform phase does next.
+type conformAction int
+
+const (
+	// conformIdle writes nothing: no run is wanted, or one runs, or it waits for the rollout.
+	conformIdle conformAction = iota
+	// conformNotDue keeps the last verdict until the next run is due; a run it verified may
+	// still call for a restart.
+	conformNotDue
+	// conformStartRun creates the run's Job.
+	conformStartRun
+	// conformAwaitReport waits for the finished Job's pod to reach the cache.
+	conformAwaitReport
+	// conformRecordRun records the finished run in status.
+	conformRecordRun
+)
+
+// conformDecision is what decideConformance made of a runObservation.
+type conformDecision struct {
+	action conformAction
+	// conform is what Conformant is decided from; conformStartRun marks its Job running only
+	// once it is created.
+	conform conformObservation
+	// verified is the passing run Healthy holds the evidence to.
+	verified *memoryv1alpha1.ConformanceResult
+	// requeue is how soon to look again, for conformNotDue and conformAwaitReport.
+	requeue time.Duration
+	// result and outcome are the run conformRecordRun records.
+	result  *memoryv1alpha1.ConformanceResult
+	outcome string
+}
+
+// decideConformance turns the conform phase's observation into its next action and what
+// Conformant and Healthy are decided from. It touches neither the API server nor the clock.
+func decideConformance(o runObservation) conformDecision {
+	d := conformDecision{verified: passedRun(o.last)}
+	if o.evidence == nil {
+		return d
+	}
+	d.conform = conformObservation{key: o.key, last: o.last}
+	if !o.verify {
+		return d
+	}
+	if o.now.Before(o.due) {
+		d.action, d.requeue = conformNotDue, o.due.Sub(o.now)
+		return d
+	}
+	d.conform.job = jobObservation{name: o.name, phase: jobAbsent}
+	if o.job == nil {
+		if o.deployed {
+			d.action = conformStartRun
 		}
-		return nil
+		// Else no run: a run verifies a deployed adapter, and the rollout event brings the
+		// reconcile back.
+		return d
 	}
-	if wait := reportWait(job, pods.Items, s.now); wait > 0 {
+	finished, failMsg := jobFinished(o.job)
+	if !finished {
+		d.conform.job.phase = jobRunning
+		if msg := blockedReason(o.pods); msg != "" {
+			d.conform.job.phase, d.conform.job.message = jobBlocked, msg
+		}
+		return d
+	}
+	if wait := reportWait(o.job, o.pods, o.now); wait > 0 {
 		// The Job is seen finished before its pod's final status reached the cache (two
 		// objects, two watches, no order between them): a wait, never a "pod is gone" verdict.
-		s.conform.job.phase = jobRunning
-		s.requeue(wait)
-		return nil
+		d.conform.job.phase = jobRunning
+		d.action, d.requeue = conformAwaitReport, wait
+		return d
 	}
-	res := resultFromJob(job, pods.Items, key, rerun, failMsg, s.now)
-	ma.Status.Conformance = res
-	s.conform.last = res
-	s.health.Verified = passedRun(res)
-	outcome := "passed"
+	res := resultFromJob(o.job, o.pods, *o.key, o.rerun, failMsg, o.now)
+	d.action, d.result, d.outcome = conformRecordRun, res, runOutcome(res)
+	d.conform.last, d.verified = res, passedRun(res)
+	return d
+}
+
+// runOutcome is a finished run's label on memory_adapter_operator_conformance_runs_total.
+func runOutcome(res *memoryv1alpha1.ConformanceResult) string {
 	switch {
 	case res.Passed == 0 && res.Failed == 0:
-		outcome = "broken"
+		return "broken"
 	case passedRun(res) == nil:
-		outcome = "failed"
+		return "failed"
 	}
-	conformanceRuns.WithLabelValues(outcome).Inc()
-	if job.Status.StartTime != nil {
-		conformanceDuration.Observe(res.CompletionTime.Sub(job.Status.StartTime.Time).Seconds())
+	return "passed"
+}
+
+// actConformance carries out d: the phase's API writes, Events and metrics happen here and
+// nowhere else.
+func (r *Reconciler) actConformance(ctx context.Context, s *scope, o runObservation, d conformDecision) error {
+	s.health.Verified, s.conform = d.verified, d.conform
+	switch d.action {
+	case conformNotDue:
+		s.requeue(d.requeue)
+		return r.afterVerified(ctx, s, o.evidence)
+	case conformStartRun:
+		return r.startRun(ctx, s, o)
+	case conformAwaitReport:
+		s.requeue(d.requeue)
+	case conformRecordRun:
+		return r.recordRun(ctx, s, o, d)
 	}
-	r.Recorder.Eventf(ma, job, eventType(outcome == "passed"), "ConformanceFinished", "RecordRun", "job %s %s: %d passed, %d failed, %d not applicable", name, outcome, res.Passed, res.Failed, res.NotApplicable)
+	return nil
+}
+
+// startRun creates the Job of o's run. A Job that already exists is the same run (its name is
+// the run's seed), so creating it again is no error.
+func (r *Reconciler) startRun(ctx context.Context, s *scope, o runObservation) error {
+	job := render.ConformanceJob(s.ma, s.settings, o.name, *o.key, o.rerun)
+	if err := controllerutil.SetControllerReference(s.ma, job, r.Client.Scheme()); err != nil {
+		return fmt.Errorf("own Job %s: %w", o.name, err)
+	}
+	if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create conformance Job %s: %w", o.name, err)
+	}
+	s.conform.job.phase = jobRunning
+	r.Recorder.Eventf(s.ma, job, corev1.EventTypeNormal, "ConformanceStarted", "CreateJob", "job %s runs the matrix for %s", o.name, *o.key)
+	return nil
+}
+
+// recordRun writes the finished run to status and its metrics, looks again after the
+// interval, and then trims the history and restarts the adapter if the run calls for it.
+func (r *Reconciler) recordRun(ctx context.Context, s *scope, o runObservation, d conformDecision) error {
+	res := d.result
+	s.ma.Status.Conformance = res
+	conformanceRuns.WithLabelValues(d.outcome).Inc()
+	if o.job.Status.StartTime != nil {
+		conformanceDuration.Observe(res.CompletionTime.Sub(o.job.Status.StartTime.Time).Seconds())
+	}
+	r.Recorder.Eventf(s.ma, o.job, eventType(d.outcome == "passed"), "ConformanceFinished", "RecordRun", "job %s %s: %d passed, %d failed, %d not applicable", o.name, d.outcome, res.Passed, res.Failed, res.NotApplicable)
 	s.requeue(s.settings.ConformanceInterval)
-	return errors.Join(r.trimHistory(ctx, s, name), r.afterVerified(ctx, s, ev))
+	return errors.Join(r.trimHistory(ctx, s, o.name), r.afterVerified(ctx, s, o.evidence))
 }
 
 func eventType(ok bool) string {
@@ -582,40 +763,71 @@ func resultFromJob(job *batchv1.Job, pods []corev1.Pod, key render.RunKey, rerun
 	if job.Status.CompletionTime != nil {
 		res.CompletionTime = *job.Status.CompletionTime
 	}
+	report, problem := readReport(pods)
+	if report == nil {
+		res.Message = noReportMessage(failMsg, problem)
+		return res
+	}
+	addCases(res, report)
+	res.Message = reportMessage(res, report)
+	return res
+}
+
+// readReport returns the report of the last pod that left a readable one, and why the last
+// unreadable termination message could not be read.
+func readReport(pods []corev1.Pod) (*conformance.CompactReport, string) {
 	var report *conformance.CompactReport
 	var problem string
 	for _, p := range pods {
-		for _, cs := range p.Status.ContainerStatuses {
-			t := cs.State.Terminated
-			if t == nil {
-				continue
-			}
-			rep, err := conformance.ParseCompact([]byte(t.Message))
-			if err == nil {
-				report = rep
-				break
-			}
-			problem = fmt.Sprintf("pod %s exited %d (%s) without a readable report: %v", p.Name, t.ExitCode, t.Reason, err)
+		rep, prob := podReport(p)
+		if rep != nil {
+			report = rep
+		}
+		if prob != "" {
+			problem = prob
 		}
 	}
-	if report == nil {
-		msg := failMsg
-		if problem != "" {
-			msg = strings.TrimPrefix(msg+"; "+problem, "; ")
+	return report, problem
+}
+
+// podReport returns the first readable report among p's terminated containers, and what the
+// last unreadable one before it exited with.
+func podReport(p corev1.Pod) (*conformance.CompactReport, string) {
+	var problem string
+	for _, cs := range p.Status.ContainerStatuses {
+		t := cs.State.Terminated
+		if t == nil {
+			continue
 		}
-		if msg == "" {
-			msg = "the run's pod is gone"
+		rep, err := conformance.ParseCompact([]byte(t.Message))
+		if err == nil {
+			return rep, problem
 		}
-		res.Message = cond.Truncate(msg, 1024)
-		return res
+		problem = fmt.Sprintf("pod %s exited %d (%s) without a readable report: %v", p.Name, t.ExitCode, t.Reason, err)
 	}
-	known := map[memoryv1alpha1.ConformanceCaseID]bool{}
-	for _, id := range memoryv1alpha1.AllConformanceCaseIDs {
-		known[id] = true
+	return nil, problem
+}
+
+// noReportMessage explains a run without a report by the Job's failure and the pod's exit,
+// whichever are known.
+func noReportMessage(failMsg, problem string) string {
+	msg := failMsg
+	if problem != "" {
+		msg = strings.TrimPrefix(msg+"; "+problem, "; ")
 	}
+	if msg == "" {
+		msg = "the run's pod is gone"
+	}
+	return cond.Truncate(msg, 1024)
+}
+
+// addCases adds the report's cases and their counts to res. A case id this operator does not
+// know (a newer suite's) is left out, as the CRD's enum would refuse it, and so are cases
+// beyond the CRD's limit of 32.
+func addCases(res *memoryv1alpha1.ConformanceResult, report *conformance.CompactReport) {
 	for _, c := range report.Cases {
 		id := memoryv1alpha1.ConformanceCaseID(c.ID)
-		if !known[id] || len(res.Cases) >= 32 {
+		if !slices.Contains(memoryv1alpha1.AllConformanceCaseIDs, id) || len(res.Cases) >= 32 {
 			continue
 		}
 		res.Cases = append(res.Cases, memoryv1alpha1.ConformanceCaseResult{ID: id, Outcome: memoryv1alpha1.ConformanceOutcome(c.Outcome), Message: cond.Truncate(c.Message, 1024)})
@@ -628,17 +840,24 @@ func resultFromJob(job *batchv1.Job, pods []corev1.Pod, key render.RunKey, rerun
 			res.NotApplicable++
 		}
 	}
+}
+
+// reportMessage is the run-level verdict of a report whose cases are in res: its error when
+// it did not pass, or the cases missing from a report that shows no failure, since a partial
+// matrix verifies nothing it left out.
+func reportMessage(res *memoryv1alpha1.ConformanceResult, report *conformance.CompactReport) string {
+	var msg string
 	if report.Result != conformance.Passed {
-		msg := report.Error
+		msg = report.Error
 		if msg == "" && res.Failed == 0 {
 			msg = "the run reported Failed without a failing case"
 		}
-		res.Message = cond.Truncate(msg, 1024)
+		msg = cond.Truncate(msg, 1024)
 	}
-	if len(res.Cases) != len(memoryv1alpha1.AllConformanceCaseIDs) && res.Message == "" && res.Failed == 0 {
-		res.Message = fmt.Sprintf("the report holds %d of the %d matrix cases", len(res.Cases), len(memoryv1alpha1.AllConformanceCaseIDs))
+	if len(res.Cases) != len(memoryv1alpha1.AllConformanceCaseIDs) && msg == "" && res.Failed == 0 {
+		msg = fmt.Sprintf("the report holds %d of the %d matrix cases", len(res.Cases), len(memoryv1alpha1.AllConformanceCaseIDs))
 	}
-	return res
+	return msg
 }
 
 // trimHistory deletes finished conformance Jobs beyond the newest JobHistory.

@@ -96,51 +96,114 @@ func nodeProblem(o deployObservation) string {
 	return ""
 }
 
-// deployedCondition decides Deployed from the Deployment's status and its pods.
+// deployedCondition decides Deployed from the Deployment's status and its pods: the first of
+// deployedChecks that finds a reason to be False, else Ready.
 func deployedCondition(o deployObservation) metav1.Condition {
-	const t = memoryv1alpha1.ConditionDeployed
-	if o.specErr != nil {
-		return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonInvalidSpec, o.specErr.Error())
-	}
-	if o.replicas == 0 {
-		return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonScaledToZero, "spec.replicas is 0: no adapter pod serves the manifest")
-	}
-	// A missing connection Secret shows up as the kubelet's CreateContainerConfigError; the
-	// operator never reads the Secret itself.
-	if o.backendSecret != "" {
-		for _, p := range o.pods {
-			for _, cs := range p.Status.ContainerStatuses {
-				if w := cs.State.Waiting; w != nil && w.Reason == "CreateContainerConfigError" && strings.Contains(w.Message, "ecret") {
-					return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonBackendSecretMissing,
-						fmt.Sprintf("pod %s cannot start: %s (spec.backend.connectionSecretRef is %s); creating it lets the pod start with no other step", p.Name, w.Message, o.backendSecret))
-				}
-			}
+	for _, check := range deployedChecks {
+		if c, ok := check(o); ok {
+			return c
 		}
 	}
 	d := o.deployment
-	if d == nil {
-		return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, "the adapter Deployment is being created")
+	return cond.New(memoryv1alpha1.ConditionDeployed, metav1.ConditionTrue, memoryv1alpha1.ReasonDeploymentReady,
+		fmt.Sprintf("Deployment %s: %d of %d replicas updated and available", d.Name, d.Status.AvailableReplicas, o.replicas))
+}
+
+// deployedChecks are Deployed's reasons to be False, most specific first, because the first
+// that applies is the one a reader sees: what the spec or a missing Secret prevents comes
+// before the Deployment's state, and a named cause (an exceeded deadline, a lost node) before
+// a rollout that is merely not done. The checks after notCreated may rely on a Deployment.
+var deployedChecks = []func(deployObservation) (metav1.Condition, bool){
+	deployObservation.invalidSpec,
+	deployObservation.scaledToZero,
+	deployObservation.backendSecretMissing,
+	deployObservation.notCreated,
+	deployObservation.deadlineExceeded,
+	deployObservation.nodeUnavailable,
+	deployObservation.rollingOut,
+}
+
+// notDeployed is a Deployed False with reason and message, as a check returns it.
+func notDeployed(reason, message string) (metav1.Condition, bool) {
+	return cond.New(memoryv1alpha1.ConditionDeployed, metav1.ConditionFalse, reason, message), true
+}
+
+func (o deployObservation) invalidSpec() (metav1.Condition, bool) {
+	if o.specErr == nil {
+		return metav1.Condition{}, false
 	}
+	return notDeployed(memoryv1alpha1.ReasonInvalidSpec, o.specErr.Error())
+}
+
+func (o deployObservation) scaledToZero() (metav1.Condition, bool) {
+	if o.replicas != 0 {
+		return metav1.Condition{}, false
+	}
+	return notDeployed(memoryv1alpha1.ReasonScaledToZero, "spec.replicas is 0: no adapter pod serves the manifest")
+}
+
+// backendSecretMissing reads the kubelet's CreateContainerConfigError: that is where a missing
+// connection Secret shows, since the operator never reads the Secret itself.
+func (o deployObservation) backendSecretMissing() (metav1.Condition, bool) {
+	if o.backendSecret == "" {
+		return metav1.Condition{}, false
+	}
+	for _, p := range o.pods {
+		for _, cs := range p.Status.ContainerStatuses {
+			if w := cs.State.Waiting; w != nil && w.Reason == "CreateContainerConfigError" && strings.Contains(w.Message, "ecret") {
+				return notDeployed(memoryv1alpha1.ReasonBackendSecretMissing,
+					fmt.Sprintf("pod %s cannot start: %s (spec.backend.connectionSecretRef is %s); creating it lets the pod start with no other step", p.Name, w.Message, o.backendSecret))
+			}
+		}
+	}
+	return metav1.Condition{}, false
+}
+
+func (o deployObservation) notCreated() (metav1.Condition, bool) {
+	if o.deployment != nil {
+		return metav1.Condition{}, false
+	}
+	return notDeployed(memoryv1alpha1.ReasonDeploymentProgressing, "the adapter Deployment is being created")
+}
+
+func (o deployObservation) deadlineExceeded() (metav1.Condition, bool) {
+	d := o.deployment
 	for _, c := range d.Status.Conditions {
 		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
-			return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentFailed,
+			return notDeployed(memoryv1alpha1.ReasonDeploymentFailed,
 				fmt.Sprintf("Deployment %s exceeded its progress deadline: %s%s", d.Name, c.Message, podProblems(o.pods)))
 		}
 	}
-	if d.Status.AvailableReplicas < o.replicas {
-		if np := nodeProblem(o); np != "" {
-			return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonNodeUnavailable,
-				fmt.Sprintf("Deployment %s: %d of %d replicas available; %s", d.Name, d.Status.AvailableReplicas, o.replicas, np))
-		}
+	return metav1.Condition{}, false
+}
+
+// nodeUnavailable applies only while replicas are missing: an unready node the adapter's
+// replicas no longer need is no reason to be False.
+func (o deployObservation) nodeUnavailable() (metav1.Condition, bool) {
+	d := o.deployment
+	if d.Status.AvailableReplicas >= o.replicas {
+		return metav1.Condition{}, false
 	}
-	if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas < o.replicas ||
-		d.Status.AvailableReplicas < o.replicas || d.Status.Replicas > o.replicas {
-		return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing,
-			fmt.Sprintf("Deployment %s: %d of %d replicas updated, %d available%s", d.Name,
-				d.Status.UpdatedReplicas, o.replicas, d.Status.AvailableReplicas, podProblems(o.pods)))
+	np := nodeProblem(o)
+	if np == "" {
+		return metav1.Condition{}, false
 	}
-	return cond.New(t, metav1.ConditionTrue, memoryv1alpha1.ReasonDeploymentReady,
-		fmt.Sprintf("Deployment %s: %d of %d replicas updated and available", d.Name, d.Status.AvailableReplicas, o.replicas))
+	return notDeployed(memoryv1alpha1.ReasonNodeUnavailable,
+		fmt.Sprintf("Deployment %s: %d of %d replicas available; %s", d.Name, d.Status.AvailableReplicas, o.replicas, np))
+}
+
+// rollingOut counts a surplus replica as not done: until the old ReplicaSet's pods are gone,
+// the previous version may still answer.
+func (o deployObservation) rollingOut() (metav1.Condition, bool) {
+	d := o.deployment
+	behind := d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas < o.replicas ||
+		d.Status.AvailableReplicas < o.replicas || d.Status.Replicas > o.replicas
+	if !behind {
+		return metav1.Condition{}, false
+	}
+	return notDeployed(memoryv1alpha1.ReasonDeploymentProgressing,
+		fmt.Sprintf("Deployment %s: %d of %d replicas updated, %d available%s", d.Name,
+			d.Status.UpdatedReplicas, o.replicas, d.Status.AvailableReplicas, podProblems(o.pods)))
 }
 
 // podProblems quotes the first container that waits for a reason other than starting, so a

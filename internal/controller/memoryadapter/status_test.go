@@ -98,6 +98,23 @@ func TestDeployedCondition(t *testing.T) {
 		"an unready node while every replica is available": {deployObservation{replicas: 1, deployment: readyDeployment(1, 1, 1, 1),
 			claim: &claimObservation{name: "mem-data", node: "node-b"}, nodes: map[string]nodeObservation{"node-b": lostNode}},
 			want{metav1.ConditionTrue, memoryv1alpha1.ReasonDeploymentReady, nil}},
+		"a surplus replica of the old version": {deployObservation{replicas: 1, deployment: readyDeployment(1, 1, 2, 1)},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, []string{"2 of 1 replicas updated"}}},
+		// The first cause that applies is the one a reader sees: these rows pin the order.
+		"an invalid spec over a scale to zero": {deployObservation{specErr: errors.New("spec.lifecycle: bad"), replicas: 0},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonInvalidSpec, []string{"spec.lifecycle"}}},
+		"a scale to zero over a missing Secret": {deployObservation{replicas: 0, deployment: readyDeployment(1, 1, 0, 0), backendSecret: `Secret ns/pg key "dsn"`,
+			pods: []corev1.Pod{waitingPod("CreateContainerConfigError", `secret "pg" not found`)}},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonScaledToZero, nil}},
+		"a missing Secret over an exceeded deadline": {deployObservation{replicas: 1, deployment: failed, backendSecret: `Secret ns/pg key "dsn"`,
+			pods: []corev1.Pod{waitingPod("CreateContainerConfigError", `secret "pg" not found`)}},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonBackendSecretMissing, []string{`secret "pg" not found`}}},
+		"an exceeded deadline over a lost node": {deployObservation{replicas: 1, deployment: failed,
+			claim: &claimObservation{name: "mem-data", node: "node-b"}, nodes: map[string]nodeObservation{"node-b": lostNode}},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentFailed, []string{"timed out"}}},
+		"a lost node over an old generation": {deployObservation{replicas: 1, deployment: readyDeployment(3, 2, 1, 0),
+			claim: &claimObservation{name: "mem-data", node: "node-b"}, nodes: map[string]nodeObservation{"node-b": lostNode}},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonNodeUnavailable, []string{"node node-b"}}},
 	} {
 		t.Run(name, func(t *testing.T) { check(t, deployedCondition(tc.obs), tc.want) })
 	}
