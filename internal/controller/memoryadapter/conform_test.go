@@ -1,9 +1,7 @@
 package memoryadapter
 
 import (
-	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,36 +12,17 @@ import (
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 	"github.com/agentmem/memory-adapter-operator/conformance"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/cond/condtest"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/runs"
 )
 
-// compactReport is a run pod's termination message: the report's result and error, and a case
-// per "id=Outcome".
-func compactReport(result, errMsg string, cases ...string) string {
-	var cs []string
-	for _, c := range cases {
-		id, outcome, _ := strings.Cut(c, "=")
-		cs = append(cs, fmt.Sprintf(`{"id":%q,"outcome":%q}`, id, outcome))
-	}
-	return fmt.Sprintf(`{"suite_version":"1","adapter_id":"sqlite","start_time":"2026-12-03T09:59:00Z","duration_ms":1000,"result":%q,"error":%q,"counts":{"passed":0,"failed":0,"not_applicable":0},"cases":[%s]}`,
-		result, errMsg, strings.Join(cs, ","))
-}
+var (
+	compactReport = condtest.CompactReport
+	allCases      = condtest.AllCases
+)
 
-// allCases is every matrix case with outcome, as compactReport takes them.
-func allCases(outcome conformance.Outcome) []string {
-	var cs []string
-	for _, id := range memoryv1alpha1.AllConformanceCaseIDs {
-		cs = append(cs, string(id)+"="+string(outcome))
-	}
-	return cs
-}
-
-// runPod is a run pod whose container ended with msg as its termination message.
-func runPod(name, msg string) corev1.Pod {
-	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
-		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: msg}},
-	}}}}
-}
+var runPod = condtest.RunPod
 
 // finishedJob is a run Job that ended as typ at, having started a minute before.
 func finishedJob(name string, typ batchv1.JobConditionType, at time.Time) *batchv1.Job {
@@ -166,7 +145,7 @@ func TestDecideConformance(t *testing.T) {
 		"failed cases: record it, nothing verified": {due(func(o *runObservation) {
 			o.job, o.pods = finishedJob(name, batchv1.JobFailed, now), []corev1.Pod{runPod("p", compactReport("Failed", "", "limit=Failed", "consistency=Passed"))}
 		}), wantDecision{action: conformRecordRun, job: absent, outcome: "failed"}},
-		"pod gone after the grace: a broken run": {due(func(o *runObservation) { o.job = finishedJob(name, batchv1.JobFailed, now.Add(-reportGrace)) }),
+		"pod gone after the grace: a broken run": {due(func(o *runObservation) { o.job = finishedJob(name, batchv1.JobFailed, now.Add(-runs.ReportGrace)) }),
 			wantDecision{action: conformRecordRun, job: absent, outcome: "broken"}},
 	} {
 		t.Run(rowName, func(t *testing.T) { checkConformDecision(t, tc.obs, tc.want) })
@@ -208,75 +187,6 @@ func checkConformDecision(t *testing.T, o runObservation, w wantDecision) {
 	wantVerified := map[string]*memoryv1alpha1.ConformanceResult{"last": o.last, "result": d.result, "": nil}[w.verified]
 	if d.verified != wantVerified {
 		t.Errorf("verified = %+v, want %s: %+v", d.verified, w.verified, wantVerified)
-	}
-}
-
-func TestReadReport(t *testing.T) {
-	passed := compactReport("Passed", "", allCases(conformance.Passed)...)
-	failed := compactReport("Failed", "boom", "limit=Failed")
-	for name, tc := range map[string]struct {
-		pods    []corev1.Pod
-		result  conformance.Outcome // "" for no report
-		problem string
-	}{
-		"no pod":                                   {nil, "", ""},
-		"a running pod":                            {[]corev1.Pod{waitingPod("ContainerCreating", "")}, "", ""},
-		"an unreadable message":                    {[]corev1.Pod{runPod("p1", "panic: boom")}, "", "pod p1 exited 1 (Error) without a readable report"},
-		"the last pod's report":                    {[]corev1.Pod{runPod("p1", failed), runPod("p2", passed)}, conformance.Passed, ""},
-		"a later unreadable pod":                   {[]corev1.Pod{runPod("p1", failed), runPod("p2", "oom")}, conformance.Failed, "pod p2 exited"},
-		"a retry's report after an unreadable one": {[]corev1.Pod{runPod("p1", "oom"), runPod("p2", passed)}, conformance.Passed, "pod p1 exited"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			rep, problem := readReport(tc.pods)
-			if (rep == nil) != (tc.result == "") || (rep != nil && rep.Result != tc.result) {
-				t.Errorf("report = %+v, want result %q", rep, tc.result)
-			}
-			if (problem == "") != (tc.problem == "") || !strings.Contains(problem, tc.problem) {
-				t.Errorf("problem = %q, want %q", problem, tc.problem)
-			}
-		})
-	}
-}
-
-func TestNoReportMessage(t *testing.T) {
-	for _, tc := range []struct{ failMsg, problem, want string }{
-		{"", "", "the run's pod is gone"},
-		{"DeadlineExceeded: too long", "", "DeadlineExceeded: too long"},
-		{"", "pod p exited 2", "pod p exited 2"},
-		{"BackoffLimitExceeded", "pod p exited 2", "BackoffLimitExceeded; pod p exited 2"},
-	} {
-		if got := noReportMessage(tc.failMsg, tc.problem); got != tc.want {
-			t.Errorf("noReportMessage(%q, %q) = %q, want %q", tc.failMsg, tc.problem, got, tc.want)
-		}
-	}
-	if got := noReportMessage(strings.Repeat("x", 2000), ""); len(got) != 1024 {
-		t.Errorf("noReportMessage keeps %d bytes, want at most the API's 1024", len(got))
-	}
-}
-
-func TestReportMessage(t *testing.T) {
-	all := len(memoryv1alpha1.AllConformanceCaseIDs)
-	for name, tc := range map[string]struct {
-		report string
-		want   string
-	}{
-		"every case passed":                 {compactReport("Passed", "", allCases(conformance.Passed)...), ""},
-		"a run-level error":                 {compactReport("Failed", "deployed server: manifest: differs", allCases(conformance.Passed)...), "deployed server: manifest: differs"},
-		"failed without a failing case":     {compactReport("Failed", "", allCases(conformance.Passed)...), "the run reported Failed without a failing case"},
-		"a failing case says enough":        {compactReport("Failed", "", "limit=Failed"), ""},
-		"a partial matrix verifies nothing": {compactReport("Passed", "", "limit=Passed", "consistency=Passed"), fmt.Sprintf("the report holds 2 of the %d matrix cases", all)},
-	} {
-		t.Run(name, func(t *testing.T) {
-			rep, err := conformance.ParseCompact([]byte(tc.report))
-			if err != nil {
-				t.Fatal(err)
-			}
-			res := &memoryv1alpha1.ConformanceResult{}
-			addCases(res, rep)
-			if got := reportMessage(res, rep); got != tc.want {
-				t.Errorf("reportMessage = %q, want %q", got, tc.want)
-			}
-		})
 	}
 }
 

@@ -35,6 +35,7 @@ import (
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 	"github.com/agentmem/memory-adapter-operator/conformance"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/runs"
 	"github.com/agentmem/memory-adapter-operator/internal/pki"
 )
 
@@ -670,7 +671,7 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 		count := func() int {
 			n := 0
 			for _, j := range conformanceJobs(ctx, key) {
-				if done, _ := jobFinished(&j); !done {
+				if done, _ := runs.JobFinished(&j); !done {
 					n++
 				}
 			}

@@ -22,6 +22,7 @@ import (
 	"github.com/agentmem/memory-adapter-operator/conformance"
 	"github.com/agentmem/memory-adapter-operator/conformance/wire/wiretest"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/runs"
 	"github.com/agentmem/memory-adapter-operator/internal/pki"
 )
 
@@ -185,7 +186,7 @@ func runExternal(t *testing.T, adapter string, manifest memoryv1alpha1.ManifestS
 	}
 	p := corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "conformance",
 		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: string(msg)}}}}}}
-	res := resultFromJob(job, []corev1.Pod{p}, render.RunKey{}, "", "", time.Now())
+	res := runs.ResultFromJob(job, []corev1.Pod{p}, render.RunKey{}, "", "", time.Now())
 	if res.Failed != 0 || res.Message != "" || len(res.Cases) != len(memoryv1alpha1.AllConformanceCaseIDs) {
 		t.Errorf("the controller reads %d passed, %d failed, %d cases, message %q", res.Passed, res.Failed, len(res.Cases), res.Message)
 	}

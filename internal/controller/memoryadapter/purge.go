@@ -24,6 +24,7 @@ import (
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/cond"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/runs"
 )
 
 // FinalizerPurgeScope holds a MemoryAdapter with deletionPolicy Delete on Postgres or Redis
@@ -129,11 +130,11 @@ func decidePurge(o purgeObservation) (purgeAction, metav1.Condition) {
 		return purgeCreateJob, cond.New(t, unknown, memoryv1alpha1.ReasonPurgeRunning,
 			fmt.Sprintf("job %s deletes every item of scope %q (deletionPolicy Delete)", o.jobName, o.scope))
 	}
-	done, jobMsg := jobFinished(o.job)
+	done, jobMsg := runs.JobFinished(o.job)
 	res, pod, reported := lastPurgeResult(o.jobPods)
 	switch {
 	case !done:
-		if msg := blockedReason(o.jobPods); msg != "" {
+		if msg := runs.BlockedReason(o.jobPods); msg != "" {
 			return purgeWait, cond.New(t, unknown, memoryv1alpha1.ReasonPurgeBlocked,
 				fmt.Sprintf("job %s cannot run: %s; fix the cause, or give up with spec.deletionPolicy Retain", o.jobName, msg))
 		}

@@ -2,13 +2,10 @@ package memoryadapter
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -37,14 +34,7 @@ func readyDeployment(gen, observed int64, updated, available int32) *appsv1.Depl
 	}
 }
 
-func waitingPod(reason, msg string) corev1.Pod {
-	return corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "mem-abc"},
-		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
-			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}},
-		}}},
-	}
-}
+var waitingPod = condtest.WaitingPod
 
 func TestManifestCondition(t *testing.T) {
 	check(t, manifestCondition(nil), want{metav1.ConditionTrue, memoryv1alpha1.ReasonManifestCoherent, nil})
@@ -186,129 +176,4 @@ func TestAvailableCondition(t *testing.T) {
 	hidden[1] = c(memoryv1alpha1.ConditionDeployed, metav1.ConditionFalse, memoryv1alpha1.ReasonScaledToZero)
 	hidden[3] = c(memoryv1alpha1.ConditionHealthy, metav1.ConditionFalse, memoryv1alpha1.ReasonCapabilityProbeFailed)
 	check(t, availableCondition(hidden), want{metav1.ConditionFalse, memoryv1alpha1.ReasonScaledToZero, nil})
-}
-
-func TestBlockedReason(t *testing.T) {
-	unschedulable := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "run-1"}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{
-		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: insufficient memory",
-	}}}}
-	for name, tc := range map[string]struct {
-		pods []corev1.Pod
-		want string
-	}{
-		"no pod yet":        {nil, ""},
-		"starting":          {[]corev1.Pod{waitingPod("ContainerCreating", "")}, ""},
-		"image pull":        {[]corev1.Pod{waitingPod("ImagePullBackOff", `Back-off pulling image "x:v9"`)}, `ImagePullBackOff: Back-off pulling image "x:v9"`},
-		"missing secret":    {[]corev1.Pod{waitingPod("CreateContainerConfigError", `secret "pg" not found`)}, `secret "pg" not found`},
-		"unschedulable pod": {[]corev1.Pod{unschedulable}, "insufficient memory"},
-		// An External run's server is a native sidecar: its status is an init container's.
-		"external server's Secret": {[]corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "run-1"}, Status: corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{{
-			Name: "server", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: `secret "byo-db" not found`}},
-		}}}}}, `secret "byo-db" not found`},
-	} {
-		t.Run(name, func(t *testing.T) {
-			got := blockedReason(tc.pods)
-			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
-				t.Fatalf("blockedReason = %q, want it to name %q", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestResultFromJob(t *testing.T) {
-	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
-	key := render.RunKey{ManifestHash: hashA, ServiceVersion: "3.50", AdapterVersion: "v1"}
-	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "mem-conformance-1"}}
-	terminated := func(msg string, code int32) []corev1.Pod {
-		return []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "mem-conformance-1-x"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: "Error", Message: msg}},
-		}}}}}
-	}
-	report := func(result string, cases ...string) string {
-		var cs []string
-		for _, c := range cases {
-			id, outcome, _ := strings.Cut(c, "=")
-			cs = append(cs, fmt.Sprintf(`{"id":%q,"outcome":%q}`, id, outcome))
-		}
-		return fmt.Sprintf(`{"suite_version":"1","adapter_id":"sqlite","start_time":"2026-12-03T09:59:00Z","duration_ms":1000,"result":%q,"error":"deployed server: manifest: differs","counts":{"passed":0,"failed":0,"not_applicable":0},"cases":[%s]}`, result, strings.Join(cs, ","))
-	}
-
-	r := resultFromJob(job, nil, key, "", "DeadlineExceeded: Job was active longer than specified deadline", now)
-	if r.Passed+r.Failed != 0 || !strings.Contains(r.Message, "DeadlineExceeded") || r.ServiceVersion != "3.50" {
-		t.Errorf("a Job without a pod: %+v", r)
-	}
-	r = resultFromJob(job, terminated("panic: boom", 2), key, "", "BackoffLimitExceeded", now)
-	if r.Passed+r.Failed != 0 || !strings.Contains(r.Message, "exited 2") {
-		t.Errorf("an unreadable termination message: %+v", r)
-	}
-	r = resultFromJob(job, terminated(report("Failed", "limit=Failed", "unknown-id=Passed", "a-case-from-a-newer-suite=Passed"), 1), key, "7", "", now)
-	if r.Failed != 1 || r.Passed != 1 || len(r.Cases) != 2 || r.RerunToken != "7" {
-		t.Errorf("a failing report (unknown case ids dropped, as the CRD's enum would refuse them): %+v", r)
-	}
-	if r.Message != "deployed server: manifest: differs" {
-		t.Errorf("the run-level error is kept: %q", r.Message)
-	}
-}
-
-func TestReportWait(t *testing.T) {
-	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	finished := func(at time.Time, typ batchv1.JobConditionType) *batchv1.Job {
-		return &batchv1.Job{Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{
-			{Type: typ, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(at)},
-		}}}
-	}
-	terminated := []corev1.Pod{{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
-		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}},
-	}}}}}
-	running := []corev1.Pod{{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
-		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
-	}}}}}
-	for _, tc := range []struct {
-		name string
-		job  *batchv1.Job
-		pods []corev1.Pod
-		want time.Duration
-	}{
-		{"report cached: no wait", finished(now, batchv1.JobComplete), terminated, 0},
-		{"just completed, no pod cached yet: wait", finished(now, batchv1.JobComplete), nil, 2 * time.Second},
-		{"just failed, pod cached still running: wait", finished(now.Add(-time.Second), batchv1.JobFailed), running, 2 * time.Second},
-		{"near the end of the grace: the rest of it", finished(now.Add(-reportGrace+time.Second), batchv1.JobComplete), nil, time.Second},
-		{"grace passed: the pod is gone, a verdict", finished(now.Add(-reportGrace), batchv1.JobComplete), nil, 0},
-		{"not finished: nothing to wait for", &batchv1.Job{}, nil, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := reportWait(tc.job, tc.pods, now); got != tc.want {
-				t.Errorf("reportWait = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestFailedRunBackoff(t *testing.T) {
-	base := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	job := func(minute int, c batchv1.JobConditionType) batchv1.Job {
-		j := batchv1.Job{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(base.Add(time.Duration(minute) * time.Minute))}}
-		if c != "" {
-			j.Status.Conditions = []batchv1.JobCondition{{Type: c, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded"}}
-		}
-		return j
-	}
-	for _, tc := range []struct {
-		name string
-		jobs []batchv1.Job
-		want time.Duration
-	}{
-		{"one failure", []batchv1.Job{job(0, batchv1.JobFailed)}, time.Minute},
-		{"two in a row", []batchv1.Job{job(0, batchv1.JobFailed), job(1, batchv1.JobFailed)}, 2 * time.Minute},
-		{"three in a row, listed in any order", []batchv1.Job{job(2, batchv1.JobFailed), job(0, batchv1.JobFailed), job(1, batchv1.JobFailed)}, 4 * time.Minute},
-		{"a completed run ends the streak", []batchv1.Job{job(0, batchv1.JobFailed), job(1, batchv1.JobComplete), job(2, batchv1.JobFailed)}, time.Minute},
-		{"a running Job does not count", []batchv1.Job{job(0, batchv1.JobFailed), job(1, batchv1.JobFailed), job(3, "")}, 2 * time.Minute},
-		{"capped", []batchv1.Job{job(0, batchv1.JobFailed), job(1, batchv1.JobFailed), job(2, batchv1.JobFailed), job(3, batchv1.JobFailed), job(4, batchv1.JobFailed), job(5, batchv1.JobFailed), job(6, batchv1.JobFailed)}, failedRunRetryMax},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := failedRunBackoff(tc.jobs); got != tc.want {
-				t.Errorf("failedRunBackoff = %v, want %v", got, tc.want)
-			}
-		})
-	}
 }

@@ -3,8 +3,13 @@
 package condtest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/agentmem/memory-adapter-operator/conformance"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -40,4 +45,42 @@ func Run(sv, av string, passed, failed int32, msg string, failedIDs ...memoryv1a
 		r.Cases = append(r.Cases, memoryv1alpha1.ConformanceCaseResult{ID: id, Outcome: memoryv1alpha1.OutcomeFailed})
 	}
 	return r
+}
+
+// WaitingPod is pod mem-abc with one container waiting for reason, with msg.
+func WaitingPod(reason, msg string) corev1.Pod {
+	return corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "mem-abc"},
+		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}},
+		}}},
+	}
+}
+
+// CompactReport is a run pod's termination message: the report's result and error, and a case
+// per "id=Outcome".
+func CompactReport(result, errMsg string, cases ...string) string {
+	var cs []string
+	for _, c := range cases {
+		id, outcome, _ := strings.Cut(c, "=")
+		cs = append(cs, fmt.Sprintf(`{"id":%q,"outcome":%q}`, id, outcome))
+	}
+	return fmt.Sprintf(`{"suite_version":"1","adapter_id":"sqlite","start_time":"2026-12-03T09:59:00Z","duration_ms":1000,"result":%q,"error":%q,"counts":{"passed":0,"failed":0,"not_applicable":0},"cases":[%s]}`,
+		result, errMsg, strings.Join(cs, ","))
+}
+
+// AllCases is every matrix case with outcome, as CompactReport takes them.
+func AllCases(outcome conformance.Outcome) []string {
+	var cs []string
+	for _, id := range memoryv1alpha1.AllConformanceCaseIDs {
+		cs = append(cs, string(id)+"="+string(outcome))
+	}
+	return cs
+}
+
+// RunPod is a run pod whose container ended with msg as its termination message.
+func RunPod(name, msg string) corev1.Pod {
+	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: msg}},
+	}}}}
 }
