@@ -13,6 +13,7 @@ import (
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 	"github.com/agentmem/memory-adapter-operator/conformance"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/cond/condtest"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/conditions"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/runs"
 )
@@ -114,8 +115,8 @@ func TestDecideConformance(t *testing.T) {
 		}
 		return o
 	}
-	running := jobObservation{name: name, phase: jobRunning}
-	absent := jobObservation{name: name, phase: jobAbsent}
+	running := conditions.JobObservation{Name: name, Phase: conditions.JobRunning}
+	absent := conditions.JobObservation{Name: name, Phase: conditions.JobAbsent}
 	for rowName, tc := range map[string]struct {
 		obs  runObservation
 		want wantDecision
@@ -136,7 +137,7 @@ func TestDecideConformance(t *testing.T) {
 		}), wantDecision{action: conformIdle, job: running, verified: "last"}},
 		"blocked": {due(func(o *runObservation) {
 			o.job, o.pods = &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name}}, []corev1.Pod{waitingPod("ImagePullBackOff", `Back-off pulling image "x:v9"`)}
-		}), wantDecision{action: conformIdle, job: jobObservation{name: name, phase: jobBlocked, message: `pod mem-abc: ImagePullBackOff: Back-off pulling image "x:v9"`}, verified: "last"}},
+		}), wantDecision{action: conformIdle, job: conditions.JobObservation{Name: name, Phase: conditions.JobBlocked, Message: `pod mem-abc: ImagePullBackOff: Back-off pulling image "x:v9"`}, verified: "last"}},
 		"finished, its pod not cached yet: wait for the report": {due(func(o *runObservation) { o.job = finishedJob(name, batchv1.JobComplete, now) }),
 			wantDecision{action: conformAwaitReport, job: running, verified: "last", requeue: 2 * time.Second}},
 		"passed: record it, and it is the verified run": {due(func(o *runObservation) {
@@ -157,7 +158,7 @@ func TestDecideConformance(t *testing.T) {
 // the recorded run for conformRecordRun.
 type wantDecision struct {
 	action conformAction
-	job    jobObservation
+	job    conditions.JobObservation
 	// verified is the run Healthy holds evidence to: "last" (the observed one), "result"
 	// (the run recorded now) or "" (none).
 	verified string
@@ -168,8 +169,8 @@ type wantDecision struct {
 func checkConformDecision(t *testing.T, o runObservation, w wantDecision) {
 	t.Helper()
 	d := decideConformance(o)
-	if d.action != w.action || d.requeue != w.requeue || d.outcome != w.outcome || d.conform.job != w.job {
-		t.Errorf("decision %v, requeue %v, outcome %q, job %+v; want %v, %v, %q, %+v", d.action, d.requeue, d.outcome, d.conform.job, w.action, w.requeue, w.outcome, w.job)
+	if d.action != w.action || d.requeue != w.requeue || d.outcome != w.outcome || d.conform.Job != w.job {
+		t.Errorf("decision %v, requeue %v, outcome %q, job %+v; want %v, %v, %q, %+v", d.action, d.requeue, d.outcome, d.conform.Job, w.action, w.requeue, w.outcome, w.job)
 	}
 	if records := d.action == conformRecordRun; (d.result != nil) != records || (records && d.result.JobName != o.name) {
 		t.Fatalf("result = %+v with action %v, want job %s's run exactly when it records one", d.result, d.action, o.name)
@@ -181,8 +182,8 @@ func checkConformDecision(t *testing.T, o runObservation, w wantDecision) {
 	if d.result != nil {
 		wantLast = d.result
 	}
-	if !reflect.DeepEqual(d.conform.key, wantKey) || d.conform.last != wantLast {
-		t.Errorf("conform key %v, last %+v; want %v, %+v", d.conform.key, d.conform.last, wantKey, wantLast)
+	if !reflect.DeepEqual(d.conform.Key, wantKey) || d.conform.Last != wantLast {
+		t.Errorf("conform key %v, last %+v; want %v, %+v", d.conform.Key, d.conform.Last, wantKey, wantLast)
 	}
 	wantVerified := map[string]*memoryv1alpha1.ConformanceResult{"last": o.last, "result": d.result, "": nil}[w.verified]
 	if d.verified != wantVerified {

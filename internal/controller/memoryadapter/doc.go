@@ -7,7 +7,8 @@
 // The controller is three rooms. render (a subpackage) builds the desired objects and names
 // them, with no client and no clock; health (a subpackage) reads the adapters' evidence off
 // the reconcile workers and decides Healthy; this package observes the cluster, decides the
-// other conditions with pure functions (status.go, decideConformance, decidePurge; runs reads
-// what a Job left) and acts, writing status once per reconcile. memoryadapter_controller.go holds Reconcile, setup and RBAC;
-// phases.go the deploy, conform and health phases; purge.go the deletion path.
+// other conditions with pure functions (the conditions subpackage, decideConformance,
+// decidePurge; runs reads what a Job left) and acts, writing status once per reconcile.
+// memoryadapter_controller.go holds Reconcile, setup and RBAC; phases.go the deploy, conform
+// and health phases; purge.go the deletion path.
 package memoryadapter

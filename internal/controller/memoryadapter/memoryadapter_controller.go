@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/conditions"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/health"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 	"github.com/agentmem/memory-adapter-operator/internal/pki"
@@ -166,7 +167,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.Prober.Forget(key)
 	r.bindings.Delete(key)
 	r.issued.Delete(key)
-	for _, t := range announcedTypes {
+	for _, t := range conditions.Announced {
 		r.announced.Delete(announcedKey(key, t))
 	}
 }
@@ -186,14 +187,14 @@ type scope struct {
 	now      time.Time
 
 	manifestErr error
-	deploy      deployObservation
+	deploy      conditions.DeployObservation
 	token       string
 	// nextToken is a rotation's token the adapter pods are being given; empty when none is.
 	nextToken string
 	// tls is the endpoint's transport security as this reconcile left it; nil when unknown.
 	tls     *memoryv1alpha1.TLSStatus
 	health  health.Observation
-	conform conformObservation
+	conform conditions.ConformObservation
 	// requeueAfter is the earliest time a phase wants to look again.
 	requeueAfter time.Duration
 	// deletion is what the deletion phase decided while the purge finalizer holds the
@@ -246,14 +247,14 @@ func decideStatus(s *scope, ok bool) {
 		healthy = metav1.Condition{Type: old.Type, Status: old.Status, Reason: old.Reason, Message: old.Message}
 	}
 	for _, c := range []metav1.Condition{
-		manifestCondition(s.manifestErr),
-		deployedCondition(s.deploy),
-		conformantCondition(s.conform),
+		conditions.ManifestValid(s.manifestErr),
+		conditions.Deployed(s.deploy),
+		conditions.Conformant(s.conform),
 		healthy,
 	} {
 		setCondition(st, c, s.ma.Generation)
 	}
-	setCondition(st, availableCondition(st.Conditions), s.ma.Generation)
+	setCondition(st, conditions.Available(st.Conditions), s.ma.Generation)
 	if ok {
 		st.ObservedGeneration = s.ma.Generation
 	}

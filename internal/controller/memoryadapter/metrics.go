@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/conditions"
 )
 
 // adapterConditionDesc describes the per-adapter condition series. They are not stored in the
@@ -67,7 +68,7 @@ func (c conditionCollector) Collect(ch chan<- prometheus.Metric) {
 	for i := range list.Items {
 		ma := &list.Items[i]
 		for _, cond := range ma.Status.Conditions {
-			if !slices.Contains(announcedTypes, cond.Type) {
+			if !slices.Contains(conditions.Announced, cond.Type) {
 				continue
 			}
 			ch <- prometheus.MustNewConstMetric(adapterConditionDesc, prometheus.GaugeValue, 1,

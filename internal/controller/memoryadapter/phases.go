@@ -24,6 +24,7 @@ import (
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/cond"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/conditions"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/health"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/runs"
@@ -68,9 +69,9 @@ func (r *Reconciler) ensure(ctx context.Context, s *scope, obj client.Object, ow
 // reconcileDeploy makes the adapter's objects exist as the spec says and observes the
 // rollout.
 func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
-	s.deploy = deployObservation{replicas: s.settings.Replicas, backendSecret: render.BackendSecretName(s.ma)}
+	s.deploy = conditions.DeployObservation{Replicas: s.settings.Replicas, BackendSecret: render.BackendSecretName(s.ma)}
 	errs := r.ensureSupportingObjects(ctx, s)
-	if s.deploy.specErr != nil || s.token == "" {
+	if s.deploy.SpecErr != nil || s.token == "" {
 		return errors.Join(errs...)
 	}
 	if err := r.ensureServingCertificate(ctx, s); err != nil {
@@ -82,12 +83,12 @@ func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 	if dep.CreationTimestamp.IsZero() {
 		return errors.Join(errs...)
 	}
-	s.deploy.deployment = dep
+	s.deploy.Deployment = dep
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, ofAdapter(s.ma.Namespace, s.ma.Name, render.SelectorLabels(s.ma))...); err != nil {
 		errs = append(errs, fmt.Errorf("list adapter pods: %w", err))
 	}
-	s.deploy.pods = pods.Items
+	s.deploy.Pods = pods.Items
 	errs = append(errs, r.observeNodes(ctx, s))
 	return errors.Join(errs...)
 }
@@ -135,13 +136,13 @@ func (r *Reconciler) ensureSupportingObjects(ctx context.Context, s *scope) []er
 
 	if render.UsesDataClaim(ma) {
 		if want, err := render.DataClaim(ma); err != nil {
-			s.deploy.specErr = err
+			s.deploy.SpecErr = err
 		} else {
 			errs = append(errs, r.ensureDataClaim(ctx, s, want))
 		}
 	}
 	if err := render.LifecycleErr(ma.Spec.Backend.Type, ma.Spec.Lifecycle); err != nil {
-		s.deploy.specErr = err
+		s.deploy.SpecErr = err
 	}
 	return errs
 }
@@ -181,10 +182,10 @@ const annotationSelectedNode = "volume.kubernetes.io/selected-node"
 // so Deployed can name a lost node instead of a bare "0 of 1 available".
 func (r *Reconciler) observeNodes(ctx context.Context, s *scope) error {
 	var names []string
-	if c := s.deploy.claim; c != nil && c.node != "" {
-		names = append(names, c.node)
+	if c := s.deploy.Claim; c != nil && c.Node != "" {
+		names = append(names, c.Node)
 	}
-	for _, p := range s.deploy.pods {
+	for _, p := range s.deploy.Pods {
 		if p.Spec.NodeName != "" && !slices.Contains(names, p.Spec.NodeName) {
 			names = append(names, p.Spec.NodeName)
 		}
@@ -192,24 +193,24 @@ func (r *Reconciler) observeNodes(ctx context.Context, s *scope) error {
 	if len(names) == 0 {
 		return nil
 	}
-	s.deploy.nodes = make(map[string]nodeObservation, len(names))
+	s.deploy.Nodes = make(map[string]conditions.NodeObservation, len(names))
 	for _, name := range names {
 		n := &corev1.Node{}
 		err := r.Client.Get(ctx, types.NamespacedName{Name: name}, n)
 		if apierrors.IsNotFound(err) {
-			s.deploy.nodes[name] = nodeObservation{gone: true}
+			s.deploy.Nodes[name] = conditions.NodeObservation{Gone: true}
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("get node %s: %w", name, err)
 		}
-		obs := nodeObservation{}
+		obs := conditions.NodeObservation{}
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady {
-				obs = nodeObservation{ready: c.Status == corev1.ConditionTrue, reason: c.Reason, message: c.Message}
+				obs = conditions.NodeObservation{Ready: c.Status == corev1.ConditionTrue, Reason: c.Reason, Message: c.Message}
 			}
 		}
-		s.deploy.nodes[name] = obs
+		s.deploy.Nodes[name] = obs
 	}
 	return nil
 }
@@ -252,7 +253,7 @@ func (r *Reconciler) ensureDataClaim(ctx context.Context, s *scope, want *corev1
 	owned := s.ma.Spec.DeletionPolicy == memoryv1alpha1.DeletionDelete
 	defer func() {
 		if !pvc.CreationTimestamp.IsZero() {
-			s.deploy.claim = &claimObservation{name: pvc.Name, node: pvc.Annotations[annotationSelectedNode]}
+			s.deploy.Claim = &conditions.ClaimObservation{Name: pvc.Name, Node: pvc.Annotations[annotationSelectedNode]}
 		}
 	}()
 	return r.ensure(ctx, s, pvc, owned, func() {
@@ -271,7 +272,7 @@ func (r *Reconciler) ensureDataClaim(ctx context.Context, s *scope, want *corev1
 // period) and takes what it has read so far; status records it only when its content
 // changes. No read happens here: a hung adapter costs a prober slot, never a worker.
 func (r *Reconciler) reconcileHealth(_ context.Context, s *scope) error {
-	deployed := deployedCondition(s.deploy).Status == metav1.ConditionTrue
+	deployed := conditions.Deployed(s.deploy).Status == metav1.ConditionTrue
 	spec := health.Spec{
 		Key: client.ObjectKeyFromObject(s.ma), Token: s.token, NextToken: s.nextToken, Period: s.settings.HealthPeriod, Threshold: s.settings.FailureThreshold,
 		Immediate: s.ma.Spec.Manifest.SearchConsistency == memoryv1alpha1.SearchConsistency(memory.ConsistencyImmediate),
@@ -282,7 +283,7 @@ func (r *Reconciler) reconcileHealth(_ context.Context, s *scope) error {
 		}
 	}
 	if spec.Endpoints == nil {
-		spec.Endpoints = health.PodEndpoints(s.deploy.pods, render.URLScheme(s.ma), render.AdapterPort)
+		spec.Endpoints = health.PodEndpoints(s.deploy.Pods, render.URLScheme(s.ma), render.AdapterPort)
 	}
 	if render.UsesTLS(s.ma) {
 		spec.ServerName = render.ServiceServerName(s.ma)
@@ -352,7 +353,7 @@ func (r *Reconciler) reconcileConformance(ctx context.Context, s *scope) error {
 	if err != nil {
 		// Without the run's Job, Conformant is decided from the key and the last run alone.
 		s.health.Verified = passedRun(o.last)
-		s.conform = conformObservation{key: o.key, last: o.last, job: jobObservation{name: o.name}}
+		s.conform = conditions.ConformObservation{Key: o.key, Last: o.last, Job: conditions.JobObservation{Name: o.name}}
 		return err
 	}
 	return r.actConformance(ctx, s, o, decideConformance(o))
@@ -452,7 +453,7 @@ func (r *Reconciler) observeConformance(ctx context.Context, s *scope) (runObser
 		manifestHash: ma.Spec.Manifest.Hash(),
 		rerun:        cond.Truncate(ma.Annotations[render.AnnotationRerunConformance], 63),
 		interval:     s.settings.ConformanceInterval,
-		deployed:     deployedCondition(s.deploy).Status == metav1.ConditionTrue,
+		deployed:     conditions.Deployed(s.deploy).Status == metav1.ConditionTrue,
 		now:          s.now,
 	}}
 	o.key, o.verify = o.runKey()
@@ -511,7 +512,7 @@ type conformDecision struct {
 	action conformAction
 	// conform is what Conformant is decided from; conformStartRun marks its Job running only
 	// once it is created.
-	conform conformObservation
+	conform conditions.ConformObservation
 	// verified is the passing run Healthy holds the evidence to.
 	verified *memoryv1alpha1.ConformanceResult
 	// requeue is how soon to look again, for conformNotDue and conformAwaitReport.
@@ -528,7 +529,7 @@ func decideConformance(o runObservation) conformDecision {
 	if o.evidence == nil {
 		return d
 	}
-	d.conform = conformObservation{key: o.key, last: o.last}
+	d.conform = conditions.ConformObservation{Key: o.key, Last: o.last}
 	if !o.verify {
 		return d
 	}
@@ -536,7 +537,7 @@ func decideConformance(o runObservation) conformDecision {
 		d.action, d.requeue = conformNotDue, o.due.Sub(o.now)
 		return d
 	}
-	d.conform.job = jobObservation{name: o.name, phase: jobAbsent}
+	d.conform.Job = conditions.JobObservation{Name: o.name, Phase: conditions.JobAbsent}
 	if o.job == nil {
 		if o.deployed {
 			d.action = conformStartRun
@@ -547,22 +548,22 @@ func decideConformance(o runObservation) conformDecision {
 	}
 	finished, failMsg := runs.JobFinished(o.job)
 	if !finished {
-		d.conform.job.phase = jobRunning
+		d.conform.Job.Phase = conditions.JobRunning
 		if msg := runs.BlockedReason(o.pods); msg != "" {
-			d.conform.job.phase, d.conform.job.message = jobBlocked, msg
+			d.conform.Job.Phase, d.conform.Job.Message = conditions.JobBlocked, msg
 		}
 		return d
 	}
 	if wait := runs.ReportWait(o.job, o.pods, o.now); wait > 0 {
 		// The Job is seen finished before its pod's final status reached the cache (two
 		// objects, two watches, no order between them): a wait, never a "pod is gone" verdict.
-		d.conform.job.phase = jobRunning
+		d.conform.Job.Phase = conditions.JobRunning
 		d.action, d.requeue = conformAwaitReport, wait
 		return d
 	}
 	res := runs.ResultFromJob(o.job, o.pods, *o.key, o.rerun, failMsg, o.now)
 	d.action, d.result, d.outcome = conformRecordRun, res, runOutcome(res)
-	d.conform.last, d.verified = res, passedRun(res)
+	d.conform.Last, d.verified = res, passedRun(res)
 	return d
 }
 
@@ -605,7 +606,7 @@ func (r *Reconciler) startRun(ctx context.Context, s *scope, o runObservation) e
 	if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create conformance Job %s: %w", o.name, err)
 	}
-	s.conform.job.phase = jobRunning
+	s.conform.Job.Phase = conditions.JobRunning
 	r.Recorder.Eventf(s.ma, job, corev1.EventTypeNormal, "ConformanceStarted", "CreateJob", "job %s runs the matrix for %s", o.name, *o.key)
 	return nil
 }
@@ -639,7 +640,7 @@ func (r *Reconciler) afterVerified(ctx context.Context, s *scope, ev *memory.Evi
 	if run == nil || ev.ManifestValid || ev.InitialServiceVersion == "" || ev.InitialServiceVersion == run.ServiceVersion || ev.ServiceVersion != run.ServiceVersion {
 		return nil
 	}
-	dep := s.deploy.deployment
+	dep := s.deploy.Deployment
 	if dep == nil || dep.Spec.Template.Annotations[render.AnnotationRestartedFor] == run.ServiceVersion {
 		return nil
 	}

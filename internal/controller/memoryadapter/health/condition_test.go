@@ -11,18 +11,9 @@ import (
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/cond/condtest"
 )
 
-// want is the part of a condition a table row pins: status, reason and words the message
-// must carry (the evidence it names).
-type want struct {
-	status metav1.ConditionStatus
-	reason string
-	words  []string
-}
+type want condtest.Want
 
-func check(t *testing.T, got metav1.Condition, w want) {
-	t.Helper()
-	condtest.Check(t, got, w.status, w.reason, w.words)
-}
+func check(t *testing.T, got metav1.Condition, w want) { t.Helper(); condtest.Want(w).Check(t, got) }
 
 func TestHealthyCondition(t *testing.T) {
 	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)

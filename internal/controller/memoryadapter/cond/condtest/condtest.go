@@ -19,6 +19,21 @@ import (
 // HashA is a well-formed manifest hash the tables use as spec.manifest's.
 const HashA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
+// Want is the part of a condition a table row pins: status, reason and words the message
+// must carry (the evidence it names). Tables declare `type want condtest.Want`, so their
+// rows stay short unkeyed literals.
+type Want struct {
+	Status metav1.ConditionStatus
+	Reason string
+	Words  []string
+}
+
+// Check is Check of the condition w pins.
+func (w Want) Check(t *testing.T, got metav1.Condition) {
+	t.Helper()
+	Check(t, got, w.Status, w.Reason, w.Words)
+}
+
 // Check fails t when got has another status or reason than a table row pins, when its
 // message lacks one of words (the evidence it must name), or when a condition that is not
 // True says nothing about why.

@@ -1,4 +1,4 @@
-package memoryadapter
+package conditions
 
 import (
 	"fmt"
@@ -19,58 +19,58 @@ import (
 // This file holds only decisions: each function turns observations into one condition and
 // touches neither the API server nor the clock, so table tests cover every reason.
 
-// manifestCondition reports the Go verdict on spec.manifest.
-func manifestCondition(err error) metav1.Condition {
+// ManifestValid reports the Go verdict on spec.manifest.
+func ManifestValid(err error) metav1.Condition {
 	if err != nil {
 		return cond.New(memoryv1alpha1.ConditionManifestValid, metav1.ConditionFalse, memoryv1alpha1.ReasonManifestIncoherent, err.Error())
 	}
 	return cond.New(memoryv1alpha1.ConditionManifestValid, metav1.ConditionTrue, memoryv1alpha1.ReasonManifestCoherent, "spec.manifest passes the six coherence rules")
 }
 
-// deployObservation is what the deploy phase saw.
-type deployObservation struct {
-	// specErr is a spec value that could not be turned into objects.
-	specErr error
-	// replicas is the effective spec.replicas.
-	replicas int32
-	// deployment is the adapter's Deployment as stored; nil when it does not exist yet.
-	deployment *appsv1.Deployment
-	// pods are the Deployment's pods, read to find why a rollout is stuck.
-	pods []corev1.Pod
-	// backendSecret names the connection Secret and key, empty for SQLite.
-	backendSecret string
-	// claim is the data claim and the node its volume lives on (the scheduler's
+// DeployObservation is what the deploy phase saw.
+type DeployObservation struct {
+	// SpecErr is a spec value that could not be turned into objects.
+	SpecErr error
+	// Replicas is the effective spec.replicas.
+	Replicas int32
+	// Deployment is the adapter's Deployment as stored; nil when it does not exist yet.
+	Deployment *appsv1.Deployment
+	// Pods are the Deployment's pods, read to find why a rollout is stuck.
+	Pods []corev1.Pod
+	// BackendSecret names the connection Secret and key, empty for SQLite.
+	BackendSecret string
+	// Claim is the data claim and the node its volume lives on (the scheduler's
 	// selected-node, set when a local volume was bound); nil without a data claim.
-	claim *claimObservation
-	// nodes holds what the cache says of each node a pod or the claim is on; a name absent
+	Claim *ClaimObservation
+	// Nodes holds what the cache says of each node a pod or the claim is on; a name absent
 	// from the map was not looked up.
-	nodes map[string]nodeObservation
+	Nodes map[string]NodeObservation
 }
 
-// claimObservation is the adapter's data claim and the node that holds its volume.
-type claimObservation struct {
-	name, node string
+// ClaimObservation is the adapter's data claim and the node that holds its volume.
+type ClaimObservation struct {
+	Name, Node string
 }
 
-// nodeObservation is a node's readiness: gone (no Node object), or its Ready condition.
-type nodeObservation struct {
-	gone  bool
-	ready bool
-	// reason and message are the Ready condition's (NodeStatusUnknown and "Kubelet stopped
+// NodeObservation is a node's readiness: gone (no Node object), or its Ready condition.
+type NodeObservation struct {
+	Gone  bool
+	Ready bool
+	// Reason and message are the Ready condition's (NodeStatusUnknown and "Kubelet stopped
 	// posting node status." for a node that stopped answering).
-	reason, message string
+	Reason, Message string
 }
 
 // describe says why the node cannot run pods, for a condition message.
-func (n nodeObservation) describe(name string) string {
-	if n.gone {
+func (n NodeObservation) describe(name string) string {
+	if n.Gone {
 		return fmt.Sprintf("node %s no longer exists", name)
 	}
 	// No time in the message: a condition message stays the same while the fact does, so
 	// the deferred patch's equality guard holds; the Node's Ready condition has the time.
 	msg := fmt.Sprintf("node %s is not ready", name)
-	if n.reason != "" || n.message != "" {
-		msg += fmt.Sprintf(" (%s: %s)", n.reason, n.message)
+	if n.Reason != "" || n.Message != "" {
+		msg += fmt.Sprintf(" (%s: %s)", n.Reason, n.Message)
 	}
 	return msg
 }
@@ -79,48 +79,48 @@ func (n nodeObservation) describe(name string) string {
 // it: first the node holding the data claim (a local volume binds its pod to that node, so no
 // other node can take over), then the node of any adapter pod. Empty when every node involved
 // is ready.
-func nodeProblem(o deployObservation) string {
-	if c := o.claim; c != nil && c.node != "" {
-		if n, ok := o.nodes[c.node]; ok && !n.ready {
-			return fmt.Sprintf("%s, and it holds the data claim %s: the adapter's pod can run on no other node, and every acknowledged item is on that node's volume; it serves again when the node is back", n.describe(c.node), c.name)
+func nodeProblem(o DeployObservation) string {
+	if c := o.Claim; c != nil && c.Node != "" {
+		if n, ok := o.Nodes[c.Node]; ok && !n.Ready {
+			return fmt.Sprintf("%s, and it holds the data claim %s: the adapter's pod can run on no other node, and every acknowledged item is on that node's volume; it serves again when the node is back", n.describe(c.Node), c.Name)
 		}
 	}
-	for _, p := range o.pods {
+	for _, p := range o.Pods {
 		if p.Spec.NodeName == "" {
 			continue
 		}
-		if n, ok := o.nodes[p.Spec.NodeName]; ok && !n.ready {
+		if n, ok := o.Nodes[p.Spec.NodeName]; ok && !n.Ready {
 			return fmt.Sprintf("pod %s is on %s; the Deployment replaces it once the node's pods are evicted", p.Name, n.describe(p.Spec.NodeName))
 		}
 	}
 	return ""
 }
 
-// deployedCondition decides Deployed from the Deployment's status and its pods: the first of
+// Deployed decides Deployed from the Deployment's status and its pods: the first of
 // deployedChecks that finds a reason to be False, else Ready.
-func deployedCondition(o deployObservation) metav1.Condition {
+func Deployed(o DeployObservation) metav1.Condition {
 	for _, check := range deployedChecks {
 		if c, ok := check(o); ok {
 			return c
 		}
 	}
-	d := o.deployment
+	d := o.Deployment
 	return cond.New(memoryv1alpha1.ConditionDeployed, metav1.ConditionTrue, memoryv1alpha1.ReasonDeploymentReady,
-		fmt.Sprintf("Deployment %s: %d of %d replicas updated and available", d.Name, d.Status.AvailableReplicas, o.replicas))
+		fmt.Sprintf("Deployment %s: %d of %d replicas updated and available", d.Name, d.Status.AvailableReplicas, o.Replicas))
 }
 
 // deployedChecks are Deployed's reasons to be False, most specific first, because the first
 // that applies is the one a reader sees: what the spec or a missing Secret prevents comes
 // before the Deployment's state, and a named cause (an exceeded deadline, a lost node) before
 // a rollout that is merely not done. The checks after notCreated may rely on a Deployment.
-var deployedChecks = []func(deployObservation) (metav1.Condition, bool){
-	deployObservation.invalidSpec,
-	deployObservation.scaledToZero,
-	deployObservation.backendSecretMissing,
-	deployObservation.notCreated,
-	deployObservation.deadlineExceeded,
-	deployObservation.nodeUnavailable,
-	deployObservation.rollingOut,
+var deployedChecks = []func(DeployObservation) (metav1.Condition, bool){
+	DeployObservation.invalidSpec,
+	DeployObservation.scaledToZero,
+	DeployObservation.backendSecretMissing,
+	DeployObservation.notCreated,
+	DeployObservation.deadlineExceeded,
+	DeployObservation.nodeUnavailable,
+	DeployObservation.rollingOut,
 }
 
 // notDeployed is a Deployed False with reason and message, as a check returns it.
@@ -128,15 +128,15 @@ func notDeployed(reason, message string) (metav1.Condition, bool) {
 	return cond.New(memoryv1alpha1.ConditionDeployed, metav1.ConditionFalse, reason, message), true
 }
 
-func (o deployObservation) invalidSpec() (metav1.Condition, bool) {
-	if o.specErr == nil {
+func (o DeployObservation) invalidSpec() (metav1.Condition, bool) {
+	if o.SpecErr == nil {
 		return metav1.Condition{}, false
 	}
-	return notDeployed(memoryv1alpha1.ReasonInvalidSpec, o.specErr.Error())
+	return notDeployed(memoryv1alpha1.ReasonInvalidSpec, o.SpecErr.Error())
 }
 
-func (o deployObservation) scaledToZero() (metav1.Condition, bool) {
-	if o.replicas != 0 {
+func (o DeployObservation) scaledToZero() (metav1.Condition, bool) {
+	if o.Replicas != 0 {
 		return metav1.Condition{}, false
 	}
 	return notDeployed(memoryv1alpha1.ReasonScaledToZero, "spec.replicas is 0: no adapter pod serves the manifest")
@@ -144,34 +144,34 @@ func (o deployObservation) scaledToZero() (metav1.Condition, bool) {
 
 // backendSecretMissing reads the kubelet's CreateContainerConfigError: that is where a missing
 // connection Secret shows, since the operator never reads the Secret itself.
-func (o deployObservation) backendSecretMissing() (metav1.Condition, bool) {
-	if o.backendSecret == "" {
+func (o DeployObservation) backendSecretMissing() (metav1.Condition, bool) {
+	if o.BackendSecret == "" {
 		return metav1.Condition{}, false
 	}
-	for _, p := range o.pods {
+	for _, p := range o.Pods {
 		for _, cs := range p.Status.ContainerStatuses {
 			if w := cs.State.Waiting; w != nil && w.Reason == "CreateContainerConfigError" && strings.Contains(w.Message, "ecret") {
 				return notDeployed(memoryv1alpha1.ReasonBackendSecretMissing,
-					fmt.Sprintf("pod %s cannot start: %s (spec.backend.connectionSecretRef is %s); creating it lets the pod start with no other step", p.Name, w.Message, o.backendSecret))
+					fmt.Sprintf("pod %s cannot start: %s (spec.backend.connectionSecretRef is %s); creating it lets the pod start with no other step", p.Name, w.Message, o.BackendSecret))
 			}
 		}
 	}
 	return metav1.Condition{}, false
 }
 
-func (o deployObservation) notCreated() (metav1.Condition, bool) {
-	if o.deployment != nil {
+func (o DeployObservation) notCreated() (metav1.Condition, bool) {
+	if o.Deployment != nil {
 		return metav1.Condition{}, false
 	}
 	return notDeployed(memoryv1alpha1.ReasonDeploymentProgressing, "the adapter Deployment is being created")
 }
 
-func (o deployObservation) deadlineExceeded() (metav1.Condition, bool) {
-	d := o.deployment
+func (o DeployObservation) deadlineExceeded() (metav1.Condition, bool) {
+	d := o.Deployment
 	for _, c := range d.Status.Conditions {
 		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
 			return notDeployed(memoryv1alpha1.ReasonDeploymentFailed,
-				fmt.Sprintf("Deployment %s exceeded its progress deadline: %s%s", d.Name, c.Message, podProblems(o.pods)))
+				fmt.Sprintf("Deployment %s exceeded its progress deadline: %s%s", d.Name, c.Message, podProblems(o.Pods)))
 		}
 	}
 	return metav1.Condition{}, false
@@ -179,9 +179,9 @@ func (o deployObservation) deadlineExceeded() (metav1.Condition, bool) {
 
 // nodeUnavailable applies only while replicas are missing: an unready node the adapter's
 // replicas no longer need is no reason to be False.
-func (o deployObservation) nodeUnavailable() (metav1.Condition, bool) {
-	d := o.deployment
-	if d.Status.AvailableReplicas >= o.replicas {
+func (o DeployObservation) nodeUnavailable() (metav1.Condition, bool) {
+	d := o.Deployment
+	if d.Status.AvailableReplicas >= o.Replicas {
 		return metav1.Condition{}, false
 	}
 	np := nodeProblem(o)
@@ -189,21 +189,21 @@ func (o deployObservation) nodeUnavailable() (metav1.Condition, bool) {
 		return metav1.Condition{}, false
 	}
 	return notDeployed(memoryv1alpha1.ReasonNodeUnavailable,
-		fmt.Sprintf("Deployment %s: %d of %d replicas available; %s", d.Name, d.Status.AvailableReplicas, o.replicas, np))
+		fmt.Sprintf("Deployment %s: %d of %d replicas available; %s", d.Name, d.Status.AvailableReplicas, o.Replicas, np))
 }
 
 // rollingOut counts a surplus replica as not done: until the old ReplicaSet's pods are gone,
 // the previous version may still answer.
-func (o deployObservation) rollingOut() (metav1.Condition, bool) {
-	d := o.deployment
-	behind := d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas < o.replicas ||
-		d.Status.AvailableReplicas < o.replicas || d.Status.Replicas > o.replicas
+func (o DeployObservation) rollingOut() (metav1.Condition, bool) {
+	d := o.Deployment
+	behind := d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas < o.Replicas ||
+		d.Status.AvailableReplicas < o.Replicas || d.Status.Replicas > o.Replicas
 	if !behind {
 		return metav1.Condition{}, false
 	}
 	return notDeployed(memoryv1alpha1.ReasonDeploymentProgressing,
 		fmt.Sprintf("Deployment %s: %d of %d replicas updated, %d available%s", d.Name,
-			d.Status.UpdatedReplicas, o.replicas, d.Status.AvailableReplicas, podProblems(o.pods)))
+			d.Status.UpdatedReplicas, o.Replicas, d.Status.AvailableReplicas, podProblems(o.Pods)))
 }
 
 // podProblems quotes the first container that waits for a reason other than starting, so a
@@ -242,70 +242,73 @@ func lastLines(s string, n int) string {
 	return "…" + s[cut:]
 }
 
-// jobPhase is where a conformance Job stands.
-type jobPhase int
+// JobPhase is where a conformance Job stands.
+type JobPhase int
 
 const (
-	jobAbsent jobPhase = iota
-	jobRunning
-	jobBlocked
+	// JobAbsent means no Job exists for the current key.
+	JobAbsent JobPhase = iota
+	// JobRunning means the Job runs, or waits for its report.
+	JobRunning
+	// JobBlocked means the Job's pod cannot start (its message says why).
+	JobBlocked
 )
 
-// jobObservation is what the conform phase saw of the Job for the current key.
-type jobObservation struct {
-	phase jobPhase
-	name  string
-	// message explains a blocked or broken Job.
-	message string
+// JobObservation is what the conform phase saw of the Job for the current key.
+type JobObservation struct {
+	Phase JobPhase
+	Name  string
+	// Message explains a blocked or broken Job.
+	Message string
 }
 
-// conformObservation is everything Conformant depends on.
-type conformObservation struct {
-	// key is the current run key; nil while no evidence has told the versions.
-	key *render.RunKey
-	// last is status.conformance after this reconcile recorded any finished run.
-	last *memoryv1alpha1.ConformanceResult
-	// job is the Job for key, when one is wanted.
-	job jobObservation
+// ConformObservation is everything Conformant depends on.
+type ConformObservation struct {
+	// Key is the current run key; nil while no evidence has told the versions.
+	Key *render.RunKey
+	// Last is status.conformance after this reconcile recorded any finished run.
+	Last *memoryv1alpha1.ConformanceResult
+	// Job is the Job for key, when one is wanted.
+	Job JobObservation
 }
 
-// conformantCondition decides Conformant.
-func conformantCondition(o conformObservation) metav1.Condition {
+// Conformant decides Conformant.
+func Conformant(o ConformObservation) metav1.Condition {
 	const t = memoryv1alpha1.ConditionConformant
-	if o.key == nil {
+	if o.Key == nil {
 		return cond.New(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonConformancePending,
 			"waiting for the deployed adapter's first evidence, which names the service and adapter versions to verify")
 	}
-	if o.key.Matches(o.last) {
-		if o.last.Passed == 0 && o.last.Failed == 0 {
+	if o.Key.Matches(o.Last) {
+		if o.Last.Passed == 0 && o.Last.Failed == 0 {
 			return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceJobFailed,
-				fmt.Sprintf("job %s ended without a readable report: %s", o.last.JobName, o.last.Message))
+				fmt.Sprintf("job %s ended without a readable report: %s", o.Last.JobName, o.Last.Message))
 		}
-		if o.last.Failed > 0 {
-			msg := fmt.Sprintf("job %s failed %d of %d cases: %s", o.last.JobName, o.last.Failed, len(o.last.Cases), strings.Join(failedCases(o.last), ", "))
-			if o.last.Message != "" {
-				msg += "; " + o.last.Message
+		if o.Last.Failed > 0 {
+			msg := fmt.Sprintf("job %s failed %d of %d cases: %s", o.Last.JobName, o.Last.Failed, len(o.Last.Cases), strings.Join(failedCases(o.Last), ", "))
+			if o.Last.Message != "" {
+				msg += "; " + o.Last.Message
 			}
 			return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceFailed, msg)
 		}
-		if o.last.Message != "" {
+		if o.Last.Message != "" {
 			return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceFailed,
-				fmt.Sprintf("job %s passed every case but failed a run-level check: %s", o.last.JobName, o.last.Message))
+				fmt.Sprintf("job %s passed every case but failed a run-level check: %s", o.Last.JobName, o.Last.Message))
 		}
 		return cond.New(t, metav1.ConditionTrue, memoryv1alpha1.ReasonConformancePassed,
-			fmt.Sprintf("job %s passed %d cases (%d not applicable) for %s", o.last.JobName, o.last.Passed, o.last.NotApplicable, o.key))
+			fmt.Sprintf("job %s passed %d cases (%d not applicable) for %s", o.Last.JobName, o.Last.Passed, o.Last.NotApplicable, o.Key))
 	}
-	if o.job.phase == jobBlocked {
+	if o.Job.Phase == JobBlocked {
 		return cond.New(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonConformanceJobBlocked,
-			fmt.Sprintf("job %s cannot start: %s", o.job.name, o.job.message))
+			fmt.Sprintf("job %s cannot start: %s", o.Job.Name, o.Job.Message))
 	}
-	if o.last != nil && o.last.ManifestHash == o.key.ManifestHash {
+	if o.Last != nil && o.Last.ManifestHash == o.Key.ManifestHash {
 		return cond.New(t, metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceOutdated,
 			fmt.Sprintf("the last run (job %s) verified service version %q and adapter version %q; the adapter now reports %q and %q, verified by job %s",
-				o.last.JobName, o.last.ServiceVersion, o.last.AdapterVersion, o.key.ServiceVersion, o.key.AdapterVersion, o.job.name))
+				o.Last.JobName, o.Last.ServiceVersion, o.Last.AdapterVersion, o.Key.ServiceVersion, o.Key.AdapterVersion, o.Job.Name))
 	}
 	return cond.New(t, metav1.ConditionUnknown, memoryv1alpha1.ReasonConformanceRunning,
-		fmt.Sprintf("job %s runs the matrix for %s", o.job.name, o.key))
+		fmt.Sprintf("job %s runs the matrix for %s", o.Job.Name, o.Key))
 }
 
 func failedCases(r *memoryv1alpha1.ConformanceResult) []string {
@@ -333,12 +336,12 @@ var evidenceVerdicts = []string{
 	memoryv1alpha1.ReasonIndexLagging, memoryv1alpha1.ReasonEvidenceInvalidatesManifest,
 }
 
-// availableCondition summarizes: True only when every other condition is, else the status,
+// Available summarizes: True only when every other condition is, else the status,
 // reason and message of the first one that is not, prefixed with its type. Evidence that
 // contradicts the manifest comes right after ManifestValid: it is the most specific reason
 // there is, and a rollout or a rerun it causes (pods leaving readiness, a run of the new
 // version) must not hide it for the whole invalidation.
-func availableCondition(conds []metav1.Condition) metav1.Condition {
+func Available(conds []metav1.Condition) metav1.Condition {
 	const t = memoryv1alpha1.ConditionAvailable
 	order := summaryOrder
 	// A user's own scale-down is the truth of the moment: with no pod, the last evidence
@@ -368,13 +371,13 @@ func availableCondition(conds []metav1.Condition) metav1.Condition {
 		"the manifest is valid, deployed, verified by conformance and upheld by health evidence")
 }
 
-// conditionTypes lists the conditions the controller keeps on every adapter: the summary's
+// Types lists the conditions the controller keeps on every adapter: the summary's
 // inputs and Available.
-var conditionTypes = append(slices.Clone(summaryOrder), memoryv1alpha1.ConditionAvailable)
+var Types = append(slices.Clone(summaryOrder), memoryv1alpha1.ConditionAvailable)
 
-// announcedTypes lists every condition the controller writes, ScopePurged (set only during a
+// Announced lists every condition the controller writes, ScopePurged (set only during a
 // purge) included: their transitions are announced as Events, and each is a series of
 // memory_adapter_operator_adapter_condition. It is its own
 // slice, built once, because appending to conditionTypes from concurrent reconciles would write
 // into one shared backing array.
-var announcedTypes = append(slices.Clone(conditionTypes), memoryv1alpha1.ConditionScopePurged)
+var Announced = append(slices.Clone(Types), memoryv1alpha1.ConditionScopePurged)

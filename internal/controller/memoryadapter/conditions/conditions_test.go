@@ -1,0 +1,170 @@
+package conditions
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/cond/condtest"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
+)
+
+type want condtest.Want
+
+func check(t *testing.T, got metav1.Condition, w want) { t.Helper(); condtest.Want(w).Check(t, got) }
+
+func readyDeployment(gen, observed int64, updated, available int32) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "mem", Generation: gen},
+		Status:     appsv1.DeploymentStatus{ObservedGeneration: observed, Replicas: updated, UpdatedReplicas: updated, AvailableReplicas: available, ReadyReplicas: available},
+	}
+}
+
+var waitingPod = condtest.WaitingPod
+
+func TestManifestCondition(t *testing.T) {
+	check(t, ManifestValid(nil), want{metav1.ConditionTrue, memoryv1alpha1.ReasonManifestCoherent, nil})
+	check(t, ManifestValid(errors.New("full search fidelity must preserve all fields and tags")),
+		want{metav1.ConditionFalse, memoryv1alpha1.ReasonManifestIncoherent, []string{"full search fidelity"}})
+}
+
+func TestDeployedCondition(t *testing.T) {
+	stuck := appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: "ReplicaSet has timed out"}
+	failed := readyDeployment(2, 2, 0, 0)
+	failed.Status.Conditions = []appsv1.DeploymentCondition{stuck}
+	for name, tc := range map[string]struct {
+		obs  DeployObservation
+		want want
+	}{
+		"invalid spec": {DeployObservation{SpecErr: errors.New("spec.backend.sqlite.storageSize \"x\": bad"), Replicas: 1},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonInvalidSpec, []string{"storageSize"}}},
+		"scaled to zero": {DeployObservation{Replicas: 0, Deployment: readyDeployment(1, 1, 0, 0)},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonScaledToZero, []string{"spec.replicas is 0"}}},
+		"not created yet": {DeployObservation{Replicas: 1},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, []string{"being created"}}},
+		"missing backend secret": {DeployObservation{Replicas: 1, Deployment: readyDeployment(1, 1, 1, 0), BackendSecret: `Secret ns/pg key "dsn"`,
+			Pods: []corev1.Pod{waitingPod("CreateContainerConfigError", `secret "pg" not found`)}},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonBackendSecretMissing, []string{`secret "pg" not found`, "Secret ns/pg"}}},
+		"progressing with a pull error": {DeployObservation{Replicas: 1, Deployment: readyDeployment(1, 1, 1, 0), Pods: []corev1.Pod{waitingPod("ImagePullBackOff", "no such image")}},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, []string{"0 available", "ImagePullBackOff"}}},
+		"crash loop quotes the last exit": {DeployObservation{Replicas: 1, Deployment: readyDeployment(1, 1, 1, 0), Pods: []corev1.Pod{crashLooping(
+			strings.Repeat("startup noise\n", 100) + `serve: open postgres: tls: server refused TLS (sslmode=require)`)}},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, []string{"CrashLoopBackOff", "last exited 1 (Error)", "server refused TLS (sslmode=require)"}}},
+		"old generation": {DeployObservation{Replicas: 1, Deployment: readyDeployment(3, 2, 1, 1)},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, nil}},
+		"deadline exceeded": {DeployObservation{Replicas: 1, Deployment: failed},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentFailed, []string{"timed out"}}},
+		"ready": {DeployObservation{Replicas: 1, Deployment: readyDeployment(2, 2, 1, 1)},
+			want{metav1.ConditionTrue, memoryv1alpha1.ReasonDeploymentReady, nil}},
+		"the claim's node stopped": {DeployObservation{Replicas: 1, Deployment: readyDeployment(1, 1, 1, 0),
+			Claim: &ClaimObservation{Name: "mem-data", Node: "node-b"}, Pods: []corev1.Pod{onNode("mem-1", "")},
+			Nodes: map[string]NodeObservation{"node-b": lostNode}},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonNodeUnavailable, []string{"node node-b is not ready (NodeStatusUnknown", "Kubelet stopped posting node status.", "data claim mem-data", "0 of 1 replicas available"}}},
+		"the claim's node is gone": {DeployObservation{Replicas: 1, Deployment: readyDeployment(1, 1, 1, 0),
+			Claim: &ClaimObservation{Name: "mem-data", Node: "node-b"}, Nodes: map[string]NodeObservation{"node-b": {Gone: true}}},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonNodeUnavailable, []string{"node node-b no longer exists", "data claim mem-data"}}},
+		"a stateless pod's node stopped": {DeployObservation{Replicas: 2, Deployment: readyDeployment(1, 1, 2, 1),
+			Pods:  []corev1.Pod{onNode("pg-1", "node-a"), onNode("pg-2", "node-b")},
+			Nodes: map[string]NodeObservation{"node-a": {Ready: true}, "node-b": lostNode}},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonNodeUnavailable, []string{"pod pg-2 is on node node-b", "1 of 2 replicas available"}}},
+		"nodes ready, a replica starting": {DeployObservation{Replicas: 2, Deployment: readyDeployment(1, 1, 2, 1),
+			Pods:  []corev1.Pod{onNode("pg-1", "node-a"), onNode("pg-2", "node-b")},
+			Nodes: map[string]NodeObservation{"node-a": {Ready: true}, "node-b": {Ready: true}}},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, nil}},
+		"an unready node while every replica is available": {DeployObservation{Replicas: 1, Deployment: readyDeployment(1, 1, 1, 1),
+			Claim: &ClaimObservation{Name: "mem-data", Node: "node-b"}, Nodes: map[string]NodeObservation{"node-b": lostNode}},
+			want{metav1.ConditionTrue, memoryv1alpha1.ReasonDeploymentReady, nil}},
+		"a surplus replica of the old version": {DeployObservation{Replicas: 1, Deployment: readyDeployment(1, 1, 2, 1)},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, []string{"2 of 1 replicas updated"}}},
+		// The first cause that applies is the one a reader sees: these rows pin the order.
+		"an invalid spec over a scale to zero": {DeployObservation{SpecErr: errors.New("spec.lifecycle: bad"), Replicas: 0},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonInvalidSpec, []string{"spec.lifecycle"}}},
+		"a scale to zero over a missing Secret": {DeployObservation{Replicas: 0, Deployment: readyDeployment(1, 1, 0, 0), BackendSecret: `Secret ns/pg key "dsn"`,
+			Pods: []corev1.Pod{waitingPod("CreateContainerConfigError", `secret "pg" not found`)}},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonScaledToZero, nil}},
+		"a missing Secret over an exceeded deadline": {DeployObservation{Replicas: 1, Deployment: failed, BackendSecret: `Secret ns/pg key "dsn"`,
+			Pods: []corev1.Pod{waitingPod("CreateContainerConfigError", `secret "pg" not found`)}},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonBackendSecretMissing, []string{`secret "pg" not found`}}},
+		"an exceeded deadline over a lost node": {DeployObservation{Replicas: 1, Deployment: failed,
+			Claim: &ClaimObservation{Name: "mem-data", Node: "node-b"}, Nodes: map[string]NodeObservation{"node-b": lostNode}},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentFailed, []string{"timed out"}}},
+		"a lost node over an old generation": {DeployObservation{Replicas: 1, Deployment: readyDeployment(3, 2, 1, 0),
+			Claim: &ClaimObservation{Name: "mem-data", Node: "node-b"}, Nodes: map[string]NodeObservation{"node-b": lostNode}},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonNodeUnavailable, []string{"node node-b"}}},
+	} {
+		t.Run(name, func(t *testing.T) { check(t, Deployed(tc.obs), tc.want) })
+	}
+}
+
+// lostNode is a node whose kubelet stopped answering, as the node lifecycle controller marks it.
+var lostNode = NodeObservation{Reason: "NodeStatusUnknown", Message: "Kubelet stopped posting node status."}
+
+// onNode is a pod scheduled to node ("" for a pod not scheduled).
+func onNode(name, node string) corev1.Pod {
+	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{NodeName: node}}
+}
+
+// crashLooping is a pod whose container waits in CrashLoopBackOff after exiting with msg as
+// its termination message (its last log lines, under FallbackToLogsOnError).
+func crashLooping(msg string) corev1.Pod {
+	p := waitingPod("CrashLoopBackOff", "back-off 10s restarting failed container")
+	p.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: msg}
+	return p
+}
+
+const hashA = condtest.HashA
+
+var run = condtest.Run
+
+func TestConformantCondition(t *testing.T) {
+	key := &render.RunKey{ManifestHash: hashA, ServiceVersion: "3.50", AdapterVersion: "v1"}
+	for name, tc := range map[string]struct {
+		obs  ConformObservation
+		want want
+	}{
+		"no evidence yet":  {ConformObservation{}, want{metav1.ConditionUnknown, memoryv1alpha1.ReasonConformancePending, []string{"evidence"}}},
+		"first run going":  {ConformObservation{Key: key, Job: JobObservation{Phase: JobRunning, Name: "job-x"}}, want{metav1.ConditionUnknown, memoryv1alpha1.ReasonConformanceRunning, []string{"job-x", "3.50"}}},
+		"blocked":          {ConformObservation{Key: key, Job: JobObservation{Phase: JobBlocked, Name: "job-x", Message: "ErrImagePull"}}, want{metav1.ConditionUnknown, memoryv1alpha1.ReasonConformanceJobBlocked, []string{"job-x", "ErrImagePull"}}},
+		"passed":           {ConformObservation{Key: key, Last: run("3.50", "v1", 17, 0, "")}, want{metav1.ConditionTrue, memoryv1alpha1.ReasonConformancePassed, nil}},
+		"failed cases":     {ConformObservation{Key: key, Last: run("3.50", "v1", 15, 2, "", "limit", "consistency")}, want{metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceFailed, []string{"limit, consistency"}}},
+		"run-level check":  {ConformObservation{Key: key, Last: run("3.50", "v1", 17, 0, "deployed server: manifest: differs")}, want{metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceFailed, []string{"manifest: differs"}}},
+		"no report":        {ConformObservation{Key: key, Last: run("3.50", "v1", 0, 0, "DeadlineExceeded: Job was active longer than specified deadline")}, want{metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceJobFailed, []string{"DeadlineExceeded"}}},
+		"version outdated": {ConformObservation{Key: key, Last: run("3.49", "v1", 17, 0, ""), Job: JobObservation{Phase: JobRunning, Name: "job-y"}}, want{metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceOutdated, []string{`"3.49"`, `"3.50"`, "job-y"}}},
+	} {
+		t.Run(name, func(t *testing.T) { check(t, Conformant(tc.obs), tc.want) })
+	}
+}
+
+func TestAvailableCondition(t *testing.T) {
+	c := func(typ string, st metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: st, Reason: reason, Message: typ + " says " + reason}
+	}
+	allTrue := []metav1.Condition{
+		c(memoryv1alpha1.ConditionManifestValid, metav1.ConditionTrue, "A"), c(memoryv1alpha1.ConditionDeployed, metav1.ConditionTrue, "B"),
+		c(memoryv1alpha1.ConditionConformant, metav1.ConditionTrue, "C"), c(memoryv1alpha1.ConditionHealthy, metav1.ConditionTrue, "D"),
+	}
+	check(t, Available(allTrue), want{metav1.ConditionTrue, memoryv1alpha1.ReasonAdapterAvailable, nil})
+	some := append([]metav1.Condition(nil), allTrue...)
+	some[2] = c(memoryv1alpha1.ConditionConformant, metav1.ConditionUnknown, "Running")
+	some[3] = c(memoryv1alpha1.ConditionHealthy, metav1.ConditionFalse, "Bad")
+	check(t, Available(some), want{metav1.ConditionUnknown, "Running", []string{"Conformant: Conformant says Running"}})
+	check(t, Available(allTrue[:3]), want{metav1.ConditionUnknown, memoryv1alpha1.ReasonConformancePending, []string{"Healthy"}})
+	// Evidence that contradicts the manifest speaks over the rollout and the rerun it causes.
+	hidden := append([]metav1.Condition(nil), allTrue...)
+	hidden[1] = c(memoryv1alpha1.ConditionDeployed, metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing)
+	hidden[2] = c(memoryv1alpha1.ConditionConformant, metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceOutdated)
+	hidden[3] = c(memoryv1alpha1.ConditionHealthy, metav1.ConditionFalse, memoryv1alpha1.ReasonServiceVersionChanged)
+	check(t, Available(hidden), want{metav1.ConditionFalse, memoryv1alpha1.ReasonServiceVersionChanged, []string{"Healthy: "}})
+	// Evidence that could not be read does not: the rollout is the likelier cause.
+	hidden[3] = c(memoryv1alpha1.ConditionHealthy, metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceUnreachable)
+	check(t, Available(hidden), want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, nil})
+	// A scale to zero speaks over the last evidence of the pods it removed.
+	hidden[1] = c(memoryv1alpha1.ConditionDeployed, metav1.ConditionFalse, memoryv1alpha1.ReasonScaledToZero)
+	hidden[3] = c(memoryv1alpha1.ConditionHealthy, metav1.ConditionFalse, memoryv1alpha1.ReasonCapabilityProbeFailed)
+	check(t, Available(hidden), want{metav1.ConditionFalse, memoryv1alpha1.ReasonScaledToZero, nil})
+}
