@@ -210,7 +210,7 @@ func runMatrix(ctx context.Context, f *conformanceFlags) *conformance.Report {
 	if f.progress {
 		opts.Progress = os.Stderr
 	}
-	inner, err := backends[f.backend.Backend].harness(ctx, &f.backend)
+	inner, err := f.backend.chosen().Harness(ctx, f.backend.config())
 	if err != nil {
 		r := conformance.Execute(ctx, nil, opts)
 		r.Error = fmt.Sprintf("building the %s harness: %v", f.backend.Backend, err)

@@ -34,15 +34,10 @@ func TestConnOptions(t *testing.T) {
 		"bad redis url":              {[]string{"--redis-db=1"}, "redis", "http://u:secret@x", "not a valid redis:// URL", true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			var o connOptions
-			fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
-			o.addFlags(fs)
-			if err := fs.Parse(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			got, err := "", o.validate(tc.backend)
+			c, fs := parseBackendFlags(t, append([]string{"--backend", tc.backend}, tc.args...)...)
+			got, err := "", c.checkOptions(fs)
 			if err == nil {
-				got, err = o.apply(tc.backend, tc.conn)
+				got, err = c.applyConnection(tc.conn)
 			}
 			switch {
 			case tc.wantErr && (err == nil || !strings.Contains(err.Error(), tc.want)):
@@ -61,9 +56,9 @@ func TestConnOptions(t *testing.T) {
 // TestConnOptionsReachTheDrivers checks that the drivers read the overrides as meant: pgx's
 // pool and go-redis parse the rewritten strings into the settings the flags name.
 func TestConnOptionsReachTheDrivers(t *testing.T) {
-	pg := connOptions{PostgresSSLMode: "disable", PostgresMaxConns: 7, RedisDB: -1}
+	pg, _ := parseBackendFlags(t, "--backend", "postgres", "--postgres-sslmode", "disable", "--postgres-max-conns=7")
 	for _, conn := range []string{"postgres://u:p@db:5432/mem?sslmode=require", "host=db user=u sslmode=require"} {
-		out, err := pg.apply("postgres", conn)
+		out, err := pg.applyConnection(conn)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,8 +70,8 @@ func TestConnOptionsReachTheDrivers(t *testing.T) {
 			t.Fatalf("%s: max conns %d, TLS %v; want 7 and no TLS (sslmode=disable)", conn, cfg.MaxConns, cfg.ConnConfig.TLSConfig != nil)
 		}
 	}
-	rd := connOptions{RedisDB: 5, RedisTLS: "required", RedisPoolSize: 9}
-	out, err := rd.apply("redis", "redis://cache:6379")
+	rd, _ := parseBackendFlags(t, "--backend", "redis", "--redis-db=5", "--redis-tls", "required", "--redis-pool-size=9")
+	out, err := rd.applyConnection("redis://cache:6379")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,4 +82,16 @@ func TestConnOptionsReachTheDrivers(t *testing.T) {
 	if ro.DB != 5 || ro.PoolSize != 9 || ro.TLSConfig == nil {
 		t.Fatalf("db %d, pool %d, TLS %v; want 5, 9, TLS", ro.DB, ro.PoolSize, ro.TLSConfig != nil)
 	}
+}
+
+// parseBackendFlags parses args as the backend part of a command line.
+func parseBackendFlags(t *testing.T, args ...string) (*backendConfig, *pflag.FlagSet) {
+	t.Helper()
+	c := &backendConfig{}
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	c.addFlags(fs, "scope")
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return c, fs
 }

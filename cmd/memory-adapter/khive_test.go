@@ -51,9 +51,12 @@ func TestKhiveConformanceAgainstFake(t *testing.T) {
 func TestKhiveServeBackend(t *testing.T) {
 	bin := buildKhiveFake(t)
 	db := filepath.Join(t.TempDir(), "khive.db")
-	cfg := &backendConfig{Backend: "khive", Scope: "agents", KhiveCommand: bin, KhiveArgs: []string{"mcp", "--db=" + db}}
+	cfg, fs := parseBackendFlags(t, "--backend", "khive", "--scope", "agents", "--khive-command", bin, "--khive-arg=mcp", "--khive-arg=--db="+db)
+	if err := cfg.resolve(fs); err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
-	s, err := backends["khive"].open(ctx, cfg)
+	s, err := cfg.chosen().Open(ctx, cfg.config())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +70,7 @@ func TestKhiveServeBackend(t *testing.T) {
 		t.Fatalf("retrieve: %v, %v", got, err)
 	}
 	cfg.filtersSet, cfg.SupportedFilters = true, []string{"branch_id"}
-	if _, err := backends["khive"].open(ctx, cfg); err == nil {
+	if _, err := cfg.chosen().Open(ctx, cfg.config()); err == nil {
 		t.Fatal("khive accepted supported filters it cannot apply")
 	}
 }

@@ -8,14 +8,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/agentmem/memory-adapter-operator/adapters/postgres"
-	"github.com/agentmem/memory-adapter-operator/adapters/redis"
+	"github.com/agentmem/memory-adapter-operator/adapters/backend"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
@@ -122,33 +122,26 @@ func purgeBackend(ctx context.Context, c *backendConfig, res *PurgeResult) error
 	if err := memory.CheckScope(c.Scope); err != nil {
 		return usageError("--scope: %v", err)
 	}
-	switch c.Backend {
-	case "postgres":
-		if c.connection == "" {
-			return usageError("postgres: no connection (--connection-file or $%s: a postgres:// URL)", connectionEnv)
-		}
-		n, err := postgres.PurgeScope(ctx, postgres.Options{URL: c.connection, Scope: c.Scope})
-		res.Deleted = n
-		return err
-	case "redis":
-		addr, _, _, rawURL, err := redisTarget(c.connection)
-		if err != nil {
-			return err
-		}
-		opts := redis.Options{Scope: c.Scope}
-		if rawURL != "" {
-			opts.URL = rawURL
-		} else {
-			opts.Addr = addr
-		}
-		r, err := redis.PurgeScope(ctx, opts)
-		res.Deleted, res.Keys = r.Items, r.Keys
-		return err
-	default:
+	b := c.chosen()
+	if b.Purge == nil {
 		// SQLite's items live in the adapter's own file, deleted with its volume; the
 		// in-memory store keeps nothing.
-		return usageError("purge: --backend must be postgres or redis, not %q", c.Backend)
+		return usageError("purge: the %s backend has no purge: its items go with the adapter (have %s)", c.Backend, purgeable())
 	}
+	r, err := b.Purge(ctx, c.config())
+	res.Deleted, res.Keys = r.Items, r.Keys
+	return asUsage(err)
+}
+
+// purgeable names the backends with a purge.
+func purgeable() string {
+	var names []string
+	for _, b := range backend.Runnable() {
+		if b.Purge != nil {
+			names = append(names, b.Name)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // errorType names the class of a purge failure for the JSON result.

@@ -46,7 +46,7 @@ func newServeCommand() *cobra.Command {
 			if err := f.backend.resolve(cmd.Flags()); err != nil {
 				return err
 			}
-			if err := f.harness.resolve(cmd.Flags(), f.tokenFile); err != nil {
+			if err := f.harness.resolve(cmd.Flags(), f.tokenFile, f.backend.chosen().ProductionFlags); err != nil {
 				return err
 			}
 			return runServe(cmd.Context(), &f)
@@ -146,7 +146,8 @@ func runServe(parent context.Context, f *serveFlags) error {
 		hstore, err = openHarnessStore(octx, &f.backend)
 		store = hstore
 	} else {
-		store, err = backends[f.backend.Backend].open(octx, &f.backend)
+		store, err = f.backend.chosen().Open(octx, f.backend.config())
+		err = asUsage(err)
 	}
 	cancel()
 	if err != nil {

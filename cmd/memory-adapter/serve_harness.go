@@ -7,10 +7,10 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"strings"
 
 	"github.com/spf13/pflag"
 
-	"github.com/agentmem/memory-adapter-operator/conformance"
 	"github.com/agentmem/memory-adapter-operator/internal/server"
 )
 
@@ -28,11 +28,12 @@ func (h *harnessFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&h.tokenFile, "harness-token-file", "", "harness mode: file holding the harness listener's bearer token (required; must differ from every token in --token-file)")
 }
 
-// resolve checks the harness flags. Harness mode refuses an explicit --scope or
-// --sqlite-path: its reset empties the scope, so the scope is always the disposable one the
+// resolve checks the harness flags. Harness mode refuses an explicit --scope and the
+// backend's flags that point at production data (its ProductionFlags, such as
+// --sqlite-path): its reset empties the scope, so the scope is always the disposable one the
 // backend's conformance harness creates (a random "conformance-…" scope, a throwaway
 // PostgreSQL schema, a temporary SQLite file) and drops at exit.
-func (h *harnessFlags) resolve(fs *pflag.FlagSet, dataTokenFile string) error {
+func (h *harnessFlags) resolve(fs *pflag.FlagSet, dataTokenFile string, production []string) error {
 	if !h.enabled {
 		if h.listen != "" || h.tokenFile != "" {
 			return usageError("--harness-listen and --harness-token-file need --harness")
@@ -40,8 +41,10 @@ func (h *harnessFlags) resolve(fs *pflag.FlagSet, dataTokenFile string) error {
 		return nil
 	}
 	switch {
-	case fs.Changed("scope"), fs.Changed("sqlite-path"):
-		return usageError("--harness serves a fresh disposable scope made by the backend's conformance harness; --scope and --sqlite-path are refused so that a harness reset can never empty a real scope")
+	case fs.Changed("scope"):
+		return usageError("--harness serves a fresh disposable scope made by the backend's conformance harness; --scope is refused so that a harness reset can never empty a real scope")
+	case slices.ContainsFunc(production, fs.Changed):
+		return usageError("--harness serves a fresh disposable scope made by the backend's conformance harness; %s point at production data and are refused so that a harness reset can never empty a real scope", flagList(production))
 	case h.listen == "":
 		return usageError("--harness needs --harness-listen: the harness protocol is served on its own listener")
 	case h.tokenFile == "":
@@ -62,21 +65,12 @@ func (h *harnessFlags) resolve(fs *pflag.FlagSet, dataTokenFile string) error {
 	return nil
 }
 
-// declaredDuplicateID is what each built-in backend does when an item is stored under an
-// existing id (all of them upsert); the harness publishes it for the duplicate-id case.
-var declaredDuplicateID = map[string]string{
-	"inmemory": conformance.DuplicateOverwrite,
-	"sqlite":   conformance.DuplicateOverwrite,
-	"postgres": conformance.DuplicateOverwrite,
-	"redis":    conformance.DuplicateOverwrite,
-}
-
 // openHarnessStore builds the backend's conformance harness over a disposable scope and the
 // harness store the server publishes.
 func openHarnessStore(ctx context.Context, c *backendConfig) (*server.HarnessStore, error) {
-	inner, err := backends[c.Backend].harness(ctx, c)
+	inner, err := c.chosen().Harness(ctx, c.config())
 	if err != nil {
-		return nil, err
+		return nil, asUsage(err)
 	}
 	hs, err := server.NewHarnessStore(ctx, inner)
 	if err != nil {
@@ -89,7 +83,7 @@ func openHarnessStore(ctx context.Context, c *backendConfig) (*server.HarnessSto
 // serveWithHarness serves the data listener and the harness listener until ctx ends.
 func serveWithHarness(ctx context.Context, log *slog.Logger, srv *server.Server, hs *server.HarnessStore, l net.Listener, t server.Timeouts, f *serveFlags) error {
 	h, err := srv.HarnessHandler(server.HarnessConfig{
-		Store: hs, Token: f.harness.token, DuplicateIDBehaviour: declaredDuplicateID[f.backend.Backend],
+		Store: hs, Token: f.harness.token, DuplicateIDBehaviour: f.backend.chosen().DuplicateID,
 		Scope: "disposable " + f.backend.Backend + " scope",
 	})
 	if err != nil {
@@ -118,4 +112,13 @@ func serveWithHarness(ctx context.Context, log *slog.Logger, srv *server.Server,
 	}
 	log.Info("Stopped")
 	return nil
+}
+
+// flagList names flags as a command line spells them.
+func flagList(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = "--" + n
+	}
+	return strings.Join(out, ", ")
 }

@@ -49,11 +49,16 @@ func forbidden(pkg, dep string) string {
 		if dep != "api/memory" && !under(dep, "conformance") {
 			return "the suite and its fake stand on api/memory alone, never on a backend"
 		}
+	case under(pkg, "adapters/backend"):
+		if !under(dep, "api") && !under(dep, "conformance") {
+			return "the backend table stands on api and conformance alone: render reads it, and no backend"
+		}
 	case under(pkg, "adapters"):
 		switch {
-		case under(dep, "api"), under(dep, "adapters/internal"), under(dep, "conformance"):
-			// The contract, the backends' shared helpers, and the suite their harnesses plug
-			// into (same floor; the suite itself stands on api/memory alone).
+		case under(dep, "api"), under(dep, "adapters/internal"), under(dep, "adapters/backend"), under(dep, "conformance"):
+			// The contract, the backends' shared helpers, the table each backend registers
+			// itself in, and the suite their harnesses plug into (same floor; the suite itself
+			// stands on api/memory alone).
 		case under(dep, "adapters"):
 			if backend(dep) != backend(pkg) {
 				return "adapters never import each other"

@@ -37,6 +37,9 @@ import (
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/health"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 	"github.com/agentmem/memory-adapter-operator/internal/pki"
+
+	// The built-in backends register their entries of the table render reads.
+	_ "github.com/agentmem/memory-adapter-operator/internal/backends"
 )
 
 // Reconciler deploys, verifies and watches MemoryAdapters.

@@ -141,7 +141,7 @@ func (r *Reconciler) ensureSupportingObjects(ctx context.Context, s *scope) []er
 			errs = append(errs, r.ensureDataClaim(ctx, s, want))
 		}
 	}
-	if err := render.LifecycleErr(ma.Spec.Backend.Type, ma.Spec.Lifecycle); err != nil {
+	if err := errors.Join(render.BackendErr(ma), render.LifecycleErr(ma.Spec.Backend.Type, ma.Spec.Lifecycle)); err != nil {
 		s.deploy.SpecErr = err
 	}
 	return errs

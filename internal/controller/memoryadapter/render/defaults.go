@@ -2,7 +2,6 @@ package render
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -18,7 +17,8 @@ const (
 	defaultConformanceTimeout  = 10 * time.Minute
 	defaultHealthPeriod        = 30 * time.Second
 	defaultFailureThreshold    = 3
-	defaultSQLiteStorageSize   = "1Gi"
+	// defaultStorageSize is a data volume's size when the backend's options leave it out.
+	defaultStorageSize = "1Gi"
 )
 
 // Settings are the effective values of a MemoryAdapter's optional spec fields.
@@ -65,59 +65,15 @@ func EffectiveSettings(ma *memoryv1alpha1.MemoryAdapter, defaultImage string) Se
 	return s
 }
 
-// backendLifecycle is each backend adapter's documented D4 lifecycle (docs/adapters/*.md).
-func backendLifecycle(t memoryv1alpha1.BackendType) memoryv1alpha1.LifecycleSpec {
-	once := &memoryv1alpha1.RetryPolicy{MaxAttempts: ptr.To[int32](1)}
-	l := memoryv1alpha1.LifecycleSpec{
-		ConcurrencySafe:      ptr.To(true),
-		DuplicateIDBehaviour: memoryv1alpha1.DuplicateIDOverwrite,
-		ConnectionCreation:   memoryv1alpha1.ConnectionAtConstructor,
-	}
-	switch t {
-	case memoryv1alpha1.BackendPostgres:
-		// One retry, after 50-100 ms, when pgx reports the failure happened before the
-		// statement was sent (postgres.DefaultRetry).
-		retry := &memoryv1alpha1.RetryPolicy{MaxAttempts: ptr.To[int32](2), Backoff: memoryv1alpha1.NewDuration(100 * time.Millisecond),
-			MaxBackoff: memoryv1alpha1.NewDuration(100 * time.Millisecond), Jitter: memoryv1alpha1.JitterEqual}
-		l.RequestTimeout = memoryv1alpha1.NewDuration(5 * time.Second)
-		l.ConnectTimeout = memoryv1alpha1.NewDuration(5 * time.Second)
-		l.Retry = &memoryv1alpha1.RetryPolicies{Store: retry, Retrieve: retry.DeepCopy(), Search: retry.DeepCopy()}
-	case memoryv1alpha1.BackendRedis:
-		// Reads retry twice after a transport error; a write is never retried inside the
-		// adapter because a reply lost after EXEC leaves it applied.
-		read := &memoryv1alpha1.RetryPolicy{
-			MaxAttempts: ptr.To[int32](3),
-			Backoff:     memoryv1alpha1.NewDuration(25 * time.Millisecond),
-			MaxBackoff:  memoryv1alpha1.NewDuration(200 * time.Millisecond),
-			Jitter:      memoryv1alpha1.JitterEqual,
-		}
-		l.RequestTimeout = memoryv1alpha1.NewDuration(2 * time.Second)
-		l.ConnectTimeout = memoryv1alpha1.NewDuration(2 * time.Second)
-		l.Retry = &memoryv1alpha1.RetryPolicies{Store: once, Retrieve: read, Search: read.DeepCopy()}
-	case memoryv1alpha1.BackendKhive:
-		// docs/adapters/khive.md: the kkernel child starts on the first call; a stored id
-		// with other content is refused (khive's idempotency_key_conflict); no call retries.
-		l.ConnectionCreation = memoryv1alpha1.ConnectionAtFirstCall
-		l.DuplicateIDBehaviour = memoryv1alpha1.DuplicateIDReject
-		l.RequestTimeout = memoryv1alpha1.NewDuration(35 * time.Second)
-		l.ConnectTimeout = memoryv1alpha1.NewDuration(20 * time.Second)
-		l.Retry = &memoryv1alpha1.RetryPolicies{Store: once, Retrieve: once.DeepCopy(), Search: once.DeepCopy()}
-	default: // SQLite: a local failure does not clear within a retry's pause. External: the
-		// operator cannot know a foreign server's lifecycle, so the same conservative values
-		// stand until spec.lifecycle states them (docs/operator.md).
-		l.RequestTimeout = memoryv1alpha1.NewDuration(5 * time.Second)
-		l.ConnectTimeout = memoryv1alpha1.NewDuration(30 * time.Second)
-		l.Retry = &memoryv1alpha1.RetryPolicies{Store: once, Retrieve: once.DeepCopy(), Search: once.DeepCopy()}
-	}
-	return l
-}
-
 // effectiveLifecycle overlays the user's fields on the backend's documented lifecycle, so
 // status shows every value the adapter runs with.
 func effectiveLifecycle(t memoryv1alpha1.BackendType, user *memoryv1alpha1.LifecycleSpec) memoryv1alpha1.LifecycleSpec {
-	l := backendLifecycle(t)
+	l := entry(t).DocumentedLifecycle()
 	if user == nil {
 		return l
+	}
+	if l.Retry == nil {
+		l.Retry = &memoryv1alpha1.RetryPolicies{}
 	}
 	if user.RequestTimeout != nil {
 		l.RequestTimeout = user.RequestTimeout
@@ -169,15 +125,6 @@ var describedFields = []describedField{
 	{"duplicateIdBehaviour", func(l *memoryv1alpha1.LifecycleSpec) string { return string(l.DuplicateIDBehaviour) }},
 }
 
-// repeatedCalls are the calls each built-in adapter repeats after a failure
-// (postgres.DefaultRetry, redis.DefaultReadRetry); only for these does a retry policy of more
-// than one attempt reach the adapter. Redis never repeats a store: a reply lost after EXEC
-// leaves the write applied.
-var repeatedCalls = map[memoryv1alpha1.BackendType][]string{
-	memoryv1alpha1.BackendPostgres: {"store", "retrieve", "search"},
-	memoryv1alpha1.BackendRedis:    {"retrieve", "search"},
-}
-
 // namedRetryPolicy is one call's retry policy with the name its flag and its field use.
 type namedRetryPolicy struct {
 	name string
@@ -205,13 +152,14 @@ func retryPolicies(r *memoryv1alpha1.RetryPolicies) []namedRetryPolicy {
 // stated, so status.lifecycle never reports a behaviour the adapter does not have. The
 // timeouts and, where the adapter retries at all, the retry policies configure it (they reach
 // `serve`); connectionCreation, concurrencySafe and duplicateIdBehaviour describe it, so they
-// may only repeat what it does. External adapters are the user's to describe.
+// may only repeat what it does. A server the user brings is the user's to describe.
 func LifecycleErr(t memoryv1alpha1.BackendType, user *memoryv1alpha1.LifecycleSpec) error {
-	if user == nil || t == memoryv1alpha1.BackendExternal {
+	b := entry(t)
+	if user == nil || b.UserDescribed {
 		return nil
 	}
-	doc := backendLifecycle(t)
-	name := strings.ToLower(string(t))
+	doc := b.DocumentedLifecycle()
+	name := b.Name
 	for _, f := range describedFields {
 		if got, want := f.value(user), f.value(&doc); got != "" && got != want {
 			return fmt.Errorf("spec.lifecycle.%s is %s, but the %s adapter's is %s: the field describes the adapter and cannot change it (docs/adapters/%s.md); remove it or state %s",
@@ -219,7 +167,7 @@ func LifecycleErr(t memoryv1alpha1.BackendType, user *memoryv1alpha1.LifecycleSp
 		}
 	}
 	for _, op := range retryPolicies(user.Retry) {
-		if n := op.attempts(); n > 1 && !slices.Contains(repeatedCalls[t], op.name) {
+		if n := op.attempts(); n > 1 && !b.Repeats(op.name) {
 			return fmt.Errorf("spec.lifecycle.retry.%s.maxAttempts is %d, but the %s adapter never repeats a %s call (docs/adapters/%s.md); remove it or set 1",
 				op.name, n, name, op.name, name)
 		}
@@ -230,7 +178,7 @@ func LifecycleErr(t memoryv1alpha1.BackendType, user *memoryv1alpha1.LifecycleSp
 // retryArgs passes the effective retry policies to `serve` for the backends that retry, so
 // that what status.lifecycle reports is what the adapter runs.
 func retryArgs(t memoryv1alpha1.BackendType, l memoryv1alpha1.LifecycleSpec) []string {
-	if _, retries := repeatedCalls[t]; !retries {
+	if len(entry(t).RepeatedCalls) == 0 {
 		return nil
 	}
 	var args []string

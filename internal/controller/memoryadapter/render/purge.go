@@ -28,10 +28,10 @@ const (
 func PurgeJobName(ma *memoryv1alpha1.MemoryAdapter) string { return ma.Name + "-purge" }
 
 // WantsPurge reports whether deleting ma must first delete its scope's items: deletionPolicy
-// Delete on a shared server. SQLite's items go with its volume, which the adapter owns then.
+// Delete on a backend with a purge (a shared server). A data volume's items go with the
+// volume, which the adapter owns then.
 func WantsPurge(ma *memoryv1alpha1.MemoryAdapter) bool {
-	t := ma.Spec.Backend.Type
-	return ma.Spec.DeletionPolicy == memoryv1alpha1.DeletionDelete && (t == memoryv1alpha1.BackendPostgres || t == memoryv1alpha1.BackendRedis)
+	return ma.Spec.DeletionPolicy == memoryv1alpha1.DeletionDelete && entry(ma.Spec.Backend.Type).Purge != nil
 }
 
 // PurgeJob runs `memory-adapter purge` on the adapter's scope with the connection

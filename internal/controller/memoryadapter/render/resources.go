@@ -133,9 +133,6 @@ func objectMeta(ma *memoryv1alpha1.MemoryAdapter, name, component string) metav1
 	return metav1.ObjectMeta{Name: name, Namespace: ma.Namespace, Labels: ComponentLabels(ma, component)}
 }
 
-// BackendFlag is the serve/conformance --backend value of a backend type.
-func BackendFlag(t memoryv1alpha1.BackendType) string { return strings.ToLower(string(t)) }
-
 // backendArgs are the flags serve and conformance share: the backend and the manifest's
 // adapter id and filter set, so the adapter publishes exactly spec.manifest when it can.
 func backendArgs(ma *memoryv1alpha1.MemoryAdapter) []string {
@@ -149,34 +146,19 @@ func backendArgs(ma *memoryv1alpha1.MemoryAdapter) []string {
 		"--adapter-id", m.Adapter,
 		"--supported-filters=" + strings.Join(filters, ","),
 	}
-	return append(args, connectionOptionArgs(ma.Spec.Backend)...)
-}
-
-// connectionOptionArgs turns spec.backend.postgres and spec.backend.redis into the flags
-// that override the matching parameters of the connection string; the adapter and its
-// conformance Job get the same ones.
-func connectionOptionArgs(b memoryv1alpha1.BackendSpec) []string {
-	var args []string
-	if o := b.Postgres; o != nil {
-		if o.SSLMode != "" {
-			args = append(args, "--postgres-sslmode", string(o.SSLMode))
-		}
-		if o.MaxConnections != nil {
-			args = append(args, fmt.Sprintf("--postgres-max-conns=%d", *o.MaxConnections))
-		}
-	}
-	if o := b.Redis; o != nil {
-		if o.Database != nil {
-			args = append(args, fmt.Sprintf("--redis-db=%d", *o.Database))
-		}
-		if o.TLS != "" {
-			args = append(args, "--redis-tls", strings.ToLower(string(o.TLS)))
-		}
-		if o.PoolSize != nil {
-			args = append(args, fmt.Sprintf("--redis-pool-size=%d", *o.PoolSize))
-		}
+	if f := entry(ma.Spec.Backend.Type).ConnectionArgs; f != nil {
+		args = append(args, f(&ma.Spec.Backend)...)
 	}
 	return args
+}
+
+// backendExtraArgs are the backend's own further flags: dataDir is the data volume for
+// serve, "" for a conformance Job.
+func backendExtraArgs(ma *memoryv1alpha1.MemoryAdapter, dataDir string) []string {
+	if f := entry(ma.Spec.Backend.Type).Args; f != nil {
+		return f(&ma.Spec.Backend, dataDir)
+	}
+	return nil
 }
 
 // connectionEnv passes the user's connection Secret by reference: the kubelet resolves it,
@@ -318,18 +300,13 @@ func Deployment(ma *memoryv1alpha1.MemoryAdapter, s Settings) *appsv1.Deployment
 		MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromInt32(1)),
 	}}
 	env := []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
-	if k := ma.Spec.Backend.Khive; ma.Spec.Backend.Type == memoryv1alpha1.BackendKhive && k != nil {
-		args = append(args, khiveArgs(k, "--db="+dataMountDir+"/khive.db")...)
-		env = append(env, khiveEnv()...)
-	}
+	args = append(args, backendExtraArgs(ma, dataMountDir)...)
+	env = append(env, entry(ma.Spec.Backend.Type).Env...)
 	tolerations := nodeLossTolerations()
 	if UsesDataClaim(ma) {
 		// The volume stays on its node: a replacement elsewhere could never mount it, so the
 		// pod keeps the API server's default and waits for its node.
 		tolerations = nil
-		if ma.Spec.Backend.Type == memoryv1alpha1.BackendSQLite {
-			args = append(args, "--sqlite-path", dataMountDir+"/memory.db")
-		}
 		volumes = append(volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: dataClaimName(ma)},
 		}})
@@ -512,53 +489,16 @@ func nodeLossTolerations() []corev1.Toleration {
 	return out
 }
 
-// UsesDataClaim reports whether the backend keeps a database file in the adapter's volume:
-// SQLite's own file, or kkernel's for Khive.
-func UsesDataClaim(ma *memoryv1alpha1.MemoryAdapter) bool {
-	t := ma.Spec.Backend.Type
-	return t == memoryv1alpha1.BackendSQLite || t == memoryv1alpha1.BackendKhive
-}
-
-// khiveArgs are the serve and conformance flags that start kkernel: `mcp`, then db (serve's
-// persistent file; empty for conformance, whose harness adds a disposable one), then the
-// user's extra arguments. The adapter appends --namespace <scope> itself.
-func khiveArgs(k *memoryv1alpha1.KhiveOptions, db string) []string {
-	cmd := k.Command
-	if cmd == "" {
-		cmd = "kkernel"
-	}
-	out := []string{"--khive-command", cmd, "--khive-arg=mcp"}
-	if db != "" {
-		out = append(out, "--khive-arg="+db)
-	}
-	for _, a := range k.Args {
-		// The = form keeps an argument that starts with "-" a value of --khive-arg.
-		out = append(out, "--khive-arg="+a)
-	}
-	return out
-}
-
-// khiveEnv points kkernel's home (~/.khive: exports, daemon socket) at the writable /tmp,
-// since the root filesystem is read-only.
-func khiveEnv() []corev1.EnvVar { return []corev1.EnvVar{{Name: "HOME", Value: "/tmp"}} }
-
-// DataClaim is the database volume of SQLite, or of kkernel for Khive.
+// DataClaim is the database volume of a backend that keeps one (UsesDataClaim), sized and
+// classed by its options.
 func DataClaim(ma *memoryv1alpha1.MemoryAdapter) (*corev1.PersistentVolumeClaim, error) {
-	size := defaultSQLiteStorageSize
-	field := "spec.backend.sqlite.storageSize"
-	var class *string
-	if o := ma.Spec.Backend.SQLite; o != nil {
-		if o.StorageSize != "" {
-			size = o.StorageSize
-		}
-		class = o.StorageClassName
+	v := entry(ma.Spec.Backend.Type).DataVolume
+	if v == nil {
+		return nil, fmt.Errorf("the %s backend keeps no data volume", ma.Spec.Backend.Type)
 	}
-	if o := ma.Spec.Backend.Khive; ma.Spec.Backend.Type == memoryv1alpha1.BackendKhive && o != nil {
-		field = "spec.backend.khive.storageSize"
-		if o.StorageSize != "" {
-			size = o.StorageSize
-		}
-		class = o.StorageClassName
+	size, class, field := v.Storage(&ma.Spec.Backend)
+	if size == "" {
+		size = defaultStorageSize
 	}
 	q, err := resource.ParseQuantity(size)
 	if err != nil {
@@ -613,14 +553,7 @@ func ConformanceJob(ma *memoryv1alpha1.MemoryAdapter, s Settings, name string, k
 		{Name: "tmp", MountPath: "/tmp"},
 		{Name: "manifest", MountPath: ManifestMountDir, ReadOnly: true},
 	}
-	if ma.Spec.Backend.Type == memoryv1alpha1.BackendSQLite {
-		args = append(args, "--sqlite-path", "/tmp/conformance.db")
-	}
-	khive := ma.Spec.Backend.Khive
-	if ma.Spec.Backend.Type == memoryv1alpha1.BackendKhive && khive != nil {
-		// The harness gives every run its own database file under /tmp.
-		args = append(args, khiveArgs(khive, "")...)
-	}
+	args = append(args, backendExtraArgs(ma, "")...)
 	image := s.Image
 	var initContainers []corev1.Container
 	if isExternal(ma) {
@@ -635,9 +568,9 @@ func ConformanceJob(ma *memoryv1alpha1.MemoryAdapter, s Settings, name string, k
 	}
 	job := AdapterJob(ma, image, name, ComponentConformance, args, volumes, mounts)
 	job.Spec.Template.Spec.InitContainers = initContainers
-	if ma.Spec.Backend.Type == memoryv1alpha1.BackendKhive && khive != nil {
+	if extra := entry(ma.Spec.Backend.Type).Env; len(extra) > 0 {
 		c := &job.Spec.Template.Spec.Containers[0]
-		c.Env = append(c.Env, khiveEnv()...)
+		c.Env = append(c.Env, extra...)
 	}
 	job.Annotations = map[string]string{AnnotationRunKey: key.String(), annotationRerunToken: rerun}
 	job.Spec.BackoffLimit = ptr.To[int32](0)

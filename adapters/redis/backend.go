@@ -1,0 +1,188 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/agentmem/memory-adapter-operator/adapters/backend"
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/conformance"
+)
+
+// ConnOptions are spec.backend.redis as command-line flags: they override the matching
+// parts of the connection string, which stays the one source of the address and credentials.
+type ConnOptions struct {
+	// DB overrides the logical database (-1 keeps the connection's).
+	DB int
+	// TLS is "disabled" (redis://), "required" (rediss://) or "" (keep the connection's).
+	TLS string
+	// PoolSize overrides the pool size (0 keeps the connection's).
+	PoolSize int
+}
+
+func (o *ConnOptions) addFlags(fs *pflag.FlagSet) backend.Options {
+	fs.IntVar(&o.DB, "redis-db", -1, "redis: override the logical database (0-15; -1 keeps the connection's)")
+	fs.StringVar(&o.TLS, "redis-tls", "", "redis: override TLS: disabled (redis://) or required (rediss://)")
+	fs.IntVar(&o.PoolSize, "redis-pool-size", 0, "redis: override the pool size (1-256; 0 keeps the connection's)")
+	return o
+}
+
+// Validate refuses values the CRD would refuse.
+func (o *ConnOptions) Validate() error {
+	switch {
+	case o.DB > 15 || o.DB < -1:
+		return backend.Usagef("--redis-db %d is outside 0-15", o.DB)
+	case o.TLS != "" && o.TLS != "disabled" && o.TLS != "required":
+		return backend.Usagef("--redis-tls %q is not disabled or required", o.TLS)
+	case o.PoolSize < 0 || o.PoolSize > 256:
+		return backend.Usagef("--redis-pool-size %d is outside 1-256", o.PoolSize)
+	}
+	return nil
+}
+
+// ApplyConnection sets the database (the URL path), TLS (the scheme) and pool_size
+// (go-redis's URL parameter) on a redis:// URL or a bare host:port. Its errors never quote
+// conn: it may hold a password.
+func (o *ConnOptions) ApplyConnection(conn string) (string, error) {
+	if o.DB < 0 && o.TLS == "" && o.PoolSize == 0 {
+		return conn, nil
+	}
+	if !strings.Contains(conn, "://") {
+		conn = "redis://" + conn
+	}
+	u, err := url.Parse(conn)
+	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+		return "", backend.Usagef("redis: the connection is not a valid redis:// URL")
+	}
+	switch o.TLS {
+	case "required":
+		u.Scheme = "rediss"
+	case "disabled":
+		u.Scheme = "redis"
+	}
+	if o.DB >= 0 {
+		u.Path = "/" + strconv.Itoa(o.DB)
+	}
+	if o.PoolSize != 0 {
+		q := u.Query()
+		q.Set("pool_size", strconv.Itoa(o.PoolSize))
+		u.RawQuery = q.Encode()
+	}
+	return u.String(), nil
+}
+
+// connectionArgs renders spec.backend.redis as the flags above.
+func connectionArgs(spec *memoryv1alpha1.BackendSpec) []string {
+	o := spec.Redis
+	if o == nil {
+		return nil
+	}
+	var args []string
+	if o.Database != nil {
+		args = append(args, fmt.Sprintf("--redis-db=%d", *o.Database))
+	}
+	if o.TLS != "" {
+		args = append(args, "--redis-tls", strings.ToLower(string(o.TLS)))
+	}
+	if o.PoolSize != nil {
+		args = append(args, fmt.Sprintf("--redis-pool-size=%d", *o.PoolSize))
+	}
+	return args
+}
+
+// target splits the connection string, a redis:// URL or a bare host:port, into what the
+// store and the harness take. Parse errors never echo the string: it may hold a password.
+func target(conn string) (addr, username, password, rawURL string, err error) {
+	if conn == "" {
+		return "", "", "", "", backend.Usagef("redis: no connection (--connection-file or $MEMORY_ADAPTER_CONNECTION: a redis:// URL or host:port)")
+	}
+	if !strings.Contains(conn, "://") {
+		return conn, "", "", "", nil
+	}
+	u, perr := url.Parse(conn)
+	if perr != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+		return "", "", "", "", backend.Usagef("redis: the connection is not a valid redis:// URL")
+	}
+	if u.User != nil {
+		username = u.User.Username()
+		password, _ = u.User.Password()
+	}
+	return u.Host, username, password, conn, nil
+}
+
+// storeOptions addresses the server of c, by URL when the connection is one.
+func storeOptions(c backend.Config) (Options, error) {
+	addr, _, _, rawURL, err := target(c.Connection)
+	if err != nil {
+		return Options{}, err
+	}
+	opts := Options{Scope: c.Scope}
+	if rawURL != "" {
+		opts.URL = rawURL
+	} else {
+		opts.Addr = addr
+	}
+	return opts, nil
+}
+
+func init() {
+	read := backend.RetryPolicyOf(DefaultReadRetry)
+	backend.Register(backend.Backend{
+		Name: "redis",
+		Type: memoryv1alpha1.BackendRedis,
+		// Reads retry twice after a transport error; a write is never retried inside the
+		// adapter because a reply lost after EXEC leaves it applied.
+		Lifecycle: backend.Lifecycle(DefaultRequestTimeout, DefaultDialTimeout,
+			&memoryv1alpha1.RetryPolicies{Store: backend.Once(), Retrieve: read, Search: read.DeepCopy()}),
+		RepeatedCalls:  []string{backend.CallRetrieve, backend.CallSearch},
+		DuplicateID:    conformance.DuplicateOverwrite,
+		ConnectionArgs: connectionArgs,
+		Flags:          func(fs *pflag.FlagSet) backend.Options { return new(ConnOptions).addFlags(fs) },
+		Open: func(ctx context.Context, c backend.Config) (memory.ExternalStore, error) {
+			opts, err := storeOptions(c)
+			if err != nil {
+				return nil, err
+			}
+			opts.Scope = c.ScopeOrDefault()
+			opts.SupportedFilters, opts.AdapterID, opts.RequestTimeout = c.Filters, c.AdapterID, c.RequestTimeout
+			opts.StoreRetry, opts.RetrieveRetry, opts.SearchRetry = c.Retry[0], c.Retry[1], c.Retry[2]
+			// A stable consumer name lets a restarted container re-read its own pending index
+			// entries at once instead of waiting for another instance to claim them.
+			opts.ConsumerName = c.PodName
+			return Open(ctx, opts)
+		},
+		// The matrix runs in a disposable scope on the same server (an empty scope means a
+		// fresh random "conformance-…" scope, dropped at the end).
+		Harness: func(ctx context.Context, c backend.Config) (conformance.Harness, error) {
+			addr, user, pass, rawURL, err := target(c.Connection)
+			if err != nil {
+				return nil, err
+			}
+			if strings.HasPrefix(rawURL, "rediss://") {
+				// The harness reaches the server through a plain TCP proxy to cut the
+				// transport; saying so beats a handshake error in the first case.
+				return nil, backend.Usagef("redis: the conformance harness does not speak TLS yet (rediss://, --redis-tls required)")
+			}
+			// The logical database and pool size do not matter to the matrix: it runs in a
+			// disposable scope of its own.
+			return NewHarness(ctx, HarnessOptions{
+				Addr: addr, Username: user, Password: pass, Scope: c.Scope,
+				SupportedFilters: c.Filters, AdapterID: c.AdapterID,
+			})
+		},
+		Purge: func(ctx context.Context, c backend.Config) (backend.PurgeResult, error) {
+			opts, err := storeOptions(c)
+			if err != nil {
+				return backend.PurgeResult{}, err
+			}
+			r, err := PurgeScope(ctx, opts)
+			return backend.PurgeResult{Items: r.Items, Keys: r.Keys}, err
+		},
+	})
+}

@@ -1,0 +1,68 @@
+package sqlite
+
+import (
+	"context"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/agentmem/memory-adapter-operator/adapters/backend"
+	"github.com/agentmem/memory-adapter-operator/api/memory"
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/conformance"
+)
+
+// fileOptions is the --sqlite-path flag.
+type fileOptions struct{ path string }
+
+// Validate accepts any path: Open says what is wrong with the file.
+func (*fileOptions) Validate() error { return nil }
+
+// ApplyConnection keeps conn: SQLite has no connection string.
+func (*fileOptions) ApplyConnection(conn string) (string, error) { return conn, nil }
+
+// path is the database file of c, as --sqlite-path set it.
+func path(c backend.Config) string {
+	if o, ok := c.Options.(*fileOptions); ok {
+		return o.path
+	}
+	return ""
+}
+
+func init() {
+	backend.Register(backend.Backend{
+		Name: "sqlite",
+		Type: memoryv1alpha1.BackendSQLite,
+		// A local failure does not clear within a retry's pause: no call is repeated.
+		Lifecycle:   backend.Lifecycle(DefaultRequestTimeout, 30*time.Second, backend.NoRetries()),
+		DuplicateID: conformance.DuplicateOverwrite,
+		DataVolume: &backend.DataVolume{Storage: func(spec *memoryv1alpha1.BackendSpec) (string, *string, string) {
+			if o := spec.SQLite; o != nil {
+				return o.StorageSize, o.StorageClassName, "spec.backend.sqlite.storageSize"
+			}
+			return "", nil, "spec.backend.sqlite.storageSize"
+		}},
+		// serve's file is in the data volume; a conformance Job's is a scratch file (the
+		// harness itself makes a disposable one per run).
+		Args: func(_ *memoryv1alpha1.BackendSpec, dataDir string) []string {
+			if dataDir == "" {
+				return []string{"--sqlite-path", "/tmp/conformance.db"}
+			}
+			return []string{"--sqlite-path", dataDir + "/memory.db"}
+		},
+		Flags: func(fs *pflag.FlagSet) backend.Options {
+			o := &fileOptions{}
+			fs.StringVar(&o.path, "sqlite-path", "/var/lib/memory-adapter/memory.db", "sqlite: the database file")
+			return o
+		},
+		ProductionFlags: []string{"sqlite-path"},
+		Open: func(ctx context.Context, c backend.Config) (memory.ExternalStore, error) {
+			return Open(ctx, Options{Path: path(c), Scope: c.ScopeOrDefault(), SupportedFilters: c.Filters, AdapterID: c.AdapterID, RequestTimeout: c.RequestTimeout})
+		},
+		// The conformance Job runs the matrix on its own disposable database file with the
+		// same build (the product's rule for embedded backends); --sqlite-path is not used.
+		Harness: func(ctx context.Context, c backend.Config) (conformance.Harness, error) {
+			return NewHarness(ctx, HarnessOptions{SupportedFilters: c.Filters, AdapterID: c.AdapterID})
+		},
+	})
+}
