@@ -5,8 +5,9 @@
 #
 #   [ADAPTER_IMG=IMAGE] hack/render-install.sh IMG [KUSTOMIZATION_DIR]     (default config/default)
 #
-# ADAPTER_IMG, when set, becomes the manager's ADAPTER_IMAGE: the image of the adapters and
-# conformance Jobs it creates (config/manager/manager.yaml's value otherwise).
+# ADAPTER_IMG, when set, becomes the images ConfigMap's adapterImage: the manager's
+# ADAPTER_IMAGE (the image of the adapters and conformance Jobs it creates) and an image its
+# admission policy allows (config/policy/images.yaml's value otherwise).
 #
 # kustomize is the one built into kubectl (`kubectl kustomize`), and kubectl is the one
 # hack/k8s-binaries.sh builds (or MAO_KUBECTL, below), so no separate kustomize download is
@@ -57,21 +58,16 @@ trap 'rm -rf "$tmp"' EXIT
   [ -z "$tag" ] || echo "  newTag: \"$tag\""
   [ -z "$digest" ] || echo "  digest: $digest"
   if [ -n "${ADAPTER_IMG:-}" ]; then
-    # A strategic merge patch: env entries merge by name, so only ADAPTER_IMAGE changes.
+    # The images ConfigMap is both the manager's ADAPTER_IMAGE and what the admission policy
+    # on its workloads allows (config/policy/images.yaml).
     echo "patches:"
-    echo "- target: {kind: Deployment, labelSelector: control-plane=controller-manager}"
+    echo "- target: {kind: ConfigMap, name: memory-adapter-operator-images}"
     echo "  patch: |-"
-    echo "    apiVersion: apps/v1"
-    echo "    kind: Deployment"
-    echo "    metadata: {name: controller-manager}"
-    echo "    spec:"
-    echo "      template:"
-    echo "        spec:"
-    echo "          containers:"
-    echo "          - name: manager"
-    echo "            env:"
-    echo "            - name: ADAPTER_IMAGE"
-    echo "              value: \"$ADAPTER_IMG\""
+    echo "    apiVersion: v1"
+    echo "    kind: ConfigMap"
+    echo "    metadata: {name: memory-adapter-operator-images}"
+    echo "    data:"
+    echo "      adapterImage: \"$ADAPTER_IMG\""
   fi
 } >"$tmp/kustomization.yaml"
 "$kubectl" kustomize "$tmp"

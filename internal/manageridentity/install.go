@@ -37,15 +37,20 @@ const (
 	AdapterCASecret = Prefix + "adapter-ca"
 	// WebhookCertSecret is the Secret the manager's rotator keeps its webhook certificate in.
 	WebhookCertSecret = Prefix + "webhook-server-cert"
+	// ImagesConfigMapName is the ConfigMap in Namespace that lists the images the manager may
+	// run, the parameter of its workloads policy.
+	ImagesConfigMapName = Prefix + "images"
 	// WebhookConfiguration is the operator's own MutatingWebhookConfiguration.
 	WebhookConfiguration = Prefix + "mutating-webhook-configuration"
 )
 
-// Install creates Namespace, the generated roles bound to ServiceAccount, and the admission
-// policies with their bindings, from the files under root (the repository's root), waits until
-// the API server enforces the policies, and returns a copy of cfg that impersonates the
+// Install creates Namespace, the generated roles bound to ServiceAccount, the images
+// ConfigMap (config/policy/images.yaml, with allowedImages appended to its allow-list, as a
+// platform admin would list the images a suite's adapters name) and the admission policies
+// with their bindings, from the files under root (the repository's root), waits until the API
+// server enforces the policies, and returns a copy of cfg that impersonates the
 // ServiceAccount. admin must be allowed to create all of it.
-func Install(ctx context.Context, admin client.Client, cfg *rest.Config, root string) (*rest.Config, error) {
+func Install(ctx context.Context, admin client.Client, cfg *rest.Config, root string, allowedImages ...string) (*rest.Config, error) {
 	if err := ensure(ctx, admin, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil {
 		return nil, err
 	}
@@ -84,6 +89,13 @@ func Install(ctx context.Context, admin client.Client, cfg *rest.Config, root st
 	if len(roles) != 2 {
 		return nil, fmt.Errorf("role.yaml holds %d roles, want the ClusterRole and the manager namespace's Role", len(roles))
 	}
+	images, err := ImagesConfigMap(root, allowedImages...)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensure(ctx, admin, images); err != nil {
+		return nil, err
+	}
 	policies, err := PolicyObjects(root)
 	if err != nil {
 		return nil, err
@@ -101,6 +113,27 @@ func Install(ctx context.Context, admin client.Client, cfg *rest.Config, root st
 		return nil, err
 	}
 	return c, nil
+}
+
+// ImagesConfigMap returns config/policy/images.yaml under root as config/default renders it,
+// with extra entries appended to allowedImages.
+func ImagesConfigMap(root string, extra ...string) (*corev1.ConfigMap, error) {
+	objs, err := objects(filepath.Join(root, "config", "policy", "images.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	if len(objs) != 1 || objs[0].GetKind() != "ConfigMap" {
+		return nil, errors.New("config/policy/images.yaml holds no single ConfigMap")
+	}
+	data, _, err := unstructured.NestedStringMap(objs[0].Object, "data")
+	if err != nil || data["adapterImage"] == "" {
+		return nil, fmt.Errorf("config/policy/images.yaml: no data.adapterImage (%v)", err)
+	}
+	data["allowedImages"] = strings.TrimRight(data["allowedImages"], "\n")
+	for _, img := range extra {
+		data["allowedImages"] += "\n" + img
+	}
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ImagesConfigMapName, Namespace: Namespace}, Data: data}, nil
 }
 
 // PolicyObjects returns the admission policies and bindings of config/policy under root, named

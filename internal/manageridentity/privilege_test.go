@@ -269,10 +269,22 @@ var _ = Describe("the manager's identity, with the installed RBAC and admission 
 	})
 })
 
+const (
+	// adapterImage is config/policy/images.yaml's adapterImage, the operator's own.
+	adapterImage = "ghcr.io/agentmem/memory-adapter:dev"
+	// externalImage is an External server's image, which the suite lists in allowedImages as a
+	// platform admin would.
+	externalImage = "registry.example/python-adapter:1"
+)
+
 // operatorLikeDeployment is a Deployment shaped as the controller renders an adapter's
-// (memoryadapter/render): labelled, no token, hardened containers.
+// (memoryadapter/render): labelled, no token, hardened containers running the adapter image,
+// with the volumes an adapter's pods have.
 func operatorLikeDeployment(ns string) *appsv1.Deployment {
 	labels := map[string]string{"app.kubernetes.io/managed-by": "memory-adapter-operator", "memory.agentmem.io/adapter": "mem"}
+	secret := func(name string) corev1.VolumeSource {
+		return corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: name}}
+	}
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "mem", Namespace: ns, Labels: labels},
 		Spec: appsv1.DeploymentSpec{
@@ -283,7 +295,14 @@ func operatorLikeDeployment(ns string) *appsv1.Deployment {
 					ServiceAccountName:           "mem",
 					AutomountServiceAccountToken: ptr.To(false),
 					SecurityContext:              &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)},
-					Containers: []corev1.Container{{Name: "adapter", Image: "adapter:v1", SecurityContext: &corev1.SecurityContext{
+					Volumes: []corev1.Volume{
+						{Name: "binding", VolumeSource: secret("mem-binding")},
+						{Name: "tls", VolumeSource: secret("mem-tls")},
+						{Name: "manifest", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "mem-manifest"}}}},
+						{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "mem-data"}}},
+						{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+					},
+					Containers: []corev1.Container{{Name: "adapter", Image: adapterImage, SecurityContext: &corev1.SecurityContext{
 						AllowPrivilegeEscalation: ptr.To(false), Privileged: ptr.To(false),
 						Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 					}}},
@@ -292,6 +311,15 @@ func operatorLikeDeployment(ns string) *appsv1.Deployment {
 		},
 	}
 }
+
+// foreignSecretVolume mounts a Secret the adapter does not own.
+func foreignSecretVolume(d *appsv1.Deployment) {
+	d.Spec.Template.Spec.Volumes = append(d.Spec.Template.Spec.Volumes, corev1.Volume{Name: "loot",
+		VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "pg-memory-conn"}}})
+}
+
+// foreignImage runs the attacker's image.
+func foreignImage(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "attacker.example/exfil:1" }
 
 var _ = Describe("the manager's workloads", func() {
 	It("may be what the operator renders, and nothing that would act as a ServiceAccount or as the node", func(ctx SpecContext) {
@@ -326,11 +354,74 @@ var _ = Describe("the manager's workloads", func() {
 			{"an init container with privilege escalation", func(d *appsv1.Deployment) {
 				d.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "x"}}
 			}},
+			// Issue 42's trial: the operator's labels, an arbitrary image and a volume of another
+			// workload's Secret; each half alone is refused too.
+			{"a foreign image with a foreign Secret volume", func(d *appsv1.Deployment) { foreignImage(d); foreignSecretVolume(d) }},
+			{"a foreign image", foreignImage},
+			{"a foreign image whose name starts like the adapter's repository", func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Containers[0].Image = "ghcr.io/agentmem/memory-adapter-evil:dev"
+			}},
+			{"a foreign image in a hardened init container", func(d *appsv1.Deployment) {
+				c := d.Spec.Template.Spec.Containers[0].DeepCopy()
+				c.Name, c.Image = "init", "attacker.example/exfil:1"
+				d.Spec.Template.Spec.InitContainers = []corev1.Container{*c}
+			}},
+			{"a foreign Secret volume under the adapter image", foreignSecretVolume},
+			{"another adapter's binding Secret", func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Volumes[0].Secret.SecretName = "other-binding"
+			}},
+			{"a Secret through a projected volume", func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Volumes = append(d.Spec.Template.Spec.Volumes, corev1.Volume{Name: "p", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+					Sources: []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "pg-memory-conn"}}}}}}})
+			}},
+			{"a CSI volume (a secrets-store driver)", func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Volumes = append(d.Spec.Template.Spec.Volumes, corev1.Volume{Name: "csi", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "secrets-store.csi.k8s.io"}}})
+			}},
+			{"another workload's claim", func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Volumes[3].PersistentVolumeClaim.ClaimName = "postgres-data"
+			}},
+			{"every key of a Secret as environment", func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "pg-memory-conn"}}}}
+			}},
 		} {
 			d := operatorLikeDeployment(ns)
 			tc.mutate(d)
 			expectRefused(asManager.Create(ctx, d, client.DryRunAll), byPolicy, tc.what)
 		}
+
+		By("the foreign image and Secret volume in a namespace with no adapter, and in a Job")
+		other := newNamespace(ctx)
+		d := operatorLikeDeployment(other)
+		foreignImage(d)
+		foreignSecretVolume(d)
+		expectRefused(asManager.Create(ctx, d, client.DryRunAll), byPolicy, "the trial's Deployment in another namespace")
+		loot := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "mem-conformance-x", Namespace: ns, Labels: d.Labels},
+			Spec: batchv1.JobSpec{Template: *d.Spec.Template.DeepCopy()}}
+		loot.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+		expectRefused(asManager.Create(ctx, loot, client.DryRunAll), byPolicy, "the trial as a Job")
+
+		By("an allowed External image, a newer adapter version, and a connection Secret by reference pass")
+		for _, mutate := range []func(*appsv1.Deployment){
+			func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = externalImage },
+			func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "ghcr.io/agentmem/memory-adapter:v0.9.0" },
+			func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MEMORY_ADAPTER_CONNECTION", ValueFrom: &corev1.EnvVarSource{
+					SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "pg-memory-conn"}, Key: "dsn"}}}}
+			},
+		} {
+			d := operatorLikeDeployment(ns)
+			mutate(d)
+			Expect(asManager.Create(ctx, d, client.DryRunAll)).To(Succeed())
+		}
+
+		By("nor can the manager widen its own allow-list")
+		images := &corev1.ConfigMap{}
+		Expect(admin.Get(ctx, types.NamespacedName{Namespace: manageridentity.Namespace, Name: manageridentity.ImagesConfigMapName}, images)).To(Succeed())
+		widened := images.DeepCopy()
+		widened.Data["allowedImages"] += "\n*"
+		expectRefused(asManager.Update(ctx, widened, client.DryRunAll), byPolicy, "updating the images ConfigMap")
+		expectRefused(asManager.Patch(ctx, images.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"data":{"allowedImages":"*"}}`)), client.DryRunAll), byPolicy, "patching the images ConfigMap")
+		expectRefused(asManager.Delete(ctx, images.DeepCopy(), client.DryRunAll), byPolicy, "deleting the images ConfigMap")
 
 		By("a Job likewise, and deleting only the operator's workloads")
 		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "user-job", Namespace: ns},

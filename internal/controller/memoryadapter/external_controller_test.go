@@ -133,4 +133,22 @@ var _ = Describe("an External adapter", Ordered, func() {
 		Expect(args).NotTo(ContainSubstring("--backend"))
 		Expect(job.Annotations[render.AnnotationRunKey]).To(ContainSubstring(getMA(key).Spec.Manifest.Hash()))
 	})
+
+	It("is refused, with the words that say where to list it, when its image is not on the installation's allow-list", func() {
+		other := types.NamespacedName{Namespace: key.Namespace, Name: "unlisted"}
+		ma := sqliteAdapter(other.Namespace, other.Name)
+		ma.Spec.Image = ptr.To("registry.example/unlisted-adapter:1")
+		ma.Spec.Backend = memoryv1alpha1.BackendSpec{Type: memoryv1alpha1.BackendExternal, Scope: "agents", External: &memoryv1alpha1.ExternalOptions{
+			HarnessArgs: []string{"--harness"},
+		}}
+		Expect(k8sClient.Create(ctx, ma)).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := conditionOf(getMA(other), memoryv1alpha1.ConditionDeployed)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(memoryv1alpha1.ReasonInvalidSpec))
+			g.Expect(c.Message).To(ContainSubstring("registry.example/unlisted-adapter:1"))
+			g.Expect(c.Message).To(ContainSubstring("memory-adapter-operator-images"))
+		}, timeout, poll).Should(Succeed())
+		Expect(apierrors.IsNotFound(k8sClient.Get(ctx, other, &appsv1.Deployment{}))).To(BeTrue(), "the policy kept the Deployment out")
+	})
 })

@@ -80,6 +80,11 @@ func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 	}
 	dep, err := r.ensureDeployment(ctx, s)
 	errs = append(errs, err)
+	if apierrors.IsForbidden(err) && dep.CreationTimestamp.IsZero() {
+		// Admission refused what the spec renders to (an image the installation does not
+		// allow, say): Deployed carries the API server's words, which name what to change.
+		s.deploy.SpecErr = fmt.Errorf("the API server refused the adapter's Deployment: %w", err)
+	}
 	if dep.CreationTimestamp.IsZero() {
 		return errors.Join(errs...)
 	}

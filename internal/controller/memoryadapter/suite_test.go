@@ -190,9 +190,10 @@ var podEvidenceReader = &health.HTTPEvidenceReader{}
 
 // bindGeneratedRBAC installs the generated roles bound to the manager's ServiceAccount and the
 // admission policies that narrow them, as config/default ships them, and returns a config that
-// impersonates the ServiceAccount.
+// impersonates the ServiceAccount. The External specs' server image is on the allow-list, as a
+// platform admin would put it there.
 func bindGeneratedRBAC(ctx context.Context) *rest.Config {
-	c, err := manageridentity.Install(ctx, k8sClient, cfg, filepath.Join("..", "..", ".."))
+	c, err := manageridentity.Install(ctx, k8sClient, cfg, filepath.Join("..", "..", ".."), "registry.example/python-adapter:1")
 	Expect(err).NotTo(HaveOccurred())
 	return c
 }
