@@ -319,7 +319,9 @@ func foreignSecretVolume(d *appsv1.Deployment) {
 }
 
 // foreignImage runs the attacker's image.
-func foreignImage(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "attacker.example/exfil:1" }
+func foreignImage(d *appsv1.Deployment) {
+	d.Spec.Template.Spec.Containers[0].Image = "attacker.example/exfil:1"
+}
 
 var _ = Describe("the manager's workloads", func() {
 	It("may be what the operator renders, and nothing that would act as a ServiceAccount or as the node", func(ctx SpecContext) {
@@ -403,7 +405,9 @@ var _ = Describe("the manager's workloads", func() {
 		By("an allowed External image, a newer adapter version, and a connection Secret by reference pass")
 		for _, mutate := range []func(*appsv1.Deployment){
 			func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = externalImage },
-			func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "ghcr.io/agentmem/memory-adapter:v0.9.0" },
+			func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Containers[0].Image = "ghcr.io/agentmem/memory-adapter:v0.9.0"
+			},
 			func(d *appsv1.Deployment) {
 				d.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MEMORY_ADAPTER_CONNECTION", ValueFrom: &corev1.EnvVarSource{
 					SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "pg-memory-conn"}, Key: "dsn"}}}}

