@@ -72,14 +72,18 @@ type managerFlags struct {
 	webhookCertPath  string
 	webhookCertName  string
 	webhookCertKey   string
-	metricsCertPath  string
-	metricsCertName  string
-	metricsCertKey   string
-	adapterImage     string
-	tokenKeySecret   string
-	adapterCASecret  string
-	caLifetime       time.Duration
-	certLifetime     time.Duration
+	// webhookPort is where the pod webhook listens; the webhook Service targets the
+	// container's port by name, so a cluster that blocks 9443 between the API server and
+	// nodes (GKE private clusters) moves both.
+	webhookPort     int
+	metricsCertPath string
+	metricsCertName string
+	metricsCertKey  string
+	adapterImage    string
+	tokenKeySecret  string
+	adapterCASecret string
+	caLifetime      time.Duration
+	certLifetime    time.Duration
 	// certRotation makes the manager issue and rotate its own webhook certificate.
 	certRotation podwebhook.CertRotation
 	rotateCerts  bool
@@ -99,6 +103,8 @@ func main() {
 	flag.StringVar(&f.webhookCertPath, "webhook-cert-path", "", "The directory that contains the webhook certificate.")
 	flag.StringVar(&f.webhookCertName, "webhook-cert-name", "tls.crt", "The name of the webhook certificate file.")
 	flag.StringVar(&f.webhookCertKey, "webhook-cert-key", "tls.key", "The name of the webhook key file.")
+	flag.IntVar(&f.webhookPort, "webhook-port", 9443,
+		"The port the pod webhook listens on; the container's webhook-server port must match it.")
 	flag.StringVar(&f.metricsCertPath, "metrics-cert-path", "", "The directory that contains the metrics server certificate.")
 	flag.StringVar(&f.metricsCertName, "metrics-cert-name", "tls.crt", "The name of the metrics server certificate file.")
 	flag.StringVar(&f.metricsCertKey, "metrics-cert-key", "tls.key", "The name of the metrics server key file.")
@@ -139,6 +145,10 @@ func main() {
 		setupLog.Error(err, "Could not set GOMEMLIMIT from the cgroup's memory limit; running without a soft limit")
 	} else if limit != math.MaxInt64 {
 		setupLog.Info("Soft memory limit set", "GOMEMLIMIT", limit)
+	}
+	if f.webhookPort < 1 || f.webhookPort > 65535 {
+		setupLog.Error(fmt.Errorf("%d is not a TCP port", f.webhookPort), "Invalid --webhook-port")
+		os.Exit(2)
 	}
 	if f.rotateCerts && f.webhookCertPath == "" {
 		// The rotator writes where the webhook server reads: controller-runtime's default
@@ -312,7 +322,7 @@ func managerOptions(f managerFlags) ctrl.Options {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
 
-	webhookOpts := webhook.Options{TLSOpts: tlsOpts}
+	webhookOpts := webhook.Options{TLSOpts: tlsOpts, Port: f.webhookPort}
 	if f.webhookCertPath != "" {
 		webhookOpts.CertDir = f.webhookCertPath
 		webhookOpts.CertName = f.webhookCertName

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -184,6 +185,30 @@ func certVolumeSecret(deploy *unstructured.Unstructured) string {
 }
 
 // managerArgs returns the manager container's args in the rendered Deployment.
+// expectWebhookPortAgrees checks that the manager listens for the webhook where its container
+// publishes the webhook-server port, which the webhook Service targets by name.
+func expectWebhookPortAgrees(deploy *unstructured.Unstructured) {
+	GinkgoHelper()
+	var flagPort string
+	for _, a := range managerArgs(deploy) {
+		if v, ok := strings.CutPrefix(a, "--webhook-port="); ok {
+			flagPort = v
+		}
+	}
+	Expect(flagPort).NotTo(BeEmpty(), "the manager is not given --webhook-port")
+	containers, _, _ := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")
+	var published []string
+	for _, ct := range containers {
+		ports, _, _ := unstructured.NestedSlice(ct.(map[string]any), "ports")
+		for _, p := range ports {
+			if pm := p.(map[string]any); pm["name"] == "webhook-server" {
+				published = append(published, fmt.Sprint(pm["containerPort"]))
+			}
+		}
+	}
+	Expect(published).To(Equal([]string{flagPort}), "--webhook-port and the container's webhook-server port differ")
+}
+
 func managerArgs(deploy *unstructured.Unstructured) []string {
 	GinkgoHelper()
 	containers, _, err := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")
@@ -302,6 +327,7 @@ var _ = Describe("the rendered installer (make build-installer)", Ordered, func(
 		Expect(images).To(Equal([]string{installerImage}), "the manager container's image is not IMG")
 		Expect(adapterImages).To(Equal([]string{installerAdapterImage}), "the manager's ADAPTER_IMAGE is not ADAPTER_IMG")
 		Expect(managerArgs(deploy)).To(ContainElement("--webhook-cert-rotation"), "config/default issues its own webhook certificate")
+		expectWebhookPortAgrees(deploy)
 		replicas, _, _ := unstructured.NestedFieldNoCopy(deploy.Object, "spec", "replicas")
 		Expect(fmt.Sprint(replicas)).To(Equal("2"), "two manager replicas, one leading")
 		Expect(managerArgs(deploy)).To(ContainElement("--leader-elect"), "two replicas must elect a leader")
@@ -366,6 +392,7 @@ var _ = Describe("the rendered installer (make build-installer)", Ordered, func(
 		secretName, _, _ := unstructured.NestedString(index["Certificate "+prefix+"serving-cert"].Object, "spec", "secretName")
 		Expect(secretName).To(Equal(prefix + "webhook-server-cert"))
 		Expect(certVolumeSecret(index["Deployment "+prefix+"controller-manager"])).To(Equal(prefix+"webhook-server-cert"), "the webhook server reads cert-manager's Secret")
+		expectWebhookPortAgrees(index["Deployment "+prefix+"controller-manager"])
 		args := managerArgs(index["Deployment "+prefix+"controller-manager"])
 		Expect(args[len(args)-2:]).To(Equal([]string{"--webhook-cert-rotation=false", "--webhook-cert-path=/tmp/k8s-webhook-server/serving-certs"}),
 			"the last flags win: no rotation, and the mounted Secret")
