@@ -211,7 +211,7 @@ func check(b *Backend) error {
 	case b.Type == "" && b.Open == nil:
 		return errors.New("neither a Type the operator deploys nor an Open the binary runs")
 	case (b.Open == nil) != (b.Harness == nil):
-		return errors.New("Open and Harness come together: every backend the binary serves is judged by the matrix")
+		return errors.New("an Open needs a Harness and a Harness an Open: every backend the binary serves is judged by the matrix")
 	}
 	for _, c := range b.RepeatedCalls {
 		if !slices.Contains(Calls[:], c) {

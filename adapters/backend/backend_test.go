@@ -39,7 +39,7 @@ func TestRegisterRefusesEntriesThatCannotWork(t *testing.T) {
 		"no name":           {Backend{Type: "X1", Open: open, Harness: harness}, "lower-case"},
 		"upper-case name":   {Backend{Name: "Toy", Type: "X2"}, "lower-case"},
 		"nothing to run":    {Backend{Name: "idle"}, "neither a Type"},
-		"open alone":        {Backend{Name: "half", Open: open}, "Open and Harness"},
+		"open alone":        {Backend{Name: "half", Open: open}, "needs a Harness"},
 		"taken name":        {Backend{Name: "tablea", Type: "X3"}, "registered twice"},
 		"taken type":        {Backend{Name: "tableb", Type: "TableA"}, "type TableA is registered twice"},
 		"not a call":        {Backend{Name: "tablec", Type: "X4", RepeatedCalls: []string{"delete"}}, `"delete" is not a call`},

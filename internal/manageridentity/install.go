@@ -126,8 +126,11 @@ func ImagesConfigMap(root string, extra ...string) (*corev1.ConfigMap, error) {
 		return nil, errors.New("config/policy/images.yaml holds no single ConfigMap")
 	}
 	data, _, err := unstructured.NestedStringMap(objs[0].Object, "data")
-	if err != nil || data["adapterImage"] == "" {
-		return nil, fmt.Errorf("config/policy/images.yaml: no data.adapterImage (%v)", err)
+	if err != nil {
+		return nil, fmt.Errorf("config/policy/images.yaml: data: %w", err)
+	}
+	if data["adapterImage"] == "" {
+		return nil, errors.New("config/policy/images.yaml: no data.adapterImage")
 	}
 	data["allowedImages"] = strings.TrimRight(data["allowedImages"], "\n")
 	for _, img := range extra {
