@@ -78,6 +78,14 @@ type MemoryAdapterSpec struct {
 	// Rotating the token).
 	// +optional
 	Token *TokenSpec `json:"token,omitempty"`
+
+	// template sets what a platform team decides about the adapter's pods: labels and
+	// annotations, resources, node selection, tolerations, affinity, spread, priority, pull
+	// Secrets and runtime class. The conformance and purge Jobs take its metadata and its
+	// scheduling fields too. Nothing else of the pods can be set: the operator keeps them
+	// hardened.
+	// +optional
+	Template *AdapterPodTemplate `json:"template,omitempty"`
 }
 
 // TokenSpec controls the adapter's bearer token. The token is derived from

@@ -9,8 +9,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
@@ -416,6 +418,41 @@ var _ = Describe("MemoryAdapter admission", func() {
 			err := k8sClient.Create(ctx, u, client.DryRunAll, client.FieldValidation("Strict"))
 			Expect(err).To(HaveOccurred())
 			Expect(err.Error()).To(ContainSubstring(`unknown field "spec.manifest.ranking"`))
+		})
+
+		It("accepts spec.template's placement, and refuses the operator's keys and every pod field it does not list", func() {
+			ma := newAdapter(ns, fullManifest())
+			ma.Spec.Template = &v1alpha1.AdapterPodTemplate{
+				Metadata: &v1alpha1.AdapterPodMetadata{Labels: map[string]string{"cost-center": "agents"}, Annotations: map[string]string{"sidecar.istio.io/inject": "false"}},
+				Spec: &v1alpha1.AdapterPodSpec{
+					NodeSelector:      map[string]string{"pool": "agents"},
+					Tolerations:       []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+					PriorityClassName: "agents-high", RuntimeClassName: ptr.To("gvisor"),
+					ImagePullSecrets: []corev1.LocalObjectReference{{Name: "pull"}},
+				},
+			}
+			Expect(k8sClient.Create(ctx, ma.DeepCopy(), client.DryRunAll, client.FieldValidation("Strict"))).To(Succeed())
+
+			for _, tc := range []struct {
+				path  []string
+				value any
+				want  string
+			}{
+				{[]string{"spec", "template", "metadata", "labels"}, map[string]any{"memory.agentmem.io/adapter": "other"}, "labels under memory.agentmem.io/ and app.kubernetes.io/ are the operator's"},
+				{[]string{"spec", "template", "metadata", "labels"}, map[string]any{"app.kubernetes.io/instance": "other"}, "labels under memory.agentmem.io/ and app.kubernetes.io/ are the operator's"},
+				{[]string{"spec", "template", "metadata", "annotations"}, map[string]any{"memory.agentmem.io/restarted-for": "x"}, "annotations under memory.agentmem.io/ are the operator's"},
+				{[]string{"spec", "template", "spec", "hostNetwork"}, true, `unknown field "spec.template.spec.hostNetwork"`},
+				{[]string{"spec", "template", "spec", "serviceAccountName"}, "kube-system-admin", `unknown field "spec.template.spec.serviceAccountName"`},
+				{[]string{"spec", "template", "spec", "securityContext"}, map[string]any{"runAsUser": int64(0)}, `unknown field "spec.template.spec.securityContext"`},
+				{[]string{"spec", "template", "spec", "volumes"}, []any{map[string]any{"name": "root", "hostPath": map[string]any{"path": "/"}}}, `unknown field "spec.template.spec.volumes"`},
+				{[]string{"spec", "template", "spec", "containers"}, []any{map[string]any{"name": "x", "securityContext": map[string]any{"privileged": true}}}, `unknown field "spec.template.spec.containers"`},
+			} {
+				u := toUnstructured(ma.DeepCopy())
+				Expect(unstructured.SetNestedField(u.Object, tc.value, tc.path...)).To(Succeed())
+				err := k8sClient.Create(ctx, u, client.DryRunAll, client.FieldValidation("Strict"))
+				Expect(err).To(HaveOccurred(), "%v accepted", tc.path)
+				Expect(err.Error()).To(ContainSubstring(tc.want))
+			}
 		})
 
 		It("requires every manifest field but the two optional sets", func() {

@@ -128,6 +128,10 @@ var _ = Describe("three nodes: adapters survive a lost node, and roll and drain 
 	AfterAll(func(ctx SpecContext) { deleteAdapterNamespace(ctx, c, ns) }, NodeTimeout(10*time.Minute))
 	AfterEach(func() { printDiagnostics(ns, operatorNamespace) })
 
+	It("places an adapter and its conformance run on a node tainted for agents through spec.template", func(ctx SpecContext) {
+		placementSpec(ctx, c, ns)
+	}, SpecTimeout(10*time.Minute))
+
 	// The cuts come last: the rollout is measured on nodes that were never cut.
 	It("rolls a two-replica adapter to a new image under a bound agent's load without one failed call; a drain stops at the budget when the replacement has nowhere to run, and drains a node onto the others", func(ctx SpecContext) {
 		rolloutSpec(ctx, c, ns)

@@ -80,9 +80,10 @@ func (r *Reconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 	}
 	dep, err := r.ensureDeployment(ctx, s)
 	errs = append(errs, err)
-	if apierrors.IsForbidden(err) && dep.CreationTimestamp.IsZero() {
+	if (apierrors.IsForbidden(err) || apierrors.IsInvalid(err)) && dep.CreationTimestamp.IsZero() {
 		// Admission refused what the spec renders to (an image the installation does not
-		// allow, say): Deployed carries the API server's words, which name what to change.
+		// allow, a request above its limit in spec.template): Deployed carries the API
+		// server's words, which name what to change.
 		s.deploy.SpecErr = fmt.Errorf("the API server refused the adapter's Deployment: %w", err)
 	}
 	if dep.CreationTimestamp.IsZero() {
@@ -172,7 +173,7 @@ func (r *Reconciler) ensureDeployment(ctx context.Context, s *scope) (*appsv1.De
 		if !equality.Semantic.DeepDerivative(wantDep.Spec.Strategy, dep.Spec.Strategy) {
 			dep.Spec.Strategy = wantDep.Spec.Strategy
 		}
-		if !equality.Semantic.DeepDerivative(wantDep.Spec.Template, dep.Spec.Template) {
+		if !equality.Semantic.DeepDerivative(wantDep.Spec.Template, dep.Spec.Template) || render.PlacementDiffers(wantDep.Spec.Template, dep.Spec.Template) {
 			dep.Spec.Template = wantDep.Spec.Template
 		}
 	})

@@ -390,7 +390,7 @@ func Deployment(ma *memoryv1alpha1.MemoryAdapter, s Settings) *appsv1.Deployment
 						// reading its evidence; Available, not readiness, carries the verdict.
 						ReadinessProbe:  probe("/healthz", 5),
 						LivenessProbe:   probe("/healthz", 10),
-						Resources:       adapterResources(),
+						Resources:       adapterContainerResources(ma),
 						SecurityContext: Hardened(),
 						VolumeMounts:    mounts,
 						// A server that exits at start-up (a TLS or login refusal, an
@@ -403,6 +403,13 @@ func Deployment(ma *memoryv1alpha1.MemoryAdapter, s Settings) *appsv1.Deployment
 				},
 			},
 		},
+	}
+	applyTemplateMetadata(ma, &d.Spec.Template.ObjectMeta)
+	applyScheduling(ma, &d.Spec.Template.Spec)
+	if t := templateSpec(ma); t != nil {
+		for _, c := range t.TopologySpreadConstraints {
+			d.Spec.Template.Spec.TopologySpreadConstraints = append(d.Spec.Template.Spec.TopologySpreadConstraints, *c.DeepCopy())
+		}
 	}
 	return d
 }
@@ -584,7 +591,7 @@ func ConformanceJob(ma *memoryv1alpha1.MemoryAdapter, s Settings, name string, k
 // message file. Callers set the backoff limit and the deadline.
 func AdapterJob(ma *memoryv1alpha1.MemoryAdapter, image, name, component string, args []string, volumes []corev1.Volume, mounts []corev1.VolumeMount) *batchv1.Job {
 	podLabels := ComponentLabels(ma, component)
-	return &batchv1.Job{
+	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ma.Namespace, Labels: podLabels},
 		Spec: batchv1.JobSpec{
 			Template: corev1.PodTemplateSpec{
@@ -611,6 +618,11 @@ func AdapterJob(ma *memoryv1alpha1.MemoryAdapter, image, name, component string,
 			},
 		},
 	}
+	// The Job's pod runs where the adapter may, labelled as the platform asks; the Job itself
+	// keeps the operator's labels alone.
+	applyTemplateMetadata(ma, &job.Spec.Template.ObjectMeta)
+	applyScheduling(ma, &job.Spec.Template.Spec)
+	return job
 }
 
 // RunSeed is what a Job name is derived from: the run key, the rerun token, and for a
