@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -437,5 +438,32 @@ var _ = Describe("the manager's workloads", func() {
 		own := operatorLikeDeployment(ns)
 		Expect(admin.Create(ctx, own)).To(Succeed())
 		Expect(asManager.Delete(ctx, own, client.DryRunAll)).To(Succeed(), "deleting its own Deployment")
+	})
+})
+
+var _ = Describe("the images ConfigMap", func() {
+	It("refuses, while missing, every workload with the operator's label and nothing else of the cluster", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		key := types.NamespacedName{Namespace: manageridentity.Namespace, Name: manageridentity.ImagesConfigMapName}
+		images := &corev1.ConfigMap{}
+		Expect(admin.Get(ctx, key, images)).To(Succeed())
+		Expect(admin.Delete(ctx, images.DeepCopy())).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			restored := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}, Data: images.Data}
+			Expect(admin.Create(ctx, restored)).To(Succeed())
+			// The next spec must find the policy configured again.
+			Eventually(func() error { return asManager.Create(ctx, operatorLikeDeployment(ns), client.DryRunAll) }).
+				WithTimeout(time.Minute).Should(Succeed())
+		})
+
+		Eventually(func() error { return asManager.Create(ctx, operatorLikeDeployment(ns), client.DryRunAll) }).
+			WithTimeout(time.Minute).Should(MatchError(ContainSubstring("memory-adapter-operator-manager-workload-sources")),
+			"the manager's workload while the ConfigMap is missing")
+		user := operatorLikeDeployment(ns)
+		user.Name, user.Labels = "user-app", map[string]string{"app": "user"}
+		user.Spec.Selector.MatchLabels, user.Spec.Template.Labels = user.Labels, user.Labels
+		Expect(admin.Create(ctx, user, client.DryRunAll)).To(Succeed(), "another workload of the cluster is untouched")
+		Expect(admin.Create(ctx, operatorLikeDeployment(ns), client.DryRunAll)).To(MatchError(ContainSubstring("no params found")),
+			"a workload with the operator's label, whoever writes it, waits for the ConfigMap")
 	})
 })

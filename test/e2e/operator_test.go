@@ -541,7 +541,7 @@ var _ = Describe("the operator loop", func() {
 			}
 			_, err = cs.AppsV1().Deployments(ns).Create(ctx, loot, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			Expect(err).To(HaveOccurred(), "the manager's identity created a Deployment that mounts another Secret under a foreign image")
-			Expect(err.Error()).To(ContainSubstring("ValidatingAdmissionPolicy 'memory-adapter-operator-manager-workloads'"))
+			Expect(err.Error()).To(ContainSubstring("ValidatingAdmissionPolicy 'memory-adapter-operator-manager-workload-sources'"))
 			Expect(err.Error()).To(ContainSubstring("attacker.example/exfil:1"))
 		}, SpecTimeout(2*time.Minute))
 
