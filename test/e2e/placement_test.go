@@ -76,7 +76,7 @@ func placementSpec(ctx context.Context, c client.Client, ns string) {
 	Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"memory.agentmem.io/adapter": name})).To(Succeed())
 	var adapter, run int
 	for _, p := range pods.Items {
-		component := p.Labels["memory.agentmem.io/component"]
+		component := p.Labels["app.kubernetes.io/component"]
 		Expect(p.Spec.NodeName).To(Equal(node), "%s pod %s is on %s, not the agents' node %s", component, p.Name, p.Spec.NodeName, node)
 		Expect(p.Labels).To(HaveKeyWithValue("cost-center", "agents"))
 		switch component {

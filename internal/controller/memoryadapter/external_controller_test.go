@@ -142,6 +142,9 @@ var _ = Describe("an External adapter", Ordered, func() {
 			HarnessArgs: []string{"--harness"},
 		}}
 		Expect(k8sClient.Create(ctx, ma)).To(Succeed())
+		// Refused, it retries its Deployment with back-off; the next specs count the manager's
+		// writes, so it must be gone.
+		DeferCleanup(func() { Expect(k8sClient.Delete(context.Background(), getMA(other))).To(Succeed()) })
 		Eventually(func(g Gomega) {
 			c := conditionOf(getMA(other), memoryv1alpha1.ConditionDeployed)
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))

@@ -98,6 +98,8 @@ var _ = Describe("an adapter with a pod template", Ordered, func() {
 		purge := purgeJob(ctx, key, "")
 		Eventually(func(g Gomega) { placed(g, purge.Spec.Template) }).Should(Succeed())
 		finishJob(ctx, purge, []byte(`{"backend":"postgres","scope":"agents-placed","deleted":0}`), true)
+		Eventually(func() bool { return apierrors.IsNotFound(k8sClient.Get(ctx, key, &memoryv1alpha1.MemoryAdapter{})) }, timeout, poll).
+			Should(BeTrue(), "the purged adapter is gone")
 	})
 
 	It("takes the placement out of the Deployment when the template is removed", func() {
@@ -105,6 +107,7 @@ var _ = Describe("an adapter with a pod template", Ordered, func() {
 		ma := sqliteAdapter(k.Namespace, k.Name)
 		ma.Spec.Template = tmpl
 		Expect(k8sClient.Create(ctx, ma)).To(Succeed())
+		DeferCleanup(func() { Expect(k8sClient.Delete(context.Background(), getMA(k))).To(Succeed()) })
 		Eventually(func(g Gomega) { placed(g, deploymentOf(g, k).Spec.Template) }, timeout, poll).Should(Succeed())
 		Expect(k8sClient.Patch(ctx, getMA(k), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"template":null}}`)))).To(Succeed())
 		Eventually(func(g Gomega) {
