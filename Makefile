@@ -151,16 +151,16 @@ DEPLOY_MANIFESTS = $(if $(MANIFESTS_CHECKED),,manifests)
 
 .PHONY: deploy
 deploy: $(DEPLOY_MANIFESTS) ## Install CRDs, RBAC and the manager (image IMG, adapters ADAPTER_IMG) into the cluster in KUBECONFIG; checked-in files stay as they are.
-	kubectl=$(KUBECTL); ADAPTER_IMG="$(ADAPTER_IMG)" hack/render-install.sh "$(IMG)" | $$kubectl $(APPLY) -f -
+	kubectl=$(KUBECTL); MAO_KUBECTL="$$kubectl" ADAPTER_IMG="$(ADAPTER_IMG)" hack/render-install.sh "$(IMG)" | $$kubectl $(APPLY) -f -
 
 .PHONY: undeploy
 undeploy: ## Remove everything deploy installed, CRDs included, from the cluster in KUBECONFIG.
-	kubectl=$(KUBECTL); hack/render-install.sh "$(IMG)" | $$kubectl delete --ignore-not-found=$(ignore-not-found) -f -
+	kubectl=$(KUBECTL); MAO_KUBECTL="$$kubectl" hack/render-install.sh "$(IMG)" | $$kubectl delete --ignore-not-found=$(ignore-not-found) -f -
 
 .PHONY: build-installer
 build-installer: manifests ## Render CRDs, RBAC and the manager (image IMG, adapters ADAPTER_IMG) into dist/install.yaml, as deploy applies them.
 	mkdir -p dist
-	ADAPTER_IMG="$(ADAPTER_IMG)" hack/render-install.sh "$(IMG)" >dist/install.yaml.tmp
+	kubectl=$(KUBECTL); MAO_KUBECTL="$$kubectl" ADAPTER_IMG="$(ADAPTER_IMG)" hack/render-install.sh "$(IMG)" >dist/install.yaml.tmp
 	mv dist/install.yaml.tmp dist/install.yaml
 	@echo "wrote dist/install.yaml (manager image $(IMG), adapter image $(ADAPTER_IMG))"
 

@@ -41,8 +41,9 @@ case "$img" in
     ;;
 esac
 
-# MAO_KUBECTL names a kubectl to use instead: the API test suite passes the one it already
-# has (KUBEBUILDER_ASSETS), so rendering there never waits for a build.
+# MAO_KUBECTL names a kubectl to use instead: make deploy, undeploy and build-installer pass
+# the one hack/kubectl.sh chose (the user's, within one minor of the tested Kubernetes), and the
+# API test suite the one it already has, so rendering never waits for a build.
 kubectl="${MAO_KUBECTL:-$(hack/k8s-binaries.sh kubectl)/kubectl}"
 tmp=$(mktemp -d .render-install.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT

@@ -134,4 +134,25 @@ var _ = Describe("the Makefile's kubectl choice", func() {
 			Expect(chosen).To(Equal(kubectlPath), "kubectl %s is too far from the tested version", v)
 		}
 	})
+
+	It("renders make deploy's installer with the chosen kubectl, never one of its own", func() {
+		dir := GinkgoT().TempDir()
+		calls, fake := filepath.Join(dir, "calls"), filepath.Join(dir, "kubectl")
+		// The chosen kubectl records every call, renders with the real one, and applies nothing.
+		script := "#!/bin/sh\necho \"$1\" >>" + calls + "\ncase \"$1\" in kustomize) exec " + kubectlPath +
+			" \"$@\" ;; *) cat >/dev/null ;; esac\n"
+		Expect(os.WriteFile(fake, []byte(script), 0o755)).To(Succeed())
+		cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "deploy", "KUBECTL="+fake, "MANIFESTS_CHECKED=1", "IMG=example.com/op:1")
+		cmd.Dir = filepath.Join("..", "..")
+		// No kubectl of the project's can be had: with an empty cache and no Go toolchain on PATH,
+		// hack/k8s-binaries.sh fails at once instead of building one.
+		cmd.Env = append(os.Environ(), "MAO_CACHE_DIR="+filepath.Join(dir, "no-cache"), "PATH=/usr/bin:/bin")
+		out, err := cmd.CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "make deploy: %s", out)
+		got, err := os.ReadFile(calls)
+		Expect(err).NotTo(HaveOccurred())
+		// The two ends of the pipe start together, so the order of their calls is not fixed.
+		Expect(strings.Fields(string(got))).To(ConsistOf("kustomize", "apply"), "the chosen kubectl renders and applies")
+		Expect(string(out)).NotTo(ContainSubstring("k8s-binaries"), "make deploy built a kubectl of its own")
+	})
 })
