@@ -149,18 +149,23 @@ uninstall: manifests ## Remove the CRDs (and with them every MemoryAdapter) from
 # because its e2e suite runs make deploy while envtest suites beside it read the CRD files.
 DEPLOY_MANIFESTS = $(if $(MANIFESTS_CHECKED),,manifests)
 
+# INSTALL_NAMESPACE and INSTALL_PREFIX rename the installation (config/default's namespace and
+# namePrefix; docs/operator.md#renaming-the-installation): make deploy INSTALL_NAMESPACE=agent-memory INSTALL_PREFIX=mao-.
+# undeploy must be given the same.
+RENDER_ENV = ADAPTER_IMG="$(ADAPTER_IMG)" INSTALL_NAMESPACE="$(INSTALL_NAMESPACE)" INSTALL_PREFIX="$(INSTALL_PREFIX)"
+
 .PHONY: deploy
 deploy: $(DEPLOY_MANIFESTS) ## Install CRDs, RBAC and the manager (image IMG, adapters ADAPTER_IMG) into the cluster in KUBECONFIG; checked-in files stay as they are.
-	kubectl=$(KUBECTL); MAO_KUBECTL="$$kubectl" ADAPTER_IMG="$(ADAPTER_IMG)" hack/render-install.sh "$(IMG)" | $$kubectl $(APPLY) -f -
+	kubectl=$(KUBECTL); MAO_KUBECTL="$$kubectl" $(RENDER_ENV) hack/render-install.sh "$(IMG)" | $$kubectl $(APPLY) -f -
 
 .PHONY: undeploy
 undeploy: ## Remove everything deploy installed, CRDs included, from the cluster in KUBECONFIG.
-	kubectl=$(KUBECTL); MAO_KUBECTL="$$kubectl" hack/render-install.sh "$(IMG)" | $$kubectl delete --ignore-not-found=$(ignore-not-found) -f -
+	kubectl=$(KUBECTL); MAO_KUBECTL="$$kubectl" $(RENDER_ENV) hack/render-install.sh "$(IMG)" | $$kubectl delete --ignore-not-found=$(ignore-not-found) -f -
 
 .PHONY: build-installer
 build-installer: manifests ## Render CRDs, RBAC and the manager (image IMG, adapters ADAPTER_IMG) into dist/install.yaml, as deploy applies them.
 	mkdir -p dist
-	kubectl=$(KUBECTL); MAO_KUBECTL="$$kubectl" ADAPTER_IMG="$(ADAPTER_IMG)" hack/render-install.sh "$(IMG)" >dist/install.yaml.tmp
+	kubectl=$(KUBECTL); MAO_KUBECTL="$$kubectl" $(RENDER_ENV) hack/render-install.sh "$(IMG)" >dist/install.yaml.tmp
 	mv dist/install.yaml.tmp dist/install.yaml
 	@echo "wrote dist/install.yaml (manager image $(IMG), adapter image $(ADAPTER_IMG))"
 

@@ -84,6 +84,9 @@ type managerFlags struct {
 	adapterCASecret string
 	caLifetime      time.Duration
 	certLifetime    time.Duration
+	// namePrefix is the installation's name prefix, from which the names of the manager's own
+	// objects are derived.
+	namePrefix string
 	// certRotation makes the manager issue and rotate its own webhook certificate.
 	certRotation podwebhook.CertRotation
 	rotateCerts  bool
@@ -111,22 +114,27 @@ func main() {
 	flag.BoolVar(&f.rotateCerts, "webhook-cert-rotation", false,
 		"Issue and rotate the webhook's serving certificate in the manager (open-policy-agent/cert-controller) and inject its CA "+
 			"into the webhook configuration. config/default turns it on; config/certmanager leaves it off and mounts cert-manager's Secret.")
-	flag.StringVar(&f.certRotation.SecretName, "webhook-cert-secret", "memory-adapter-operator-webhook-server-cert",
-		"With --webhook-cert-rotation: the Secret in the manager's namespace that holds the CA and serving certificate.")
-	flag.StringVar(&f.certRotation.ServiceName, "webhook-service-name", "memory-adapter-operator-webhook-service",
-		"With --webhook-cert-rotation: the webhook Service the serving certificate is issued for.")
-	flag.StringVar(&f.certRotation.WebhookConfigurationName, "webhook-configuration-name", "memory-adapter-operator-mutating-webhook-configuration",
-		"With --webhook-cert-rotation: the MutatingWebhookConfiguration whose caBundle is injected.")
+	flag.StringVar(&f.namePrefix, "name-prefix", envOr("NAME_PREFIX", defaultNamePrefix),
+		"The installation's name prefix (kustomize's namePrefix; default from $NAME_PREFIX): the default names of the manager's "+
+			"own Secrets, webhook Service and webhook configuration below are this prefix and a fixed suffix, as the installer names them.")
+	flag.StringVar(&f.certRotation.SecretName, "webhook-cert-secret", "",
+		"With --webhook-cert-rotation: the Secret in the manager's namespace that holds the CA and serving certificate "+
+			"(empty: --name-prefix + webhook-server-cert).")
+	flag.StringVar(&f.certRotation.ServiceName, "webhook-service-name", "",
+		"With --webhook-cert-rotation: the webhook Service the serving certificate is issued for (empty: --name-prefix + webhook-service).")
+	flag.StringVar(&f.certRotation.WebhookConfigurationName, "webhook-configuration-name", "",
+		"With --webhook-cert-rotation: the MutatingWebhookConfiguration whose caBundle is injected "+
+			"(empty: --name-prefix + mutating-webhook-configuration).")
 	flag.BoolVar(&f.enableHTTP2, "enable-http2", false,
 		"If set, HTTP/2 will be enabled for the metrics and webhook servers.")
 	flag.StringVar(&f.adapterImage, "adapter-image", envOr("ADAPTER_IMAGE", "ghcr.io/agentmem/memory-adapter:dev"),
 		"The image of adapters and their conformance Jobs when a MemoryAdapter sets no spec.image (default from $ADAPTER_IMAGE).")
 	flag.StringVar(&f.tokenKeySecret, "token-key-secret", "",
 		"NAMESPACE/NAME of the Secret holding the key adapter tokens are derived from; created when absent. "+
-			"Empty means $POD_NAMESPACE/"+defaultTokenKeySecret+".")
+			"Empty means $POD_NAMESPACE/ + --name-prefix + "+tokenKeySuffix+".")
 	flag.StringVar(&f.adapterCASecret, "adapter-ca-secret", "",
 		"NAMESPACE/NAME of the Secret holding the CA that issues adapters' serving certificates; created when absent. "+
-			"Empty means $POD_NAMESPACE/"+defaultAdapterCASecret+".")
+			"Empty means $POD_NAMESPACE/ + --name-prefix + "+adapterCASuffix+".")
 	flag.DurationVar(&f.caLifetime, "adapter-ca-lifetime", 10*365*24*time.Hour,
 		"Lifetime of the adapter CA the manager creates when the Secret is absent.")
 	flag.DurationVar(&f.certLifetime, "adapter-cert-lifetime", render.DefaultCertLifetime,
@@ -162,12 +170,13 @@ func main() {
 		os.Exit(1)
 	}
 
-	keyRef, err := ownSecretRef(f.tokenKeySecret, os.Getenv("POD_NAMESPACE"), defaultTokenKeySecret)
+	f.defaultNames()
+	keyRef, err := ownSecretRef(f.tokenKeySecret, os.Getenv("POD_NAMESPACE"), f.namePrefix+tokenKeySuffix)
 	if err != nil {
 		setupLog.Error(err, "Invalid --token-key-secret")
 		os.Exit(1)
 	}
-	caRef, err := ownSecretRef(f.adapterCASecret, os.Getenv("POD_NAMESPACE"), defaultAdapterCASecret)
+	caRef, err := ownSecretRef(f.adapterCASecret, os.Getenv("POD_NAMESPACE"), f.namePrefix+adapterCASuffix)
 	if err != nil {
 		setupLog.Error(err, "Invalid --adapter-ca-secret")
 		os.Exit(1)
@@ -245,11 +254,36 @@ func envOr(name, def string) string {
 	return def
 }
 
-// defaultTokenKeySecret is the token key Secret's name in the manager's namespace.
-const defaultTokenKeySecret = "memory-adapter-operator-token-key" //nolint:gosec // a Secret's name, not a credential
+// defaultNamePrefix is config/default's namePrefix, the installation's unless renamed.
+const defaultNamePrefix = "memory-adapter-operator-"
 
-// defaultAdapterCASecret is the adapter CA Secret's name in the manager's namespace.
-const defaultAdapterCASecret = "memory-adapter-operator-adapter-ca" //nolint:gosec // a Secret's name, not a credential
+// The suffixes of the manager's own objects' names after the installation's prefix: the names
+// config/default gives them, and the admission policy on Secrets allows the manager to write
+// (config/policy/secrets_policy.yaml).
+const (
+	tokenKeySuffix      = "token-key"  //nolint:gosec // a Secret's name, not a credential
+	adapterCASuffix     = "adapter-ca" //nolint:gosec // a Secret's name, not a credential
+	webhookCertSuffix   = "webhook-server-cert"
+	webhookSvcSuffix    = "webhook-service"
+	webhookConfigSuffix = "mutating-webhook-configuration"
+)
+
+// defaultNames fills the webhook names left empty with the installation's prefix and their
+// fixed suffixes.
+func (f *managerFlags) defaultNames() {
+	for _, n := range []struct {
+		v      *string
+		suffix string
+	}{
+		{&f.certRotation.SecretName, webhookCertSuffix},
+		{&f.certRotation.ServiceName, webhookSvcSuffix},
+		{&f.certRotation.WebhookConfigurationName, webhookConfigSuffix},
+	} {
+		if *n.v == "" {
+			*n.v = f.namePrefix + n.suffix
+		}
+	}
+}
 
 // ownSecretRef resolves a flag naming one of the manager's own Secrets: NAMESPACE/NAME, or
 // def in the manager's own namespace.

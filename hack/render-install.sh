@@ -9,6 +9,11 @@
 # ADAPTER_IMAGE (the image of the adapters and conformance Jobs it creates) and an image its
 # admission policy allows (config/policy/images.yaml's value otherwise).
 #
+# INSTALL_NAMESPACE and INSTALL_PREFIX, when set, rename the installation: config/default's
+# namespace and namePrefix, changed in a throwaway copy of config/ (KUSTOMIZATION_DIR must then
+# be under config/). config/default's replacements carry the new names into the admission
+# policies and the manager (docs/operator.md#renaming-the-installation).
+#
 # kustomize is the one built into kubectl (`kubectl kustomize`), and kubectl is the one
 # hack/k8s-binaries.sh builds (or MAO_KUBECTL, below), so no separate kustomize download is
 # needed. The image is set through an `images:` override in a throwaway kustomization that
@@ -41,17 +46,54 @@ case "$img" in
     ;;
 esac
 
+namespace=${INSTALL_NAMESPACE:-}
+prefix=${INSTALL_PREFIX:-}
+if [ -n "$namespace" ] && ! [[ $namespace =~ ^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$ ]]; then
+  echo "$0: INSTALL_NAMESPACE=$namespace is not a namespace name (a DNS label: lower-case letters, digits and '-', at most 63)" >&2
+  exit 2
+fi
+if [ -n "$prefix" ]; then
+  # The longest name it prefixes is a Service's, controller-manager-metrics-service (34
+  # characters), and a Service's name is a DNS label that starts with a letter (at most 63).
+  if ! [[ $prefix =~ ^[a-z][-a-z0-9]{0,28}$ ]]; then
+    echo "$0: INSTALL_PREFIX=$prefix is not a name prefix: a lower-case letter, then at most 28 lower-case letters, digits or '-'" >&2
+    exit 2
+  fi
+  # config/default reads the prefix back off the names it renders, by these suffixes.
+  case "$prefix" in
+    *controller-manager*|*webhook-service*)
+      echo "$0: INSTALL_PREFIX=$prefix contains controller-manager or webhook-service, from which config/default reads the prefix back" >&2
+      exit 2 ;;
+  esac
+fi
+if { [ -n "$namespace" ] || [ -n "$prefix" ]; } && [[ ${base%/} != config/* ]]; then
+  echo "$0: INSTALL_NAMESPACE and INSTALL_PREFIX rename config/default; $base is not under config/" >&2
+  exit 2
+fi
+
 # MAO_KUBECTL names a kubectl to use instead: make deploy, undeploy and build-installer pass
 # the one hack/kubectl.sh chose (the user's, within one minor of the tested Kubernetes), and the
 # API test suite the one it already has, so rendering never waits for a build.
 kubectl="${MAO_KUBECTL:-$(hack/k8s-binaries.sh kubectl)/kubectl}"
 tmp=$(mktemp -d .render-install.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
+rel="../${base%/}"
+if [ -n "$namespace" ] || [ -n "$prefix" ]; then
+  cp -R config "$tmp/config"
+  def="$tmp/config/default/kustomization.yaml"
+  grep -q '^namespace: ' "$def" && grep -q '^namePrefix: ' "$def" || {
+    echo "$0: config/default/kustomization.yaml has no top-level namespace: or namePrefix: line to change" >&2
+    exit 1
+  }
+  [ -z "$namespace" ] || sed -i "s|^namespace: .*|namespace: $namespace|" "$def"
+  [ -z "$prefix" ] || sed -i "s|^namePrefix: .*|namePrefix: $prefix|" "$def"
+  rel="${base%/}"
+fi
 {
   echo "apiVersion: kustomize.config.k8s.io/v1beta1"
   echo "kind: Kustomization"
   echo "resources:"
-  echo "- ../${base%/}"
+  echo "- $rel"
   echo "images:"
   # "controller" is the placeholder image name in config/manager/manager.yaml.
   echo "- name: controller"
@@ -62,11 +104,11 @@ trap 'rm -rf "$tmp"' EXIT
     # The images ConfigMap is both the manager's ADAPTER_IMAGE and what the admission policy
     # on its workloads allows (config/policy/images.yaml).
     echo "patches:"
-    echo "- target: {kind: ConfigMap, name: memory-adapter-operator-images}"
+    echo "- target: {kind: ConfigMap, name: images}"
     echo "  patch: |-"
     echo "    apiVersion: v1"
     echo "    kind: ConfigMap"
-    echo "    metadata: {name: memory-adapter-operator-images}"
+    echo "    metadata: {name: images}"
     echo "    data:"
     echo "      adapterImage: \"$ADAPTER_IMG\""
   fi

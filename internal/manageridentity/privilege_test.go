@@ -21,8 +21,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/agentmem/memory-adapter-operator/internal/manageridentity"
 )
 
 // The trial of issue 23, as a table an auditor can rerun: every request an attacker holding
@@ -50,9 +48,9 @@ func expectRefused(err error, by refusedBy, what string) {
 	Expect(err).To(HaveOccurred(), "%s was allowed", what)
 	Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: want Forbidden, got %v", what, err)
 	if by == byPolicy {
-		Expect(manageridentity.RefusedByPolicy(err)).To(BeTrue(), "%s: want a refusal by the admission policy, got %v", what, err)
+		Expect(id.RefusedByPolicy(err)).To(BeTrue(), "%s: want a refusal by the admission policy, got %v", what, err)
 	} else {
-		Expect(manageridentity.RefusedByPolicy(err)).To(BeFalse(), "%s: want a refusal by RBAC, got %v", what, err)
+		Expect(id.RefusedByPolicy(err)).To(BeFalse(), "%s: want a refusal by RBAC, got %v", what, err)
 	}
 }
 
@@ -116,7 +114,7 @@ var _ = Describe("the manager's identity, with the installed RBAC and admission 
 		body, err := cs.CoreV1().RESTClient().Patch(types.MergePatchType).Namespace(ns).Resource("secrets").Name("db").
 			Param("dryRun", "All").Body([]byte(`{"metadata":{"labels":{"x":"y"}}}`)).DoRaw(ctx)
 		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "a dry-run PATCH of another namespace's Secret: want Forbidden, got %v", err)
-		Expect(string(body)).To(ContainSubstring("ValidatingAdmissionPolicy '"+manageridentity.Prefix+"manager-secrets'"), "the refusal is the policy's")
+		Expect(string(body)).To(ContainSubstring("ValidatingAdmissionPolicy '"+id.Prefix+"manager-secrets'"), "the refusal is the policy's")
 		Expect(string(body)).NotTo(ContainSubstring(base64.StdEncoding.EncodeToString([]byte(secretValue))), "the refusal carries the Secret's data")
 		Expect(string(body)).NotTo(ContainSubstring(secretValue))
 		Expect(string(body)).NotTo(ContainSubstring(`"data"`))
@@ -149,7 +147,7 @@ var _ = Describe("the manager's identity, with the installed RBAC and admission 
 		forged.Data = nil
 		expectRefused(asManager.Create(ctx, forged), byPolicy, "creating a service-account-token Secret with binding labels")
 		By("nor through its own namespace's token key name in another namespace")
-		expectRefused(asManager.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: manageridentity.TokenKeySecret, Namespace: ns}}),
+		expectRefused(asManager.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: id.TokenKeySecret(), Namespace: ns}}),
 			byPolicy, "a Secret named like the token key outside the manager's namespace")
 		By("nor a binding Secret without its controller reference")
 		orphan := bindingSecret(ns, "orphan")
@@ -220,7 +218,7 @@ var _ = Describe("the manager's identity, with the installed RBAC and admission 
 			DeferCleanup(func(ctx SpecContext) { Expect(admin.Delete(ctx, w)).To(Succeed()) })
 			return w
 		}
-		own, other := mk(manageridentity.WebhookConfiguration), mk("someone-elses-webhook")
+		own, other := mk(id.WebhookConfiguration()), mk("someone-elses-webhook")
 		for _, w := range []*admissionregistrationv1.MutatingWebhookConfiguration{own, other} {
 			w.Webhooks[0].ClientConfig.CABundle = []byte("not-a-ca")
 		}
@@ -257,15 +255,15 @@ var _ = Describe("the manager's identity, with the installed RBAC and admission 
 		ownerless.OwnerReferences = nil
 		expectRefused(asManager.Create(ctx, ownerless, client.DryRunAll), byPolicy, "a serving-certificate Secret with no owner")
 
-		for _, name := range []string{manageridentity.TokenKeySecret, manageridentity.AdapterCASecret, manageridentity.WebhookCertSecret} {
-			own := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: manageridentity.Namespace}, Data: map[string][]byte{"k": []byte("v")}}
+		for _, name := range []string{id.TokenKeySecret(), id.AdapterCASecret(), id.WebhookCertSecret()} {
+			own := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: id.Namespace}, Data: map[string][]byte{"k": []byte("v")}}
 			Expect(asManager.Create(ctx, own)).To(Succeed(), "creating %s", name)
 			Expect(asManager.Get(ctx, client.ObjectKeyFromObject(own), own)).To(Succeed(), "reading %s", name)
 			own.Data["k"] = []byte("w")
 			Expect(asManager.Update(ctx, own)).To(Succeed(), "updating %s", name)
 		}
 		By("and no other Secret in its own namespace")
-		expectRefused(asManager.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: manageridentity.Namespace}}),
+		expectRefused(asManager.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: id.Namespace}}),
 			byPolicy, "creating another Secret in the manager's namespace")
 	})
 })
@@ -421,7 +419,7 @@ var _ = Describe("the manager's workloads", func() {
 
 		By("nor can the manager widen its own allow-list")
 		images := &corev1.ConfigMap{}
-		Expect(admin.Get(ctx, types.NamespacedName{Namespace: manageridentity.Namespace, Name: manageridentity.ImagesConfigMapName}, images)).To(Succeed())
+		Expect(admin.Get(ctx, types.NamespacedName{Namespace: id.Namespace, Name: id.ImagesConfigMap()}, images)).To(Succeed())
 		widened := images.DeepCopy()
 		widened.Data["allowedImages"] += "\n*"
 		expectRefused(asManager.Update(ctx, widened, client.DryRunAll), byPolicy, "updating the images ConfigMap")
@@ -444,7 +442,7 @@ var _ = Describe("the manager's workloads", func() {
 var _ = Describe("the images ConfigMap", func() {
 	It("refuses, while missing, every workload with the operator's label and nothing else of the cluster", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		key := types.NamespacedName{Namespace: manageridentity.Namespace, Name: manageridentity.ImagesConfigMapName}
+		key := types.NamespacedName{Namespace: id.Namespace, Name: id.ImagesConfigMap()}
 		images := &corev1.ConfigMap{}
 		Expect(admin.Get(ctx, key, images)).To(Succeed())
 		Expect(admin.Delete(ctx, images.DeepCopy())).To(Succeed())
@@ -457,7 +455,7 @@ var _ = Describe("the images ConfigMap", func() {
 		})
 
 		Eventually(func() error { return asManager.Create(ctx, operatorLikeDeployment(ns), client.DryRunAll) }).
-			WithTimeout(time.Minute).Should(MatchError(ContainSubstring("memory-adapter-operator-manager-workload-sources")),
+			WithTimeout(time.Minute).Should(MatchError(ContainSubstring(id.Prefix+"manager-workload-sources")),
 			"the manager's workload while the ConfigMap is missing")
 		user := operatorLikeDeployment(ns)
 		user.Name, user.Labels = "user-app", map[string]string{"app": "user"}

@@ -35,6 +35,11 @@ var (
 	scheme    = runtime.NewScheme()
 )
 
+// id is the installation the suite attacks: not config/default's names but a renamed one
+// (hack/render-install.sh's INSTALL_NAMESPACE and INSTALL_PREFIX), so every refusal below also
+// proves that the rename reached each policy. The controller suites install the default.
+var id = manageridentity.Identity{Namespace: "platform-agent-memory", Prefix: "pam-"}
+
 func TestManagerIdentity(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "Manager Identity (least privilege) Suite")
@@ -55,7 +60,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	admin, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
-	mgrCfg, err = manageridentity.Install(context.Background(), admin, cfg, filepath.Join("..", ".."), externalImage)
+	mgrCfg, err = manageridentity.InstallAs(context.Background(), admin, cfg, filepath.Join("..", ".."), id, externalImage)
 	Expect(err).NotTo(HaveOccurred())
 	asManager, err = client.New(mgrCfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())

@@ -28,8 +28,9 @@ type CertRotation struct {
 // name), but it may read and write only the operator's own by name: the caBundle of another
 // webhook is not the operator's to change. The name is config/default's, prefix included.
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=list;watch
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;update,resourceNames=memory-adapter-operator-mutating-webhook-configuration
-// The rotator caches and updates the Secrets of the manager's own namespace only.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;update,resourceNames=mutating-webhook-configuration
+// The rotator caches and updates the Secrets of the manager's own namespace only (kustomize
+// moves this Role into the installation's namespace).
 // +kubebuilder:rbac:groups="",namespace=memory-adapter-operator-system,resources=secrets,verbs=get;list;watch;update
 
 // AddCertRotation adds open-policy-agent's cert-controller to the manager: it issues a CA and

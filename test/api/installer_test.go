@@ -36,7 +36,7 @@ const installerAdapterImage = "registry.example.com:5000/mao/adapter:v0.0.0-inst
 // returns the YAML it printed. It gives the script the suite's kubectl (MAO_KUBECTL), so the
 // kustomize is the one the rest of the suite runs and nothing is built when
 // KUBEBUILDER_ASSETS points outside hack/k8s-binaries.sh's cache.
-func renderInstaller(img, kustomization string) []byte {
+func renderInstaller(img, kustomization string, inst installation) []byte {
 	script, err := filepath.Abs(filepath.Join("..", "..", "hack", "render-install.sh"))
 	Expect(err).NotTo(HaveOccurred())
 	// The installer goes to a file in a temp dir, as the Makefile writes dist/install.yaml,
@@ -49,7 +49,8 @@ func renderInstaller(img, kustomization string) []byte {
 	defer cancel()
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(c, script, img, kustomization)
-	cmd.Env = append(os.Environ(), "MAO_KUBECTL="+kubectlPath, "ADAPTER_IMG="+installerAdapterImage)
+	cmd.Env = append(os.Environ(), "MAO_KUBECTL="+kubectlPath, "ADAPTER_IMG="+installerAdapterImage,
+		"INSTALL_NAMESPACE="+inst.renameNamespace, "INSTALL_PREFIX="+inst.renamePrefix)
 	cmd.Stdout, cmd.Stderr = f, &stderr
 	Expect(cmd.Run()).To(Succeed(), "hack/render-install.sh %s %s: %s", img, kustomization, stderr.String())
 	b, err := os.ReadFile(out)
@@ -184,7 +185,6 @@ func certVolumeSecret(deploy *unstructured.Unstructured) string {
 	return ""
 }
 
-// managerArgs returns the manager container's args in the rendered Deployment.
 // expectWebhookPortAgrees checks that the manager listens for the webhook where its container
 // publishes the webhook-server port, which the webhook Service targets by name.
 func expectWebhookPortAgrees(deploy *unstructured.Unstructured) {
@@ -209,6 +209,7 @@ func expectWebhookPortAgrees(deploy *unstructured.Unstructured) {
 	Expect(published).To(Equal([]string{flagPort}), "--webhook-port and the container's webhook-server port differ")
 }
 
+// managerArgs returns the manager container's args in the rendered Deployment.
 func managerArgs(deploy *unstructured.Unstructured) []string {
 	GinkgoHelper()
 	containers, _, err := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")
@@ -226,9 +227,48 @@ func managerArgs(deploy *unstructured.Unstructured) []string {
 	return nil
 }
 
-const installerPrefix = "memory-adapter-operator-"
+// installation is a way to render the installer: as config/default names it, or renamed
+// through hack/render-install.sh's INSTALL_NAMESPACE and INSTALL_PREFIX.
+type installation struct {
+	// renameNamespace and renamePrefix are given to the render; empty keeps config/default's.
+	renameNamespace, renamePrefix string
+	// namespace and prefix are what the installer must then name.
+	namespace, prefix string
+}
+
+// installations are the renderings every installer spec runs on.
+var installations = []installation{
+	{namespace: "memory-adapter-operator-system", prefix: "memory-adapter-operator-"},
+	{renameNamespace: "platform-agent-memory", renamePrefix: "pam-", namespace: "platform-agent-memory", prefix: "pam-"},
+}
 
 var _ = Describe("the rendered installer (make build-installer)", Ordered, func() {
+	// cert-manager's CRDs, for its variant, once for every installation: envtest does not
+	// always finish deleting a CRD, so installing them again for the next one could fail.
+	BeforeAll(func() {
+		By("installing cert-manager's CRDs from its Go module, " + certManagerModule())
+		dir := certManagerCRDs()
+		crds, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{dir}, ErrorIfPathMissing: true})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(crds).To(ContainElement(HaveField("Name", "certificates.cert-manager.io")))
+		DeferCleanup(func() {
+			Expect(envtest.UninstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{dir}})).To(Succeed())
+		})
+	})
+	for _, inst := range installations {
+		describeInstaller(inst)
+	}
+})
+
+// describeInstaller checks the installers rendered as inst names them.
+func describeInstaller(inst installation) bool {
+	return Describe("in namespace "+inst.namespace+" with prefix "+inst.prefix, Ordered, func() {
+		describeInstallerSpecs(inst)
+	})
+}
+
+// describeInstallerSpecs are the specs of describeInstaller.
+func describeInstallerSpecs(inst installation) {
 	var (
 		objs  []*unstructured.Unstructured
 		nsObj *unstructured.Unstructured
@@ -236,7 +276,7 @@ var _ = Describe("the rendered installer (make build-installer)", Ordered, func(
 	)
 	BeforeAll(func() {
 		var err error
-		objs, err = splitObjects(renderInstaller(installerImage, "config/default"))
+		objs, err = splitObjects(renderInstaller(installerImage, "config/default", inst))
 		Expect(err).NotTo(HaveOccurred())
 		dry = newDryRunner()
 
@@ -264,9 +304,10 @@ var _ = Describe("the rendered installer (make build-installer)", Ordered, func(
 		// What the operator cannot run without, so that a kustomization that drops a
 		// resource (the dry-run would not notice an absence) fails here.
 		index := byKindName(objs)
-		const prefix = installerPrefix
+		prefix := inst.prefix
+		Expect(nsObj.GetName()).To(Equal(inst.namespace))
 		for _, key := range []string{
-			"Namespace " + prefix + "system",
+			"Namespace " + inst.namespace,
 			"CustomResourceDefinition memoryadapters.memory.agentmem.io",
 			"ServiceAccount " + prefix + "controller-manager",
 			"ClusterRole " + prefix + "manager-role",
@@ -345,22 +386,39 @@ var _ = Describe("the rendered installer (make build-installer)", Ordered, func(
 			HaveKeyWithValue("namespace", nsObj.GetName()),
 		)), "the manager role is not bound to the manager's service account")
 		// The policies name the manager by the user the API server gives its ServiceAccount,
-		// and its own Secrets by name: a kustomization that renamed either would leave them
-		// matching nobody, so they must agree with what was rendered.
+		// and its own Secrets by the namespace and prefix: config/default's replacements write
+		// them, so they must agree with what was rendered, renamed or not.
 		user := "system:serviceaccount:" + nsObj.GetName() + ":" + sa
-		for _, p := range []string{"manager-secrets", "manager-pods", "manager-workloads"} {
+		for _, p := range []string{"manager-secrets", "manager-pods", "manager-workloads", "manager-workload-sources", "manager-configmaps"} {
 			policy := index["ValidatingAdmissionPolicy "+prefix+p]
+			Expect(policy).NotTo(BeNil(), "the installer lacks policy %s", prefix+p)
 			conds, _, _ := unstructured.NestedSlice(policy.Object, "spec", "matchConditions")
-			Expect(conds).To(ContainElement(HaveKeyWithValue("expression", "request.userInfo.username == '"+user+"'")),
+			Expect(conds).To(ContainElement(HaveKeyWithValue("expression",
+				"request.userInfo.username == 'system:serviceaccount:' + '"+nsObj.GetName()+"' + ':' + '"+sa+"'")),
 				"policy %s does not match the rendered ServiceAccount %s", p, user)
 			failure, _, _ := unstructured.NestedString(policy.Object, "spec", "failurePolicy")
 			Expect(failure).To(Equal("Fail"))
 			ref, _, _ := unstructured.NestedString(index["ValidatingAdmissionPolicyBinding "+prefix+p].Object, "spec", "policyName")
 			Expect(ref).To(Equal(prefix+p), "the binding names the rendered policy")
 		}
-		secretsPolicy := fmt.Sprint(index["ValidatingAdmissionPolicy "+prefix+"manager-secrets"].Object["spec"])
-		for _, name := range []string{prefix + "token-key", prefix + "webhook-server-cert", "request.namespace == '" + nsObj.GetName() + "'"} {
-			Expect(secretsPolicy).To(ContainSubstring(name), "the Secret policy does not name the manager's own %s", name)
+		for _, p := range []string{"manager-secrets", "manager-configmaps"} {
+			vars, _, _ := unstructured.NestedSlice(index["ValidatingAdmissionPolicy "+prefix+p].Object, "spec", "variables")
+			Expect(vars).To(ContainElements(
+				And(HaveKeyWithValue("name", "installNamespace"), HaveKeyWithValue("expression", "'"+nsObj.GetName()+"'")),
+				And(HaveKeyWithValue("name", "installPrefix"), HaveKeyWithValue("expression", "'"+prefix+"'")),
+			), "policy %s does not name the rendered namespace and prefix", p)
+		}
+		paramRef, _, _ := unstructured.NestedStringMap(index["ValidatingAdmissionPolicyBinding "+prefix+"manager-workload-sources"].Object, "spec", "paramRef")
+		Expect(paramRef).To(And(HaveKeyWithValue("name", prefix+"images"), HaveKeyWithValue("namespace", nsObj.GetName())),
+			"the images policy's parameter is the rendered images ConfigMap")
+		Expect(index).To(HaveKey("ConfigMap " + prefix + "images"))
+		// The manager derives its own Secrets' and webhook objects' names from the prefix the
+		// policies allow, and may update only the rendered webhook configuration.
+		Expect(managerEnv(deploy)).To(HaveKeyWithValue("NAME_PREFIX", prefix))
+		Expect(fmt.Sprint(index["ClusterRole "+prefix+"manager-role"].Object["rules"])).To(
+			ContainSubstring("resourceNames:[" + prefix + "mutating-webhook-configuration]"))
+		if inst.renamePrefix != "" {
+			expectNoDefaultName(objs)
 		}
 		Expect(index).To(HaveKey("Secret "+prefix+"webhook-server-cert"), "the Secret policy names the certificate Secret the installer ships")
 		webhookService, _, _ := unstructured.NestedSlice(index["MutatingWebhookConfiguration "+prefix+"mutating-webhook-configuration"].Object, "webhooks")
@@ -370,20 +428,14 @@ var _ = Describe("the rendered installer (make build-installer)", Ordered, func(
 	})
 
 	It("has a cert-manager variant (config/certmanager) that cert-manager's own CRDs accept", func() {
-		By("installing cert-manager's CRDs from its Go module, " + certManagerModule())
-		dir := certManagerCRDs()
-		crds, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{dir}, ErrorIfPathMissing: true})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(crds).To(ContainElement(HaveField("Name", "certificates.cert-manager.io")))
-		DeferCleanup(func() {
-			Expect(envtest.UninstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{dir}})).To(Succeed())
-		})
-
-		cm, err := splitObjects(renderInstaller(installerImage, "config/certmanager"))
+		cm, err := splitObjects(renderInstaller(installerImage, "config/certmanager", inst))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(dry.apply(cm)).To(BeEmpty(), "the API server rejected or warned about these rendered objects")
 		index := byKindName(cm)
-		const prefix = installerPrefix
+		prefix := inst.prefix
+		if inst.renamePrefix != "" {
+			expectNoDefaultName(cm)
+		}
 		Expect(index).To(HaveKey("Issuer " + prefix + "selfsigned-issuer"))
 		Expect(index).To(HaveKey("Certificate " + prefix + "serving-cert"))
 		Expect(index).NotTo(HaveKey("Secret "+prefix+"webhook-server-cert"), "cert-manager creates the Secret")
@@ -391,10 +443,65 @@ var _ = Describe("the rendered installer (make build-installer)", Ordered, func(
 			HaveKeyWithValue("cert-manager.io/inject-ca-from", nsObj.GetName()+"/"+prefix+"serving-cert"))
 		secretName, _, _ := unstructured.NestedString(index["Certificate "+prefix+"serving-cert"].Object, "spec", "secretName")
 		Expect(secretName).To(Equal(prefix + "webhook-server-cert"))
+		issuer, _, _ := unstructured.NestedString(index["Certificate "+prefix+"serving-cert"].Object, "spec", "issuerRef", "name")
+		Expect(issuer).To(Equal(prefix + "selfsigned-issuer"))
+		dnsNames, _, _ := unstructured.NestedStringSlice(index["Certificate "+prefix+"serving-cert"].Object, "spec", "dnsNames")
+		Expect(dnsNames).To(Equal([]string{
+			prefix + "webhook-service." + nsObj.GetName() + ".svc", prefix + "webhook-service." + nsObj.GetName() + ".svc.cluster.local",
+		}))
 		Expect(certVolumeSecret(index["Deployment "+prefix+"controller-manager"])).To(Equal(prefix+"webhook-server-cert"), "the webhook server reads cert-manager's Secret")
 		expectWebhookPortAgrees(index["Deployment "+prefix+"controller-manager"])
 		args := managerArgs(index["Deployment "+prefix+"controller-manager"])
 		Expect(args[len(args)-2:]).To(Equal([]string{"--webhook-cert-rotation=false", "--webhook-cert-path=/tmp/k8s-webhook-server/serving-certs"}),
 			"the last flags win: no rotation, and the mounted Secret")
 	})
-})
+}
+
+// managerEnv returns the manager container's plain (value) environment variables.
+func managerEnv(deploy *unstructured.Unstructured) map[string]string {
+	GinkgoHelper()
+	containers, _, _ := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")
+	out := map[string]string{}
+	for _, ct := range containers {
+		m := ct.(map[string]any)
+		if m["name"] != "manager" {
+			continue
+		}
+		env, _, _ := unstructured.NestedSlice(m, "env")
+		for _, e := range env {
+			if ev := e.(map[string]any); ev["value"] != nil {
+				out[fmt.Sprint(ev["name"])] = fmt.Sprint(ev["value"])
+			}
+		}
+	}
+	return out
+}
+
+// expectNoDefaultName fails if any string of a renamed installer still names config/default's
+// namespace or carries its prefix: a reference the rename did not reach. The operator's label
+// values (memory-adapter-operator, with no dash after it) are the same in every installation.
+func expectNoDefaultName(objs []*unstructured.Unstructured) {
+	GinkgoHelper()
+	var stale []string
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch t := v.(type) {
+		case map[string]any:
+			for k, c := range t {
+				walk(path+"."+k, c)
+			}
+		case []any:
+			for i, c := range t {
+				walk(fmt.Sprintf("%s[%d]", path, i), c)
+			}
+		case string:
+			if strings.Contains(t, "memory-adapter-operator-") {
+				stale = append(stale, path+": "+t)
+			}
+		}
+	}
+	for _, u := range objs {
+		walk(objectName(u), u.Object)
+	}
+	Expect(stale).To(BeEmpty(), "the renamed installer still names the default installation")
+}
