@@ -374,6 +374,7 @@ func (s *Store) send(ctx context.Context, method, path string, body []byte, want
 		if auth != nil {
 			req.Header["Authorization"] = auth
 		}
+		injectTraceContext(ctx, req.Header)
 		return req, nil
 	})
 	var ae *memory.MemoryAdapterError

@@ -86,6 +86,11 @@ type MemoryAdapterSpec struct {
 	// hardened.
 	// +optional
 	Template *AdapterPodTemplate `json:"template,omitempty"`
+
+	// tracing turns on OpenTelemetry tracing of the adapter's calls, exported
+	// with OTLP over HTTP to tracing.endpoint. Omitted, the adapter traces nothing.
+	// +optional
+	Tracing *AdapterTracing `json:"tracing,omitempty"`
 }
 
 // TokenSpec controls the adapter's bearer token. The token is derived from

@@ -172,6 +172,10 @@ func runServe(parent context.Context, f *serveFlags) error {
 	if p, ok := store.(memory.Prober); ok && (hstore == nil || hstore.CanProbe()) {
 		cfg.Prober = p
 	}
+	if cfg.Tracing, err = startTracing(ctx, log, &f.backend); err != nil {
+		return err
+	}
+	defer stopTracing(cfg.Tracing.Provider, log)
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err

@@ -64,6 +64,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Tracing gives each data call and its backend call a span; the zero value traces
+	// nothing.
+	Tracing Tracing
 }
 
 // Server serves one memory.ExternalStore over HTTP. Create it with New.
@@ -120,7 +123,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg:      cfg,
-		store:    cfg.Store,
+		store:    traceStore(cfg.Store, cfg.Tracing),
 		manifest: m,
 		hash:     m.Hash(),
 		log:      cfg.Logger,
@@ -245,7 +248,7 @@ func (s *Server) routes() http.Handler {
 		if auth {
 			hh = s.requireToken(hh)
 		}
-		mux.Handle(pattern, s.instrument(route, hh))
+		mux.Handle(pattern, s.instrument(route, s.traced(route, hh)))
 	}
 	handle("GET /v1/manifest", "getManifest", true, s.getManifest)
 	handle("POST /v1/items", "storeItem", true, s.storeItem)
@@ -456,12 +459,11 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 // backend contract violation and is reported as adapter_error, never as a 500.
 func (s *Server) backendError(w http.ResponseWriter, err error) {
 	var uq *memory.UnsupportedMemoryQuery
-	var un *memory.MemoryAdapterUnavailable
-	switch {
-	case errors.As(err, &uq):
+	switch problemTypeOf(err) {
+	case memory.ProblemUnsupportedQuery:
+		errors.As(err, &uq)
 		s.problem(w, http.StatusUnprocessableEntity, memory.ProblemUnsupportedQuery, uq.Error(), memory.NewUnsupportedQuery(uq.RejectedKeys...).RejectedKeys)
-	case errors.As(err, &un), errors.Is(err, memory.ErrUnavailable),
-		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case memory.ProblemUnavailable:
 		s.problem(w, http.StatusServiceUnavailable, memory.ProblemUnavailable, err.Error(), nil)
 	default:
 		s.problem(w, http.StatusBadGateway, memory.ProblemAdapterError, err.Error(), nil)

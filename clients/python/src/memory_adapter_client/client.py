@@ -25,6 +25,8 @@ from typing import Any
 from . import jsonexact
 from .errors import MemoryAdapterError, MemoryAdapterUnavailable, ProblemError, UnsupportedMemoryQuery
 from .models import MemoryAdapterManifest, MemoryItem, manifest_from_wire
+from . import tracing as _tracing
+from .tracing import TraceHeaders
 
 __all__ = (
     "RemoteMemoryStore",
@@ -221,6 +223,11 @@ class RemoteMemoryStore:
     certificate may chain to; without one the system's roots are trusted. The constructor
     makes no connection: the manifest is fetched by the first call that needs it (or by
     ``load_manifest()``), then kept for the instance's lifetime.
+
+    Each call carries the W3C trace context (``traceparent``, ``tracestate``) of the
+    current OpenTelemetry span when ``opentelemetry-api`` is installed; ``trace_headers``,
+    a function called before each request (in the call's context, on its worker thread),
+    gives those headers instead, for a caller that traces without OpenTelemetry.
     """
 
     def __init__(
@@ -233,6 +240,7 @@ class RemoteMemoryStore:
         ca_file: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         max_response_bytes: int = MAX_RESPONSE_BYTES,
+        trace_headers: TraceHeaders | None = None,
         _binding_root: str | None = None,
     ) -> None:
         if token is not None and token_file is not None:
@@ -243,6 +251,8 @@ class RemoteMemoryStore:
             raise ValueError("timeout must be a positive number of seconds")
         if not (isinstance(max_response_bytes, int) and max_response_bytes > 0):
             raise ValueError("max_response_bytes must be a positive int")
+        if trace_headers is not None and not callable(trace_headers):
+            raise ValueError("trace_headers must be a function returning the call's trace headers")
         u = urllib.parse.urlsplit(url)
         if u.scheme not in ("http", "https") or not u.hostname:
             raise MemoryAdapterError("remote: the URL must be an absolute http(s) URL")
@@ -272,6 +282,7 @@ class RemoteMemoryStore:
         self._manifest: MemoryAdapterManifest | None = None
         self._manifest_lock = threading.Lock()
         self._closed = False
+        self._trace_headers = trace_headers
 
     def __repr__(self) -> str:
         # Never the token.
@@ -481,6 +492,7 @@ class RemoteMemoryStore:
         op = f"remote: {method} {path}"
         try:
             headers = {"Accept": "application/json, application/problem+json", "User-Agent": _USER_AGENT}
+            headers.update(_tracing.trace_headers(self._trace_headers))
             if body is not None:
                 headers["Content-Type"] = "application/json"
             if token:
@@ -576,14 +588,14 @@ def binding_dir(adapter: str, root: str | None = None) -> str:
     return os.path.join(root, adapter)
 
 
-def from_binding(path: str, *, timeout: float = DEFAULT_TIMEOUT) -> RemoteMemoryStore:
+def from_binding(path: str, *, timeout: float = DEFAULT_TIMEOUT, trace_headers: TraceHeaders | None = None) -> RemoteMemoryStore:
     """A store from a projected Service Binding directory (files ``type``, ``url``,
     ``token`` and, for an https adapter, ``ca.crt``), with the rules of the Go agent's
     readBinding: ``type`` must be ``memory-adapter``; each of ``type``, ``url`` and
     ``token`` at most 4 KiB, ``ca.crt`` at most 64 KiB; reads never leave the directory;
     with ``ca.crt`` present the URL must be https and that CA is the only one trusted.
     The token (and ``ca.crt``) are re-read whenever the projected files change. No network
-    call is made here.
+    call is made here. ``trace_headers`` is ``RemoteMemoryStore``'s.
     """
 
     def read(name: str) -> str:
@@ -609,5 +621,10 @@ def from_binding(path: str, *, timeout: float = DEFAULT_TIMEOUT) -> RemoteMemory
             f"binding url {url[:200]!r} is not https although the binding carries ca.crt: refusing to send the token in clear"
         )
     return RemoteMemoryStore(
-        url, token_file=os.path.join(path, "token"), ca_file=ca_file, timeout=timeout, _binding_root=path
+        url,
+        token_file=os.path.join(path, "token"),
+        ca_file=ca_file,
+        timeout=timeout,
+        trace_headers=trace_headers,
+        _binding_root=path,
     )

@@ -334,6 +334,9 @@ func Deployment(ma *memoryv1alpha1.MemoryAdapter, s Settings) *appsv1.Deployment
 		lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: int64(AdapterDrainDelay.Seconds())}}}
 		grace = int64((AdapterDrainDelay + externalShutdownGrace).Seconds())
 	}
+	// An External server gets the standard variables too: one built on an OTel SDK exports
+	// with them, any other ignores them.
+	container.Env = withTracingEnv(ma, container.Env)
 	scheme := corev1.URISchemeHTTP
 	if UsesTLS(ma) {
 		scheme = corev1.URISchemeHTTPS
