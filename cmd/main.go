@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -53,6 +54,11 @@ var (
 	scheme   = runtime.NewScheme()
 	setupLog = ctrl.Log.WithName("setup")
 )
+
+// version is the release the manager was built as, set at link time (-X main.version=...) by
+// the Makefile, hack/images, the Dockerfile and hack/release.sh from the one VERSION; "dev" is
+// a build none of them stamped.
+var version = "dev"
 
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -84,6 +90,8 @@ type managerFlags struct {
 	adapterCASecret string
 	caLifetime      time.Duration
 	certLifetime    time.Duration
+	// monitoringNamespace is the namespace admitted to the adapters' metrics ports.
+	monitoringNamespace string
 	// namePrefix is the installation's name prefix, from which the names of the manager's own
 	// objects are derived.
 	namePrefix string
@@ -135,13 +143,21 @@ func main() {
 	flag.StringVar(&f.adapterCASecret, "adapter-ca-secret", "",
 		"NAMESPACE/NAME of the Secret holding the CA that issues adapters' serving certificates; created when absent. "+
 			"Empty means $POD_NAMESPACE/ + --name-prefix + "+adapterCASuffix+".")
+	flag.StringVar(&f.monitoringNamespace, "monitoring-namespace", os.Getenv("MONITORING_NAMESPACE"),
+		"The namespace whose pods each adapter's NetworkPolicy admits to its metrics port (9090) and nothing else; empty admits none "+
+			"(default $MONITORING_NAMESPACE, which config/monitoring sets).")
 	flag.DurationVar(&f.caLifetime, "adapter-ca-lifetime", 10*365*24*time.Hour,
 		"Lifetime of the adapter CA the manager creates when the Secret is absent.")
 	flag.DurationVar(&f.certLifetime, "adapter-cert-lifetime", render.DefaultCertLifetime,
 		"Lifetime of each adapter's serving certificate; it is renewed after two thirds of it.")
+	printVersion := flag.Bool("version", false, "Print the manager's version and exit.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	if *printVersion {
+		fmt.Println(version)
+		return
+	}
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	// The Go heap may grow to twice its live size before a collection (GOGC=100), and the
@@ -153,6 +169,12 @@ func main() {
 		setupLog.Error(err, "Could not set GOMEMLIMIT from the cgroup's memory limit; running without a soft limit")
 	} else if limit != math.MaxInt64 {
 		setupLog.Info("Soft memory limit set", "GOMEMLIMIT", limit)
+	}
+	if ns := f.monitoringNamespace; ns != "" {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			setupLog.Error(errors.New(strings.Join(errs, "; ")), "Invalid --monitoring-namespace", "value", ns)
+			os.Exit(2)
+		}
 	}
 	if f.webhookPort < 1 || f.webhookPort > 65535 {
 		setupLog.Error(fmt.Errorf("%d is not a TCP port", f.webhookPort), "Invalid --webhook-port")
@@ -207,8 +229,9 @@ func main() {
 		DefaultImage: f.adapterImage,
 		// The Deployment sets POD_NAMESPACE from the downward API; the adapters'
 		// NetworkPolicies admit the manager's pods from that namespace.
-		OperatorNamespace: os.Getenv("POD_NAMESPACE"),
-		TokenKey:          tokenKey,
+		OperatorNamespace:   os.Getenv("POD_NAMESPACE"),
+		MonitoringNamespace: f.monitoringNamespace,
+		TokenKey:            tokenKey,
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "Failed to create controller", "controller", "memoryadapter")
 		os.Exit(1)
@@ -239,7 +262,7 @@ func main() {
 		os.Exit(1)
 	}
 
-	setupLog.Info("Starting manager")
+	setupLog.Info("Starting manager", "version", version)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		setupLog.Error(err, "Failed to run manager")
 		os.Exit(1)

@@ -14,6 +14,10 @@
 # be under config/). config/default's replacements carry the new names into the admission
 # policies and the manager (docs/operator.md#renaming-the-installation).
 #
+# MONITORING_NAMESPACE, when set, adds config/monitoring to config/default (in the same
+# throwaway copy) with that namespace: every adapter's NetworkPolicy then admits it to the
+# adapter's metrics port, and the Grafana dashboard ships as a ConfigMap.
+#
 # kustomize is the one built into kubectl (`kubectl kustomize`), and kubectl is the one
 # hack/k8s-binaries.sh builds (or MAO_KUBECTL, below), so no separate kustomize download is
 # needed. The image is set through an `images:` override in a throwaway kustomization that
@@ -66,8 +70,13 @@ if [ -n "$prefix" ]; then
       exit 2 ;;
   esac
 fi
-if { [ -n "$namespace" ] || [ -n "$prefix" ]; } && [[ ${base%/} != config/* ]]; then
-  echo "$0: INSTALL_NAMESPACE and INSTALL_PREFIX rename config/default; $base is not under config/" >&2
+monitoring=${MONITORING_NAMESPACE:-}
+if [ -n "$monitoring" ] && ! [[ $monitoring =~ ^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$ ]]; then
+  echo "$0: MONITORING_NAMESPACE=$monitoring is not a namespace name (a DNS label: lower-case letters, digits and '-', at most 63)" >&2
+  exit 2
+fi
+if { [ -n "$namespace" ] || [ -n "$prefix" ] || [ -n "$monitoring" ]; } && [[ ${base%/} != config/* ]]; then
+  echo "$0: INSTALL_NAMESPACE, INSTALL_PREFIX and MONITORING_NAMESPACE change config/default; $base is not under config/" >&2
   exit 2
 fi
 
@@ -78,7 +87,7 @@ kubectl="${MAO_KUBECTL:-$(hack/k8s-binaries.sh kubectl)/kubectl}"
 tmp=$(mktemp -d .render-install.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 rel="../${base%/}"
-if [ -n "$namespace" ] || [ -n "$prefix" ]; then
+if [ -n "$namespace" ] || [ -n "$prefix" ] || [ -n "$monitoring" ]; then
   cp -R config "$tmp/config"
   def="$tmp/config/default/kustomization.yaml"
   grep -q '^namespace: ' "$def" && grep -q '^namePrefix: ' "$def" || {
@@ -87,6 +96,18 @@ if [ -n "$namespace" ] || [ -n "$prefix" ]; then
   }
   [ -z "$namespace" ] || sed -i "s|^namespace: .*|namespace: $namespace|" "$def"
   [ -z "$prefix" ] || sed -i "s|^namePrefix: .*|namePrefix: $prefix|" "$def"
+  if [ -n "$monitoring" ]; then
+    if grep -q '^components:' "$def"; then
+      echo "$0: config/default already lists components; add ../monitoring there instead of MONITORING_NAMESPACE" >&2
+      exit 1
+    fi
+    printf 'components:\n- ../monitoring\n' >>"$def"
+    sed -i "s|^              value: monitoring$|              value: $monitoring|" "$tmp/config/monitoring/kustomization.yaml"
+    grep -q "^              value: $monitoring\$" "$tmp/config/monitoring/kustomization.yaml" || {
+      echo "$0: config/monitoring/kustomization.yaml has no MONITORING_NAMESPACE value line to change" >&2
+      exit 1
+    }
+  fi
   rel="${base%/}"
 fi
 {

@@ -38,6 +38,12 @@ const (
 	// pod runs on, or the node holding its data claim, is not ready or gone; the message names
 	// the node, the pod and the claim.
 	ReasonNodeUnavailable = "NodeUnavailable"
+	// ReasonAdapterCrashLooping surfaces when an adapter container keeps exiting and is not
+	// ready (the kubelet restarts it, backing off): the message quotes its last exit code and
+	// the end of its termination message, where the server says why it stopped (a refused
+	// password, an unreachable backend). The message holds no restart count or time, so it
+	// stays the same, and is announced once, while the cause does.
+	ReasonAdapterCrashLooping = "AdapterCrashLooping"
 )
 
 // MemoryAdapter's Conformant condition and its reasons.
@@ -112,6 +118,31 @@ const (
 	// ReasonAdapterAvailable surfaces when every other condition is True.
 	ReasonAdapterAvailable = "AdapterAvailable"
 )
+
+// The conditions GitOps tools and kstatus read (sigs.k8s.io/cli-utils/pkg/kstatus: Flux,
+// kpt, `kubectl wait`, Argo CD's health checks). They restate Available in the words those
+// tools know and decide nothing of their own.
+const (
+	// ConditionReady is Available's twin: the same status, reason and message, always.
+	ConditionReady = "Ready"
+	// ConditionReconciling is present, True, while the adapter is not Available and the
+	// controller is still making progress towards it (a rollout, a conformance run, evidence
+	// awaited); absent otherwise. kstatus reads it as InProgress.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is present, True, while the adapter is not Available for a reason that
+	// does not resolve without a person (StalledReasons); absent otherwise. kstatus reads it as
+	// Failed.
+	ConditionStalled = "Stalled"
+)
+
+// StalledReasons are Available's reasons that need someone to act: a spec to fix, a Secret to
+// create, a crash to read, a failed conformance case to answer. Every other reason that is not
+// AdapterAvailable is progress the controller makes on its own, or the user's own choice
+// (ScaledToZero, which is neither).
+var StalledReasons = []string{
+	ReasonManifestIncoherent, ReasonInvalidSpec, ReasonBackendSecretMissing, ReasonDeploymentFailed,
+	ReasonAdapterCrashLooping, ReasonConformanceFailed, ReasonConformanceJobFailed, ReasonManifestMismatch,
+}
 
 // MemoryAdapter's ScopePurged condition and its reasons. The condition appears only while a
 // MemoryAdapter with deletionPolicy Delete on Postgres or Redis is being deleted: the

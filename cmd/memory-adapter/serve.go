@@ -21,6 +21,7 @@ import (
 type serveFlags struct {
 	backend          backendConfig
 	listen           string
+	metricsListen    string
 	tokenFile        string
 	insecureNoToken  bool
 	maxBodyBytes     int64
@@ -55,6 +56,8 @@ func newServeCommand() *cobra.Command {
 	fs := cmd.Flags()
 	f.backend.addFlags(fs, "the namespace this instance's items live in, fixed for its life (default \"default\")")
 	fs.StringVar(&f.listen, "listen", ":8080", "address to listen on")
+	fs.StringVar(&f.metricsListen, "metrics-listen", "",
+		"also serve GET /metrics alone, in plain HTTP, on this address (the operator sets :9090, the port a monitoring namespace may reach); empty: /metrics only on --listen")
 	fs.StringVar(&f.tokenFile, "token-file", "",
 		"file holding the bearer tokens /v1 routes accept, one a line (at most 4), re-read when it changes so a rotation needs no restart (required unless --insecure-no-token)")
 	fs.BoolVar(&f.insecureNoToken, "insecure-no-token", false, "serve /v1 without authentication, for local development only")
@@ -187,6 +190,13 @@ func runServe(parent context.Context, f *serveFlags) error {
 		if certs, err = server.LoadCertificateFiles(f.tlsCertFile, f.tlsKeyFile, log); err != nil {
 			return usageError("--tls-cert-file/--tls-key-file: %v", err)
 		}
+	}
+	if f.metricsListen != "" {
+		_, stop, err := serveMetrics(log, f.metricsListen, srv.MetricsHandler())
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	l, err := net.Listen("tcp", f.listen)
 	if err != nil {

@@ -17,6 +17,8 @@ type metrics struct {
 	errors        *prometheus.CounterVec
 	backendCalls  *prometheus.CounterVec
 	manifestValid prometheus.Gauge
+	evidenceTime  prometheus.Gauge
+	probeFailures prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -42,8 +44,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "memory_adapter_manifest_valid",
 			Help: "1 while the adapter's evidence supports its published manifest, else 0.",
 		}),
+		// A timestamp rather than an age: Prometheus computes the age at query time
+		// (time() - it), so a server that stopped probing shows a growing age instead of
+		// the last age it reported.
+		evidenceTime: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "memory_adapter_evidence_timestamp_seconds",
+			Help: "Unix time of the adapter's last evidence (its last probe of the backend); 0 before the first.",
+		}),
+		probeFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "memory_adapter_probe_failures_total",
+			Help: "Probes of the backend that failed (the backend unreachable or refusing), each one evidence against the manifest.",
+		}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.errors, m.backendCalls, m.manifestValid)
+	reg.MustRegister(m.requests, m.latency, m.errors, m.backendCalls, m.manifestValid, m.evidenceTime, m.probeFailures)
 	return m
 }
 

@@ -152,6 +152,18 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Registry returns the Prometheus registry behind /metrics.
 func (s *Server) Registry() *prometheus.Registry { return s.registry }
 
+// MetricsHandler serves GET /metrics alone, for a listener of its own: the metrics port,
+// which a monitoring namespace may reach while the data port admits only the adapter's
+// clients. Every other path answers 404 problem+json, as the data port does.
+func (s *Server) MetricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		s.problem(w, http.StatusNotFound, memory.ProblemNotFound, "no such route on the metrics port", nil)
+	})
+	return mux
+}
+
 // Valid reports whether the server currently considers its manifest valid.
 func (s *Server) Valid() bool { return s.valid.Load() }
 
@@ -187,6 +199,7 @@ func (s *Server) Refresh(ctx context.Context, force bool) memory.EvidenceReport 
 		obs.Evidence, obs.ProbeErr = s.cfg.Prober.Probe(pctx)
 		cancel()
 		if obs.ProbeErr != nil {
+			s.metrics.probeFailures.Inc()
 			ev.Probes = append(ev.Probes, memory.ProbeResult{Name: "reachable", OK: false, Detail: obs.ProbeErr.Error()})
 		} else {
 			ev.ServiceVersion = obs.Evidence.ServiceVersion
@@ -205,6 +218,7 @@ func (s *Server) Refresh(ctx context.Context, force bool) memory.EvidenceReport 
 	ev.ObservedAt = now.UTC()
 	s.evidence = ev
 	s.probedAt = now
+	s.metrics.evidenceTime.Set(float64(now.UnixNano()) / 1e9)
 	s.valid.Store(ev.ManifestValid)
 	if ev.ManifestValid {
 		s.metrics.manifestValid.Set(1)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,7 +51,7 @@ func renderInstaller(img, kustomization string, inst installation) []byte {
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(c, script, img, kustomization)
 	cmd.Env = append(os.Environ(), "MAO_KUBECTL="+kubectlPath, "ADAPTER_IMG="+installerAdapterImage,
-		"INSTALL_NAMESPACE="+inst.renameNamespace, "INSTALL_PREFIX="+inst.renamePrefix)
+		"INSTALL_NAMESPACE="+inst.renameNamespace, "INSTALL_PREFIX="+inst.renamePrefix, "MONITORING_NAMESPACE="+inst.monitoring)
 	cmd.Stdout, cmd.Stderr = f, &stderr
 	Expect(cmd.Run()).To(Succeed(), "hack/render-install.sh %s %s: %s", img, kustomization, stderr.String())
 	b, err := os.ReadFile(out)
@@ -234,12 +235,17 @@ type installation struct {
 	renameNamespace, renamePrefix string
 	// namespace and prefix are what the installer must then name.
 	namespace, prefix string
+	// monitoring is MONITORING_NAMESPACE: config/monitoring added, with that namespace.
+	monitoring string
 }
 
 // installations are the renderings every installer spec runs on.
 var installations = []installation{
 	{namespace: "memory-adapter-operator-system", prefix: "memory-adapter-operator-"},
-	{renameNamespace: "platform-agent-memory", renamePrefix: "pam-", namespace: "platform-agent-memory", prefix: "pam-"},
+	{
+		renameNamespace: "platform-agent-memory", renamePrefix: "pam-", namespace: "platform-agent-memory", prefix: "pam-",
+		monitoring: "observability",
+	},
 }
 
 var _ = Describe("the rendered installer (make build-installer)", Ordered, func() {
@@ -419,6 +425,21 @@ func describeInstallerSpecs(inst installation) {
 			ContainSubstring("resourceNames:[" + prefix + "mutating-webhook-configuration]"))
 		if inst.renamePrefix != "" {
 			expectNoDefaultName(objs)
+		}
+		// config/monitoring: the manager's monitoring namespace, and the dashboard for
+		// Grafana's sidecar, only when asked for.
+		dashboard := index["ConfigMap "+prefix+"grafana-dashboard"]
+		if inst.monitoring == "" {
+			Expect(managerEnv(deploy)).NotTo(HaveKey("MONITORING_NAMESPACE"))
+			Expect(dashboard).To(BeNil())
+		} else {
+			Expect(managerEnv(deploy)).To(HaveKeyWithValue("MONITORING_NAMESPACE", inst.monitoring))
+			Expect(dashboard).NotTo(BeNil(), "MONITORING_NAMESPACE ships the dashboard")
+			Expect(dashboard.GetLabels()).To(HaveKeyWithValue("grafana_dashboard", "1"))
+			raw, _, _ := unstructured.NestedString(dashboard.Object, "data", "memory-adapters.json")
+			var d map[string]any
+			Expect(json.Unmarshal([]byte(raw), &d)).To(Succeed(), "the dashboard is not JSON")
+			Expect(d).To(HaveKeyWithValue("uid", "memory-adapters"))
 		}
 		Expect(index).To(HaveKey("Secret "+prefix+"webhook-server-cert"), "the Secret policy names the certificate Secret the installer ships")
 		webhookService, _, _ := unstructured.NestedSlice(index["MutatingWebhookConfiguration "+prefix+"mutating-webhook-configuration"].Object, "webhooks")

@@ -21,14 +21,18 @@ import (
 // memory-adapter-operator- name prefix).
 const (
 	operatorNamespace = "memory-adapter-operator-system"
-	managerDeployment = "memory-adapter-operator-controller-manager"
+	// monitoringNamespace is the installation's monitoring namespace (make deploy
+	// MONITORING_NAMESPACE=...): the one the adapters' NetworkPolicies admit to their metrics
+	// port. The NetworkPolicy spec runs its scraper probe there.
+	monitoringNamespace = "mao-e2e-monitoring"
+	managerDeployment   = "memory-adapter-operator-controller-manager"
 )
 
 // makeTarget runs `make target IMG=<managerImage>` from the repository root against the local
 // cluster, as a user following docs/local-cluster.md would.
 func makeTarget(ctx context.Context, target string) {
 	GinkgoHelper()
-	cmd := exec.CommandContext(ctx, "make", target, "IMG="+managerImage)
+	cmd := exec.CommandContext(ctx, "make", target, "IMG="+managerImage, "MONITORING_NAMESPACE="+monitoringNamespace)
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(clusterDir, "admin.kubeconfig"))
 	cmd.Stdout, cmd.Stderr = GinkgoWriter, GinkgoWriter

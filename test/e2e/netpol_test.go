@@ -164,6 +164,25 @@ var _ = Describe("the adapter's NetworkPolicy, enforced by kube-network-policies
 		Expect(p.Labels).To(HaveKeyWithValue("memory.agentmem.io/bound-to", adapter))
 	}, SpecTimeout(5*time.Minute))
 
+	It("admits the monitoring namespace to the adapter's metrics port and nothing else, and nobody else there", func(ctx SpecContext) {
+		podAddr, _ := adapterAddrs(ctx, c, ns, adapter)
+		host, _, err := net.SplitHostPort(podAddr)
+		Expect(err).NotTo(HaveOccurred())
+		metricsAddr := net.JoinHostPort(host, "9090")
+		mon := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: monitoringNamespace}}
+		Expect(client.IgnoreAlreadyExists(c.Create(ctx, mon))).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, mon) })
+		Eventually(func() error {
+			return c.Get(ctx, types.NamespacedName{Namespace: monitoringNamespace, Name: "default"}, &corev1.ServiceAccount{})
+		}).WithTimeout(time.Minute).Should(Succeed())
+		startProbe(ctx, c, probePod(monitoringNamespace, "prometheus", nil))
+		Expect(connects(ctx, monitoringNamespace, "prometheus", dnsAddr)).To(BeTrue(), "the probe reaches nothing: it proves nothing about the policy")
+		Expect(connects(ctx, monitoringNamespace, "prometheus", metricsAddr)).To(BeTrue(), "the monitoring namespace cannot reach the adapter's metrics port")
+		Expect(connects(ctx, monitoringNamespace, "prometheus", podAddr)).To(BeFalse(), "the monitoring namespace opened a connection to the adapter's data port")
+		startProbe(ctx, c, probePod(otherNS, "other-scraper", nil))
+		Expect(connects(ctx, otherNS, "other-scraper", metricsAddr)).To(BeFalse(), "a pod of another namespace opened a connection to the adapter's metrics port")
+	}, SpecTimeout(5*time.Minute))
+
 	It("leaves the manager's metrics endpoint as documented: any pod reaches port 8443, where authentication decides", func(ctx SpecContext) {
 		// docs/operator.md, Scraping the manager: no NetworkPolicy guards the endpoint; a
 		// scraper's token is checked by the manager (401 without one, 403 without the

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 )
 
 // A real Prometheus (Debian's binary, hack/prometheus-bin.sh) on the host scrapes the
@@ -187,6 +188,78 @@ func metricsTargets(ctx context.Context, path string) int {
 	return len(groups)
 }
 
+// adapterTargets writes a file_sd target list of adapter name's pods in ns at their metrics
+// port, labelled as config/prometheus/podmonitor.yaml labels them (namespace, pod, and the
+// adapter's name as adapter): Debian's Prometheus has no Kubernetes discovery, so the spec
+// lists the pods itself. The host is outside every pod NetworkPolicy; the NetworkPolicy spec
+// checks that the monitoring namespace, and only it, reaches the port. It returns the number
+// of targets.
+func adapterTargets(ctx context.Context, c client.Client, ns, name, path string) int {
+	GinkgoHelper()
+	pods := &corev1.PodList{}
+	Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{
+		"memory.agentmem.io/adapter": name, "app.kubernetes.io/component": "adapter"})).To(Succeed())
+	type group struct {
+		Targets []string          `json:"targets"`
+		Labels  map[string]string `json:"labels"`
+	}
+	var groups []group
+	for _, p := range pods.Items {
+		if p.Status.PodIP == "" || p.DeletionTimestamp != nil {
+			continue
+		}
+		groups = append(groups, group{
+			Targets: []string{net.JoinHostPort(p.Status.PodIP, "9090")},
+			Labels:  map[string]string{"namespace": ns, "pod": p.Name, "adapter": p.Labels["memory.agentmem.io/adapter"]},
+		})
+	}
+	b, err := json.Marshal(groups)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(os.WriteFile(path, b, 0o600)).To(Succeed())
+	return len(groups)
+}
+
+// dashboardQueries returns every query of the shipped Grafana dashboard with its variables
+// replaced as Grafana would for "All": the interval and range by 1m, the namespace and
+// adapter selectors by .*.
+func dashboardQueries() []string {
+	GinkgoHelper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "config", "monitoring", "dashboards", "memory-adapters.json"))
+	Expect(err).NotTo(HaveOccurred())
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	Expect(json.Unmarshal(b, &d)).To(Succeed())
+	r := strings.NewReplacer("$__rate_interval", "1m", "$__range", "1m", "$namespace", ".*", "$adapter", ".*")
+	var out []string
+	for _, p := range d.Panels {
+		Expect(p.Targets).NotTo(BeEmpty(), "panel %q has no query", p.Title)
+		for _, t := range p.Targets {
+			out = append(out, r.Replace(t.Expr))
+		}
+	}
+	return out
+}
+
+// seriesNames are the metric names a PromQL expression reads from the operator's two
+// families (memory_adapter_..., memory_adapter_operator_...), a histogram's _bucket included.
+func seriesNames(expr string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(expr, func(r rune) bool {
+		return r != '_' && r != ':' && (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9')
+	}) {
+		if strings.HasPrefix(f, "memory_adapter_") {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // freePort returns a loopback port nothing listens on now.
 func freePort() int {
 	GinkgoHelper()
@@ -243,6 +316,7 @@ var _ = Describe("Prometheus on the manager's metrics", Ordered, func() {
 		DeferCleanup(func() { _ = os.RemoveAll(dir) })
 		Expect(os.WriteFile(filepath.Join(dir, "token"), []byte(token), 0o600)).To(Succeed())
 		Expect(metricsTargets(ctx, filepath.Join(dir, "targets.json"))).To(Equal(len(managerPods(ctx, c))), "one target per manager pod")
+		Expect(adapterTargets(ctx, c, ns, "pgprom", filepath.Join(dir, "adapters.json"))).To(Equal(1), "one target per adapter pod")
 		cfg := fmt.Sprintf(`global:
   scrape_interval: 2s
   evaluation_interval: 2s
@@ -257,7 +331,11 @@ scrape_configs:
     insecure_skip_verify: true
   file_sd_configs:
   - files: [%s]
-`, testRules(dir), filepath.Join(dir, "token"), filepath.Join(dir, "targets.json"))
+- job_name: memory-adapters
+  scheme: http
+  file_sd_configs:
+  - files: [%s]
+`, testRules(dir), filepath.Join(dir, "token"), filepath.Join(dir, "targets.json"), filepath.Join(dir, "adapters.json"))
 		Expect(os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600)).To(Succeed())
 		out, err := exec.CommandContext(ctx, filepath.Join(promBin, "promtool"), "check", "config", filepath.Join(dir, "prometheus.yml")).CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), "promtool check config:\n%s", out)
@@ -292,10 +370,12 @@ scrape_configs:
 				} `json:"activeTargets"`
 			}
 			promGet(g, base, "/api/v1/targets?state=active", &data)
-			g.Expect(data.ActiveTargets).To(HaveLen(len(managerPods(ctx, c))))
+			jobs := map[string]int{}
 			for _, t := range data.ActiveTargets {
 				g.Expect(t.Health).To(Equal("up"), "target %s: %s", t.Labels["pod"], t.LastError)
+				jobs[t.Labels["job"]]++
 			}
+			g.Expect(jobs).To(Equal(map[string]int{"memory-adapter-operator": len(managerPods(ctx, c)), "memory-adapters": 1}))
 		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 		query := func(g Gomega, q string) []map[string]any {
 			var data struct {
@@ -312,6 +392,39 @@ scrape_configs:
 			g.Expect(query(g, fmt.Sprintf(`count by (pod) (memory_adapter_operator_adapter_condition{namespace=%q,name="pgprom",condition="Available"})`, ns))).To(HaveLen(len(managerPods(ctx, c))))
 		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 		tl.mark("every manager pod scraped (up) and exporting pgprom's Available=True series")
+
+		By("scraping the adapter's metrics port: calls (the manager's evidence reads, a refused call) and evidence")
+		adapterMA := &memoryv1alpha1.MemoryAdapter{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pgprom"}, adapterMA)).To(Succeed())
+		adapterAddr, _ := adapterAddrs(ctx, c, ns, "pgprom")
+		// A call without a token: its 401 is a typed problem, so the errors series exists.
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // no secret is sent; only the status is read
+		resp, err := hc.Get(render.URLScheme(adapterMA) + "://" + adapterAddr + "/v1/manifest")
+		Expect(err).NotTo(HaveOccurred())
+		_ = resp.Body.Close()
+		Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized))
+		Eventually(func(g Gomega) {
+			g.Expect(query(g, fmt.Sprintf(`memory_adapter_requests_total{namespace=%q,adapter="pgprom",route="getEvidence",code="200"}`, ns))).NotTo(BeEmpty())
+			g.Expect(query(g, fmt.Sprintf(`memory_adapter_errors_total{namespace=%q,adapter="pgprom"}`, ns))).NotTo(BeEmpty())
+			g.Expect(query(g, fmt.Sprintf(`memory_adapter_manifest_valid{namespace=%q,adapter="pgprom"} == 1`, ns))).NotTo(BeEmpty())
+			g.Expect(query(g, fmt.Sprintf(`time() - memory_adapter_evidence_timestamp_seconds{namespace=%q,adapter="pgprom"} < 60`, ns))).NotTo(BeEmpty())
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		tl.mark("adapter pgprom scraped on its metrics port: calls, errors, manifest valid, fresh evidence")
+
+		By("checking every query of the shipped dashboard against the scraped series")
+		var names []string
+		promGet(Default, base, "/api/v1/label/__name__/values", &names)
+		for _, q := range dashboardQueries() {
+			var data struct {
+				Result []map[string]any `json:"result"`
+			}
+			promGet(Default, base, "/api/v1/query?query="+url.QueryEscape(q), &data)
+			used := seriesNames(q)
+			Expect(used).NotTo(BeEmpty(), "dashboard query %q reads none of the operator's series", q)
+			for _, n := range used {
+				Expect(names).To(ContainElement(n), "dashboard query %q reads %s, which neither the manager nor the adapter exported", q, n)
+			}
+		}
 		Expect(unavailableAlert(Default, base, ns, "pgprom")).To(BeNil())
 
 		By("stopping the PostgreSQL server")
@@ -340,6 +453,11 @@ scrape_configs:
 		Expect(firing.Labels).To(Equal(map[string]string{
 			"alertname": "MemoryAdapterUnavailable", "namespace": ns, "name": "pgprom", "severity": "warning",
 		}))
+		// The adapter saw the outage too: its probes failed and its own evidence went invalid.
+		Eventually(func(g Gomega) {
+			g.Expect(query(g, fmt.Sprintf(`memory_adapter_probe_failures_total{namespace=%q,adapter="pgprom"} > 0`, ns))).NotTo(BeEmpty())
+			g.Expect(query(g, fmt.Sprintf(`memory_adapter_manifest_valid{namespace=%q,adapter="pgprom"} == 0`, ns))).NotTo(BeEmpty())
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 
 		By("resuming the server on the same port")
 		pg.do(ctx, "resume")

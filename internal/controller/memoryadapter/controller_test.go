@@ -18,6 +18,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -27,6 +28,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -94,6 +96,17 @@ func conditionOf(ma *memoryv1alpha1.MemoryAdapter, t string) metav1.Condition {
 		return *c
 	}
 	return metav1.Condition{}
+}
+
+// kstatusOf is what kstatus (sigs.k8s.io/cli-utils, read by Flux and kpt) computes for the
+// adapter as the API server serves it.
+func kstatusOf(g Gomega, key types.NamespacedName) kstatus.Status {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(memoryv1alpha1.GroupVersion.WithKind("MemoryAdapter"))
+	g.Expect(k8sClient.Get(context.Background(), key, u)).To(Succeed())
+	res, err := kstatus.Compute(u)
+	g.Expect(err).NotTo(HaveOccurred())
+	return res.Status
 }
 
 // markAvailable plays the Deployment controller and kubelet: every replica updated and ready.
@@ -352,6 +365,10 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 			g.Expect(ma.Status.Lifecycle.RequestTimeout).To(Equal(memoryv1alpha1.NewDuration(5 * time.Second)))
 			g.Expect(ma.Status.Binding).To(Equal(&memoryv1alpha1.BindingReference{Name: key.Name + "-binding"}))
 			g.Expect(ma.Status.ObservedGeneration).To(Equal(ma.Generation))
+			// What Flux, cli-utils and `kubectl wait --for=condition=Ready` read: not yet.
+			g.Expect(conditionOf(ma, memoryv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(conditionOf(ma, memoryv1alpha1.ConditionReconciling).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(kstatusOf(g, key)).To(Equal(kstatus.InProgressStatus))
 		}, timeout, poll).Should(Succeed())
 	})
 
@@ -389,6 +406,12 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 			g.Expect(ma.Status.Conformance.Passed + ma.Status.Conformance.NotApplicable).To(BeEquivalentTo(17))
 			g.Expect(ma.Status.Conformance.JobName).To(Equal(seenJobs[0]))
 			g.Expect(ma.Status.Conformance.ServiceVersion).To(Equal(ma.Status.ServiceVersion))
+			ready := conditionOf(ma, memoryv1alpha1.ConditionReady)
+			available := conditionOf(ma, memoryv1alpha1.ConditionAvailable)
+			g.Expect([]string{string(ready.Status), ready.Reason, ready.Message}).To(Equal([]string{string(available.Status), available.Reason, available.Message}))
+			g.Expect(meta.FindStatusCondition(ma.Status.Conditions, memoryv1alpha1.ConditionReconciling)).To(BeNil())
+			g.Expect(meta.FindStatusCondition(ma.Status.Conditions, memoryv1alpha1.ConditionStalled)).To(BeNil())
+			g.Expect(kstatusOf(g, key)).To(Equal(kstatus.CurrentStatus))
 		}, timeout, poll).Should(Succeed())
 	})
 
@@ -609,6 +632,9 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 			g.Expect(c.Reason).To(Equal(memoryv1alpha1.ReasonConformanceFailed))
 			g.Expect(c.Message).To(ContainSubstring("limit, consistency"))
 			g.Expect(conditionOf(ma, memoryv1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionFalse))
+			// A failed case waits for a person: Stalled, which kstatus calls Failed.
+			g.Expect(conditionOf(ma, memoryv1alpha1.ConditionStalled).Reason).To(Equal(memoryv1alpha1.ReasonConformanceFailed))
+			g.Expect(kstatusOf(g, key)).To(Equal(kstatus.FailedStatus))
 		}, timeout, poll).Should(Succeed())
 
 		requestRerun(ctx, key, "2")

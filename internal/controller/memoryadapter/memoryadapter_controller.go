@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,6 +56,9 @@ type Reconciler struct {
 	// OperatorNamespace is where the manager runs; the NetworkPolicy admits it. Empty admits
 	// the manager's pods from any namespace.
 	OperatorNamespace string
+	// MonitoringNamespace, when set, is the namespace whose pods the NetworkPolicy admits to
+	// each adapter's metrics port (--monitoring-namespace); empty admits nobody there.
+	MonitoringNamespace string
 	// ServiceURL overrides the adapter address the evidence is read from; nil uses the
 	// Service's cluster DNS name. Tests and a manager run outside the cluster set it.
 	ServiceURL func(*memoryv1alpha1.MemoryAdapter) string
@@ -93,7 +97,8 @@ type Reconciler struct {
 	// announced holds, per adapter and condition type, the UID, status and reason of the last
 	// transition recorded as an Event: a reconcile that starts from a cached object older
 	// than its own last status patch sees the same transition again, and must not record it
-	// twice.
+	// twice. Under recordedRunKey it holds the UID and Job of the last run recorded, for the
+	// same reason: a stale copy without the run in status would count and announce it again.
 	announced sync.Map
 	// purged holds the UIDs of adapters whose purge succeeded and whose finalizer this
 	// process removed, until the cache sees the adapter gone; an adapter's UID is never
@@ -173,7 +178,11 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	for _, t := range conditions.Announced {
 		r.announced.Delete(announcedKey(key, t))
 	}
+	r.announced.Delete(announcedKey(key, recordedRunKey))
 }
+
+// recordedRunKey is announced's key, beside the condition types, for the last run recorded.
+const recordedRunKey = "run"
 
 func (r *Reconciler) now() time.Time {
 	if r.Now != nil {
@@ -257,7 +266,7 @@ func decideStatus(s *scope, ok bool) {
 	} {
 		setCondition(st, c, s.ma.Generation)
 	}
-	setCondition(st, conditions.Available(st.Conditions), s.ma.Generation)
+	setAvailable(st, conditions.Available(st.Conditions), s.ma.Generation)
 	if ok {
 		st.ObservedGeneration = s.ma.Generation
 	}
@@ -268,6 +277,10 @@ func decideStatus(s *scope, ok bool) {
 // status patch.
 func (r *Reconciler) announceTransitions(s *scope) {
 	for _, c := range s.ma.Status.Conditions {
+		if slices.Contains(conditions.GitOpsTypes, c.Type) {
+			// Available's transition is the one Event; its restatements add none.
+			continue
+		}
 		old := meta.FindStatusCondition(s.orig.Status.Conditions, c.Type)
 		if old != nil && old.Status == c.Status && old.Reason == c.Reason {
 			continue
@@ -288,6 +301,19 @@ func (r *Reconciler) announceTransitions(s *scope) {
 
 func announcedKey(key types.NamespacedName, conditionType string) string {
 	return key.String() + "/" + conditionType
+}
+
+// setAvailable sets Available and its restatements for kstatus and GitOps tools (Ready, and
+// Reconciling or Stalled), so that they can never disagree.
+func setAvailable(st *memoryv1alpha1.MemoryAdapterStatus, available metav1.Condition, gen int64) {
+	setCondition(st, available, gen)
+	set, remove := conditions.GitOps(available)
+	for _, c := range set {
+		setCondition(st, c, gen)
+	}
+	for _, t := range remove {
+		meta.RemoveStatusCondition(&st.Conditions, t)
+	}
 }
 
 // setCondition sets c with the generation it describes; LastTransitionTime moves only when

@@ -271,7 +271,7 @@ func (r *Reconciler) patchDeletionStatus(ctx context.Context, s *scope) error {
 	}
 	ma := s.ma
 	setCondition(&ma.Status, d.purged, ma.Generation)
-	setCondition(&ma.Status, deletingCondition(d.purged), ma.Generation)
+	setAvailable(&ma.Status, deletingCondition(d.purged), ma.Generation)
 	if equality.Semantic.DeepEqual(s.orig.Status, ma.Status) {
 		return nil
 	}

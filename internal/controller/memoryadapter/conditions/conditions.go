@@ -120,6 +120,7 @@ var deployedChecks = []func(DeployObservation) (metav1.Condition, bool){
 	DeployObservation.notCreated,
 	DeployObservation.deadlineExceeded,
 	DeployObservation.nodeUnavailable,
+	DeployObservation.crashLooping,
 	DeployObservation.rollingOut,
 }
 
@@ -190,6 +191,33 @@ func (o DeployObservation) nodeUnavailable() (metav1.Condition, bool) {
 	}
 	return notDeployed(memoryv1alpha1.ReasonNodeUnavailable,
 		fmt.Sprintf("Deployment %s: %d of %d replicas available; %s", d.Name, d.Status.AvailableReplicas, o.Replicas, np))
+}
+
+// crashLooping finds an adapter container that exited with an error at least once and is not
+// ready now: between two restarts it is Running for a moment and Waiting (CrashLoopBackOff)
+// the rest of the time, and both are the same fact, so the condition does not flip with the
+// kubelet's back-off. A pod that once exited and is ready again is not crash looping.
+func (o DeployObservation) crashLooping() (metav1.Condition, bool) {
+	for _, p := range o.Pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			t := cs.LastTerminationState.Terminated
+			if cs.Ready || cs.RestartCount == 0 || t == nil || t.ExitCode == 0 {
+				continue
+			}
+			msg := fmt.Sprintf("pod %s: container %s keeps exiting and is restarted by the kubelet; it last exited %d (%s)",
+				p.Name, cs.Name, t.ExitCode, t.Reason)
+			if last := lastLines(t.Message, 512); last != "" {
+				msg += ": " + last
+			} else {
+				msg += "; its log says why (kubectl logs --previous)"
+			}
+			return notDeployed(memoryv1alpha1.ReasonAdapterCrashLooping, msg)
+		}
+	}
+	return metav1.Condition{}, false
 }
 
 // rollingOut counts a surplus replica as not done: until the old ReplicaSet's pods are gone,
@@ -370,6 +398,31 @@ func Available(conds []metav1.Condition) metav1.Condition {
 	return cond.New(t, metav1.ConditionTrue, memoryv1alpha1.ReasonAdapterAvailable,
 		"the manifest is valid, deployed, verified by conformance and upheld by health evidence")
 }
+
+// GitOps restates available (Available as just decided) as the conditions kstatus and GitOps
+// tools read: Ready, its twin, and Reconciling or Stalled while it is not True, each present
+// only while it is True (kstatus' abnormal-true convention). The returned conditions are set,
+// the listed types removed.
+func GitOps(available metav1.Condition) (set []metav1.Condition, remove []string) {
+	ready := cond.New(memoryv1alpha1.ConditionReady, available.Status, available.Reason, available.Message)
+	switch {
+	case available.Status == metav1.ConditionTrue:
+		return []metav1.Condition{ready}, []string{memoryv1alpha1.ConditionReconciling, memoryv1alpha1.ConditionStalled}
+	case slices.Contains(memoryv1alpha1.StalledReasons, available.Reason):
+		return []metav1.Condition{ready, cond.New(memoryv1alpha1.ConditionStalled, metav1.ConditionTrue, available.Reason, available.Message)},
+			[]string{memoryv1alpha1.ConditionReconciling}
+	case available.Reason == memoryv1alpha1.ReasonScaledToZero:
+		// Nothing to reconcile and nothing broken: Ready False alone (kstatus: InProgress).
+		return []metav1.Condition{ready}, []string{memoryv1alpha1.ConditionReconciling, memoryv1alpha1.ConditionStalled}
+	default:
+		return []metav1.Condition{ready, cond.New(memoryv1alpha1.ConditionReconciling, metav1.ConditionTrue, available.Reason, available.Message)},
+			[]string{memoryv1alpha1.ConditionStalled}
+	}
+}
+
+// GitOpsTypes are the conditions GitOps writes; they restate Available, so their transitions
+// are not announced again and they are no series of their own.
+var GitOpsTypes = []string{memoryv1alpha1.ConditionReady, memoryv1alpha1.ConditionReconciling, memoryv1alpha1.ConditionStalled}
 
 // Types lists the conditions the controller keeps on every adapter: the summary's
 // inputs and Available.

@@ -54,7 +54,7 @@ func TestDeployedCondition(t *testing.T) {
 			want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, []string{"0 available", "ImagePullBackOff"}}},
 		"crash loop quotes the last exit": {DeployObservation{Replicas: 1, Deployment: readyDeployment(1, 1, 1, 0), Pods: []corev1.Pod{crashLooping(
 			strings.Repeat("startup noise\n", 100) + `serve: open postgres: tls: server refused TLS (sslmode=require)`)}},
-			want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, []string{"CrashLoopBackOff", "last exited 1 (Error)", "server refused TLS (sslmode=require)"}}},
+			want{metav1.ConditionFalse, memoryv1alpha1.ReasonAdapterCrashLooping, []string{"keeps exiting", "last exited 1 (Error)", "server refused TLS (sslmode=require)"}}},
 		"old generation": {DeployObservation{Replicas: 1, Deployment: readyDeployment(3, 2, 1, 1)},
 			want{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, nil}},
 		"deadline exceeded": {DeployObservation{Replicas: 1, Deployment: failed},
@@ -114,12 +114,92 @@ func onNode(name, node string) corev1.Pod {
 func crashLooping(msg string) corev1.Pod {
 	p := waitingPod("CrashLoopBackOff", "back-off 10s restarting failed container")
 	p.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: msg}
+	// The kubelet backs off only after a restart.
+	p.Status.ContainerStatuses[0].RestartCount = 1
 	return p
 }
 
 const hashA = condtest.HashA
 
 var run = condtest.Run
+
+// TestCrashLoopIsOneFact: between two restarts the container is Running (not ready) for a
+// moment and Waiting in CrashLoopBackOff the rest of the time; both must give the same
+// condition, word for word, or every restart would flip it and announce it again. A container
+// that exited once and is ready again is no crash loop, and neither is a clean exit.
+func TestCrashLoopIsOneFact(t *testing.T) {
+	const cause = "serve: open postgres: password authentication failed for user \"agent\""
+	waiting := crashLooping(cause)
+	waiting.Status.ContainerStatuses[0].RestartCount = 3
+	running := crashLooping(cause)
+	running.Status.ContainerStatuses[0].RestartCount = 4
+	running.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	obs := func(p corev1.Pod) DeployObservation {
+		return DeployObservation{Replicas: 1, Deployment: readyDeployment(1, 1, 1, 0), Pods: []corev1.Pod{p}}
+	}
+	a, b := Deployed(obs(waiting)), Deployed(obs(running))
+	if a.Reason != memoryv1alpha1.ReasonAdapterCrashLooping || a.Message != b.Message || a.Reason != b.Reason {
+		t.Fatalf("waiting: %s %q\nrunning: %s %q", a.Reason, a.Message, b.Reason, b.Message)
+	}
+	if !strings.Contains(a.Message, cause) {
+		t.Errorf("the cause is not quoted: %q", a.Message)
+	}
+	recovered := running
+	recovered.Status.ContainerStatuses = []corev1.ContainerStatus{running.Status.ContainerStatuses[0]}
+	recovered.Status.ContainerStatuses[0].Ready = true
+	clean := crashLooping("")
+	clean.Status.ContainerStatuses[0].RestartCount = 1
+	clean.Status.ContainerStatuses[0].LastTerminationState.Terminated.ExitCode = 0
+	for name, p := range map[string]corev1.Pod{"ready again": recovered, "a clean exit": clean} {
+		if c := Deployed(obs(p)); c.Reason == memoryv1alpha1.ReasonAdapterCrashLooping {
+			t.Errorf("%s: %s %q", name, c.Reason, c.Message)
+		}
+	}
+}
+
+// TestGitOpsConditions: Ready restates Available whatever it says; Stalled is present exactly
+// for the reasons that need a person, Reconciling for every other reason but ScaledToZero,
+// and neither while Available is True.
+func TestGitOpsConditions(t *testing.T) {
+	for _, tc := range []struct {
+		status               metav1.ConditionStatus
+		reason               string
+		reconciling, stalled bool
+	}{
+		{metav1.ConditionTrue, memoryv1alpha1.ReasonAdapterAvailable, false, false},
+		{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentProgressing, true, false},
+		{metav1.ConditionUnknown, memoryv1alpha1.ReasonConformanceRunning, true, false},
+		{metav1.ConditionUnknown, memoryv1alpha1.ReasonConformancePending, true, false},
+		{metav1.ConditionFalse, memoryv1alpha1.ReasonEvidenceInvalidatesManifest, true, false},
+		{metav1.ConditionFalse, memoryv1alpha1.ReasonServiceVersionChanged, true, false},
+		{metav1.ConditionFalse, memoryv1alpha1.ReasonNodeUnavailable, true, false},
+		{metav1.ConditionFalse, memoryv1alpha1.ReasonScaledToZero, false, false},
+		{metav1.ConditionFalse, memoryv1alpha1.ReasonAdapterCrashLooping, false, true},
+		{metav1.ConditionFalse, memoryv1alpha1.ReasonConformanceFailed, false, true},
+		{metav1.ConditionFalse, memoryv1alpha1.ReasonBackendSecretMissing, false, true},
+		{metav1.ConditionFalse, memoryv1alpha1.ReasonInvalidSpec, false, true},
+		{metav1.ConditionFalse, memoryv1alpha1.ReasonDeploymentFailed, false, true},
+	} {
+		available := metav1.Condition{Type: memoryv1alpha1.ConditionAvailable, Status: tc.status, Reason: tc.reason, Message: "Deployed: why"}
+		set, remove := GitOps(available)
+		got := map[string]metav1.Condition{}
+		for _, c := range set {
+			got[c.Type] = c
+		}
+		ready, ok := got[memoryv1alpha1.ConditionReady]
+		if !ok || ready.Status != tc.status || ready.Reason != tc.reason || ready.Message != available.Message {
+			t.Errorf("%s: Ready %+v does not restate Available", tc.reason, ready)
+		}
+		_, rec := got[memoryv1alpha1.ConditionReconciling]
+		_, st := got[memoryv1alpha1.ConditionStalled]
+		if rec != tc.reconciling || st != tc.stalled {
+			t.Errorf("%s: Reconciling %v, Stalled %v; want %v, %v", tc.reason, rec, st, tc.reconciling, tc.stalled)
+		}
+		if len(set)+len(remove) != len(GitOpsTypes) {
+			t.Errorf("%s: sets %d and removes %v: every GitOps condition is either", tc.reason, len(set), remove)
+		}
+	}
+}
 
 func TestConformantCondition(t *testing.T) {
 	key := &render.RunKey{ManifestHash: hashA, ServiceVersion: "3.50", AdapterVersion: "v1"}

@@ -122,7 +122,7 @@ func checkExternalNetwork(t *testing.T, tc externalCase, ma *memoryv1alpha1.Memo
 	if svc.Spec.Ports[0].Port != AdapterPort || svc.Spec.Ports[0].TargetPort.StrVal != "http" {
 		t.Errorf("Service port %+v, want 8080 to the named port", svc.Spec.Ports[0])
 	}
-	if np := NetworkPolicy(ma, "ops"); np.Spec.Ingress[0].Ports[0].Port.IntVal != tc.dataPort {
+	if np := NetworkPolicy(ma, "ops", ""); np.Spec.Ingress[0].Ports[0].Port.IntVal != tc.dataPort {
 		t.Errorf("NetworkPolicy admits port %v, want the container's %d", np.Spec.Ingress[0].Ports[0].Port, tc.dataPort)
 	}
 }

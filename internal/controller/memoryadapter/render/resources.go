@@ -47,6 +47,10 @@ const (
 	ComponentConformance = "conformance"
 
 	AdapterPort = 8080
+	// MetricsPort serves the adapter's /metrics alone, in plain HTTP (serve --metrics-listen):
+	// the port the NetworkPolicy opens to the installation's monitoring namespace, where the
+	// data port stays closed to it.
+	MetricsPort = 9090
 	// AdapterDrainDelay is how long a stopping adapter pod keeps answering (with Connection:
 	// close) before it closes its listener: long enough for every node's kube-proxy to drop
 	// the pod from the Service's rules, which it does within about a second of the pod's
@@ -277,6 +281,7 @@ func Deployment(ma *memoryv1alpha1.MemoryAdapter, s Settings) *appsv1.Deployment
 	args = append(args,
 		"--scope", ma.Spec.Backend.Scope,
 		"--listen", fmt.Sprintf(":%d", AdapterPort),
+		"--metrics-listen", fmt.Sprintf(":%d", MetricsPort),
 		"--token-file", BindingMountDir+"/"+AcceptedTokensKey,
 		"--request-timeout", s.Lifecycle.RequestTimeout.Or(defaultHealthPeriod).String(),
 		"--operation-timeout", operationBound(s.Lifecycle).String(),
@@ -383,7 +388,7 @@ func Deployment(ma *memoryv1alpha1.MemoryAdapter, s Settings) *appsv1.Deployment
 						Command:         container.Command,
 						Args:            container.Args,
 						Env:             container.Env,
-						Ports:           []corev1.ContainerPort{{Name: "http", ContainerPort: port, Protocol: corev1.ProtocolTCP}},
+						Ports:           adapterPorts(ma, port),
 						Lifecycle:       lifecycle,
 						// Readiness is /healthz, not /readyz: every replica shares one backend, so
 						// an instance whose evidence invalidates its manifest has no healthier
@@ -435,9 +440,20 @@ func ServiceAccount(ma *memoryv1alpha1.MemoryAdapter) *corev1.ServiceAccount {
 	return &corev1.ServiceAccount{ObjectMeta: objectMeta(ma, ma.Name, ComponentAdapter), AutomountServiceAccountToken: ptr.To(false)}
 }
 
+// adapterPorts are the adapter container's ports: the data port, and the metrics port
+// unless the server is an External image, whose metrics (if any) are its own.
+func adapterPorts(ma *memoryv1alpha1.MemoryAdapter, data int32) []corev1.ContainerPort {
+	ports := []corev1.ContainerPort{{Name: "http", ContainerPort: data, Protocol: corev1.ProtocolTCP}}
+	if !isExternal(ma) {
+		ports = append(ports, corev1.ContainerPort{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP})
+	}
+	return ports
+}
+
 // NetworkPolicy admits the operator, the adapter's own conformance Jobs and the pods
-// bound to it, and nothing else.
-func NetworkPolicy(ma *memoryv1alpha1.MemoryAdapter, operatorNamespace string) *networkingv1.NetworkPolicy {
+// bound to it to the data port, and nothing else; and, when the installation names a
+// monitoring namespace, that namespace's pods to the metrics port alone.
+func NetworkPolicy(ma *memoryv1alpha1.MemoryAdapter, operatorNamespace, monitoringNamespace string) *networkingv1.NetworkPolicy {
 	operatorNS := &metav1.LabelSelector{}
 	if operatorNamespace != "" {
 		operatorNS.MatchLabels = map[string]string{"kubernetes.io/metadata.name": operatorNamespace}
@@ -447,19 +463,32 @@ func NetworkPolicy(ma *memoryv1alpha1.MemoryAdapter, operatorNamespace string) *
 		// The policy admits traffic to the pod's port, which the Service maps 8080 to.
 		port = intstr.FromInt32(externalPorts(ma).data)
 	}
+	ingress := []networkingv1.NetworkPolicyIngressRule{{
+		Ports: []networkingv1.NetworkPolicyPort{{Port: &port, Protocol: ptr.To(corev1.ProtocolTCP)}},
+		From: []networkingv1.NetworkPolicyPeer{
+			{NamespaceSelector: operatorNS, PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"control-plane": "controller-manager"}}},
+			{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelAdapter: ma.Name, LabelComponent: ComponentConformance}}},
+			{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelBoundTo: ma.Name}}},
+		},
+	}}
+	if monitoringNamespace != "" && !isExternal(ma) {
+		// Every pod of that namespace, and only of that one (never an empty selector, which
+		// would admit every namespace): the scrapers there are the platform's, and the port
+		// carries counts and timings only.
+		metrics := intstr.FromInt32(MetricsPort)
+		ingress = append(ingress, networkingv1.NetworkPolicyIngressRule{
+			Ports: []networkingv1.NetworkPolicyPort{{Port: &metrics, Protocol: ptr.To(corev1.ProtocolTCP)}},
+			From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"kubernetes.io/metadata.name": monitoringNamespace},
+			}}},
+		})
+	}
 	return &networkingv1.NetworkPolicy{
 		ObjectMeta: objectMeta(ma, ma.Name, ComponentAdapter),
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{MatchLabels: SelectorLabels(ma)},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
-			Ingress: []networkingv1.NetworkPolicyIngressRule{{
-				Ports: []networkingv1.NetworkPolicyPort{{Port: &port, Protocol: ptr.To(corev1.ProtocolTCP)}},
-				From: []networkingv1.NetworkPolicyPeer{
-					{NamespaceSelector: operatorNS, PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"control-plane": "controller-manager"}}},
-					{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelAdapter: ma.Name, LabelComponent: ComponentConformance}}},
-					{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelBoundTo: ma.Name}}},
-				},
-			}},
+			Ingress:     ingress,
 		},
 	}
 }
