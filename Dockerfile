@@ -4,11 +4,20 @@
 #   docker build --target memory-adapter -t ghcr.io/agentmem/memory-adapter:dev .
 #   docker build --target manager -t ghcr.io/agentmem/memory-adapter-operator:dev .
 # The last stage (manager) is the default target, as in the kubebuilder layout.
-FROM golang:1.26 AS builder
-ARG TARGETOS=linux
-ARG TARGETARCH=amd64
+#
+# Multi-platform (make docker-buildx, PLATFORMS=linux/amd64,linux/arm64): the builder stage
+# runs on the build machine's own platform and Go cross-compiles for each target, which is
+# far faster than building under QEMU emulation; only the distroless stages are per target.
+FROM --platform=$BUILDPLATFORM golang:1.26 AS builder
+# BuildKit sets these from the target platform (--platform). Declared without a default on
+# purpose: a default takes precedence over BuildKit's value (docker/buildx#510), and the old
+# TARGETARCH=amd64 built amd64 binaries into every arm64 image. The Dockerfile therefore needs
+# BuildKit (docker's default builder since Engine 23.0, and buildx).
+ARG TARGETOS
+ARG TARGETARCH
 # The adapter version the binary reports (memory-adapter version, /v1/evidence); the operator
-# keys conformance runs on it, so release builds must set it.
+# keys conformance runs on it, so release builds must set it (make docker-build and
+# docker-buildx pass the Makefile's VERSION).
 ARG VERSION=dev
 WORKDIR /workspace
 # Dependencies first so source edits do not invalidate the module download layer. The
@@ -20,8 +29,7 @@ RUN go mod download
 COPY . .
 # CGO off: the SQLite driver is pure Go, and static binaries need no libc in the image.
 # Both binaries get the same flags as hack/images (its goBuild; hack/images/dockerfile_test.go
-# checks they agree), version included: the manager has no main.version today and the linker
-# ignores -X for a missing symbol, so one flag set serves both and keeps serving if it gets one.
+# checks they agree) and hack/release.sh, main.version included: both binaries report it.
 RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" -o /out/memory-adapter ./cmd/memory-adapter \
  && CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" -o /out/manager ./cmd
 

@@ -30,11 +30,12 @@ type instruction struct {
 // stage is one FROM and the instructions under it.
 type stage struct {
 	name, base string
+	platform   string // FROM --platform=..., as written
 	body       []instruction
 }
 
 // parseDockerfile splits a Dockerfile into stages. It knows what this project's Dockerfile
-// uses (comments, backslash continuations, FROM ... AS name) and no more; anything else in
+// uses (comments, backslash continuations, FROM [--platform=P] ... AS name) and no more; anything else in
 // front of the first FROM but ARG fails, so a construct it does not understand is not
 // silently read wrong.
 func parseDockerfile(text string) ([]stage, error) {
@@ -71,7 +72,14 @@ func parseDockerfile(text string) ([]stage, error) {
 	for _, in := range insts {
 		if in.cmd == "FROM" {
 			f := strings.Fields(in.args)
-			s := stage{base: f[0]}
+			var s stage
+			if p, ok := strings.CutPrefix(f[0], "--platform="); ok {
+				s.platform, f = p, f[1:]
+			}
+			if len(f) == 0 {
+				return nil, fmt.Errorf("line %d: FROM %s: no image", in.line, in.args)
+			}
+			s.base = f[0]
 			if len(f) == 3 && strings.EqualFold(f[1], "AS") {
 				s.name = f[2]
 			} else if len(f) != 1 {
