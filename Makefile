@@ -19,6 +19,15 @@ KAL ?= $(LOCALBIN)/kal-$(KUBE_API_LINTER_VERSION)
 # is the library's in go.mod, so the CLI and the suite it drives always agree.
 GINKGO_VERSION := $(shell awk '$$1 == "github.com/onsi/ginkgo/v2" { print $$2 }' go.mod)
 GINKGO ?= $(LOCALBIN)/ginkgo-$(GINKGO_VERSION)
+# cyclonedx-gomod writes the release's SBOMs (make release).
+CYCLONEDX_GOMOD_VERSION ?= v1.10.0
+CYCLONEDX_GOMOD ?= $(LOCALBIN)/cyclonedx-gomod-$(CYCLONEDX_GOMOD_VERSION)
+
+# The one version of a build (docs/releasing.md): the binaries' main.version (make build, make
+# images, the Dockerfile's VERSION, make release) and the images' tag (IMG, ADAPTER_IMG below).
+# dev is a development build, the tag the local cluster and the end-to-end suite use; a release
+# is cut with VERSION=vX.Y.Z, which make release checks against CHANGELOG.md.
+VERSION ?= dev
 
 # Recipes run in bash with pipefail so a failing command in a pipe fails the target.
 SHELL = /usr/bin/env bash -o pipefail
@@ -45,6 +54,13 @@ CONTRACT_PKGS = $(shell go list github.com/agentmem/memory-adapter-operator/api/
 .PHONY: manifests
 manifests: controller-gen caseids ## Generate ClusterRole, CustomResourceDefinition and webhook objects.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd webhook paths="./..." output:crd:artifacts:config=config/crd/bases
+
+# The Helm chart renders the CRD, the manager's roles, the webhook configuration, the admission
+# policies and the monitoring objects from copies of their config/ files (helm reads only the
+# chart's directory); test/chart fails when a copy is stale.
+.PHONY: chart-files
+chart-files: ## Copy the config/ files the Helm chart renders verbatim into charts/memory-adapter-operator/files.
+	charts/sync-files.sh
 
 .PHONY: caseids
 caseids: ## Generate the API's conformance case ids (type, admission enum, constants) from the conformance registry.
@@ -87,9 +103,10 @@ lint-fix: golangci-lint ## Run golangci-lint and apply its fixes.
 	$(GOLANGCI_LINT) run --fix ./...
 
 .PHONY: verify
-verify: controller-gen crd-ref-docs ## Check that generated files are current, Go sources are gofmt-clean, and every time estimate comes from hack/estimates.sh.
+verify: controller-gen crd-ref-docs ## Check that generated files are current, Go sources are gofmt-clean, every time estimate comes from hack/estimates.sh, and no tracked file over 1 MiB is missing from hack/large-files.allow.
 	CONTROLLER_GEN="$(CONTROLLER_GEN)" hack/verify-generated.sh
 	hack/check-estimates.sh
+	hack/check-large-files.sh
 
 .PHONY: ci
 ci: ## THE test command (README.md): verify; lint and test beside the single-node end-to-end suite; then the three-node stage (hack/ci.sh).
@@ -99,8 +116,8 @@ ci: ## THE test command (README.md): verify; lint and test beside the single-nod
 
 .PHONY: build
 build: manifests generate ## Build both binaries: the manager (bin/manager) and the adapter server and conformance tool (bin/memory-adapter).
-	go build -o $(LOCALBIN)/manager ./cmd/main.go
-	go build -o $(LOCALBIN)/memory-adapter ./cmd/memory-adapter
+	go build -ldflags "-X main.version=$(VERSION)" -o $(LOCALBIN)/manager ./cmd/main.go
+	go build -ldflags "-X main.version=$(VERSION)" -o $(LOCALBIN)/memory-adapter ./cmd/memory-adapter
 
 # The Dockerfile's two targets, for real registries (no engine runs on the project's own
 # machines; there `make images` builds the same images without one).
@@ -108,13 +125,30 @@ CONTAINER_TOOL ?= docker
 
 .PHONY: docker-build
 docker-build: ## Build the manager (IMG) and adapter (ADAPTER_IMG) images with CONTAINER_TOOL (default docker).
-	$(CONTAINER_TOOL) build --target manager -t $(IMG) .
-	$(CONTAINER_TOOL) build --target memory-adapter -t $(ADAPTER_IMG) .
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) --target manager -t $(IMG) .
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) --target memory-adapter -t $(ADAPTER_IMG) .
 
 .PHONY: docker-push
 docker-push: ## Push IMG and ADAPTER_IMG with CONTAINER_TOOL.
 	$(CONTAINER_TOOL) push $(IMG)
 	$(CONTAINER_TOOL) push $(ADAPTER_IMG)
+
+# Multi-platform images, built and pushed by buildx (kubebuilder's docker-buildx): the
+# Dockerfile's builder stage runs on this machine's platform and cross-compiles for each of
+# PLATFORMS from BuildKit's TARGETOS/TARGETARCH. The builder is made once and reused by name,
+# without `buildx use`, so the user's default builder stays theirs. Each image's pushed digest
+# is written to bin/buildx-<target>.json (containerimage.digest), for pinning a release's
+# installers (docs/releasing.md).
+PLATFORMS ?= linux/amd64,linux/arm64
+BUILDX_BUILDER ?= memory-adapter-operator-builder
+
+.PHONY: docker-buildx
+docker-buildx: | $(LOCALBIN) ## Build and push IMG and ADAPTER_IMG for PLATFORMS (default linux/amd64,linux/arm64) with docker buildx.
+	$(CONTAINER_TOOL) buildx inspect $(BUILDX_BUILDER) >/dev/null 2>&1 || $(CONTAINER_TOOL) buildx create --name $(BUILDX_BUILDER)
+	$(CONTAINER_TOOL) buildx build --builder $(BUILDX_BUILDER) --push --platform=$(PLATFORMS) --build-arg VERSION=$(VERSION) \
+	  --target manager --tag $(IMG) --metadata-file $(LOCALBIN)/buildx-manager.json .
+	$(CONTAINER_TOOL) buildx build --builder $(BUILDX_BUILDER) --push --platform=$(PLATFORMS) --build-arg VERSION=$(VERSION) \
+	  --target memory-adapter --tag $(ADAPTER_IMG) --metadata-file $(LOCALBIN)/buildx-memory-adapter.json .
 
 .PHONY: run
 # A manager outside the cluster has no webhook certificate and no POD_NAMESPACE: the webhook is
@@ -152,7 +186,10 @@ DEPLOY_MANIFESTS = $(if $(MANIFESTS_CHECKED),,manifests)
 # INSTALL_NAMESPACE and INSTALL_PREFIX rename the installation (config/default's namespace and
 # namePrefix; docs/operator.md#renaming-the-installation): make deploy INSTALL_NAMESPACE=agent-memory INSTALL_PREFIX=mao-.
 # undeploy must be given the same.
-RENDER_ENV = ADAPTER_IMG="$(ADAPTER_IMG)" INSTALL_NAMESPACE="$(INSTALL_NAMESPACE)" INSTALL_PREFIX="$(INSTALL_PREFIX)"
+# MONITORING_NAMESPACE adds config/monitoring: that namespace may scrape every adapter's metrics
+# port, and the Grafana dashboard ships as a ConfigMap (docs/operator.md#scraping-the-adapters).
+RENDER_ENV = ADAPTER_IMG="$(ADAPTER_IMG)" INSTALL_NAMESPACE="$(INSTALL_NAMESPACE)" INSTALL_PREFIX="$(INSTALL_PREFIX)" \
+	MONITORING_NAMESPACE="$(MONITORING_NAMESPACE)"
 
 .PHONY: deploy
 deploy: $(DEPLOY_MANIFESTS) ## Install CRDs, RBAC and the manager (image IMG, adapters ADAPTER_IMG) into the cluster in KUBECONFIG; checked-in files stay as they are.
@@ -168,6 +205,15 @@ build-installer: manifests ## Render CRDs, RBAC and the manager (image IMG, adap
 	kubectl=$(KUBECTL); MAO_KUBECTL="$$kubectl" $(RENDER_ENV) hack/render-install.sh "$(IMG)" >dist/install.yaml.tmp
 	mv dist/install.yaml.tmp dist/install.yaml
 	@echo "wrote dist/install.yaml (manager image $(IMG), adapter image $(ADAPTER_IMG))"
+
+##@ Release
+
+# hack/release.sh checks VERSION (semver, a CHANGELOG.md section) before it builds anything;
+# IMG and ADAPTER_IMG follow VERSION unless given, for example as NAME@sha256:... once pushed.
+.PHONY: release
+release: cyclonedx-gomod ## Write a release into dist/ for VERSION=vX.Y.Z: installers, CRDs, Helm chart, linux/amd64 and arm64 binaries, SBOMs, checksums, notes (docs/releasing.md).
+	kubectl=$(KUBECTL); MAO_KUBECTL="$$kubectl" VERSION="$(VERSION)" IMG="$(IMG)" ADAPTER_IMG="$(ADAPTER_IMG)" \
+	  CYCLONEDX_GOMOD="$(CYCLONEDX_GOMOD)" hack/release.sh
 
 ##@ Dependencies
 
@@ -193,6 +239,11 @@ $(GOLANGCI_LINT): | $(LOCALBIN)
 ginkgo: $(GINKGO) ## Install the ginkgo CLI (the end-to-end suite's parallel runner) into ./bin.
 $(GINKGO): | $(LOCALBIN)
 	$(call go-install-tool,$(GINKGO),github.com/onsi/ginkgo/v2/ginkgo,$(GINKGO_VERSION),EST_TOOL_INSTALL)
+
+.PHONY: cyclonedx-gomod
+cyclonedx-gomod: $(CYCLONEDX_GOMOD) ## Install cyclonedx-gomod (the release's SBOMs) into ./bin.
+$(CYCLONEDX_GOMOD): | $(LOCALBIN)
+	$(call go-install-tool,$(CYCLONEDX_GOMOD),github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod,$(CYCLONEDX_GOMOD_VERSION),EST_TOOL_INSTALL)
 
 .PHONY: logcheck
 logcheck: $(LOGCHECK) ## Install logcheck (structured logging checks) into ./bin.
@@ -232,8 +283,8 @@ endef
 ##@ Local cluster and end-to-end tests (cluster engineer's block; see docs/local-cluster.md)
 
 # Image names: the Dockerfile's targets and hack/images produce the same ones.
-IMG ?= ghcr.io/agentmem/memory-adapter-operator:dev
-ADAPTER_IMG ?= ghcr.io/agentmem/memory-adapter:dev
+IMG ?= ghcr.io/agentmem/memory-adapter-operator:$(VERSION)
+ADAPTER_IMG ?= ghcr.io/agentmem/memory-adapter:$(VERSION)
 # PY_AGENT_IMG: the Python agent image (no Dockerfile target; make images only): Debian's
 # python3 and clients/python's package, run as `python3 -m memory_adapter_client.agent`; its
 # root is assembled by hack/python-agent-rootfs.sh and packed by hack/images' %/DIR form.
@@ -257,7 +308,7 @@ images: ## Build the adapter (ADAPTER_IMG), manager (IMG) and Python agent (PY_A
 	hack/python-agent-rootfs.sh "$(MAO_CLUSTER_DIR)/images/python-agent-rootfs"
 	sock="$(MAO_CLUSTER_DIR)/containerd/containerd.sock"; load=""; \
 	if ctr -a "$$sock" version >/dev/null 2>&1; then load="-load $$($(MAO_CLUSTER_DIR)/tools/cluster sockets)"; fi; \
-	go run ./hack/images -out "$(MAO_CLUSTER_DIR)/images" $$load \
+	go run ./hack/images -out "$(MAO_CLUSTER_DIR)/images" -version "$(VERSION)" $$load \
 	  "$(ADAPTER_IMG)=./cmd/memory-adapter:/memory-adapter" "$(IMG)=./cmd:/manager" \
 	  "$(PY_AGENT_IMG)=%$(MAO_CLUSTER_DIR)/images/python-agent-rootfs:/usr/bin/python3"
 
@@ -286,5 +337,5 @@ test-e2e: ginkgo ## End-to-end suite on the single-node local cluster, on E2E_PR
 	export MAO_NODES=1; $(E2E_GINKGO) --procs=$(E2E_PROCS) --json-report=e2e-single-node.json --label-filter='!multinode' ./test/e2e
 
 .PHONY: test-e2e-multinode
-test-e2e-multinode: ginkgo ## The multi-node stage: the specs labelled multinode on a three-node local cluster (a running one-node cluster must be stopped first). They stop and cut nodes, so they run one at a time.
-	export MAO_NODES=3; $(E2E_GINKGO) --json-report=e2e-multinode.json --label-filter='multinode' ./test/e2e
+test-e2e-multinode: ginkgo ## The multi-node stage: the specs labelled multinode on a three-node local cluster (a running one-node cluster must be stopped first), the operator installed with the Helm chart. They stop and cut nodes, so they run one at a time.
+	export MAO_NODES=3 MAO_E2E_INSTALL=helm; $(E2E_GINKGO) --json-report=e2e-multinode.json --label-filter='multinode' ./test/e2e

@@ -18,6 +18,8 @@ set -euo pipefail
 hack_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=hack/lib/heartbeat.sh
 . "$hack_dir/lib/heartbeat.sh"
+# shellcheck source=hack/estimates.sh
+. "$hack_dir/estimates.sh"
 # HELM_VERSION comes from hack/versions.env unless set in the environment.
 # shellcheck source=hack/versions.sh
 . "$hack_dir/versions.sh"
@@ -52,7 +54,7 @@ trap 'rm -rf "$gobin"' EXIT
 # GOFLAGS is cleared: a caller's -mod=vendor or -mod=readonly belongs to the caller's module,
 # not to helm's. CGO off and -trimpath as helm's release builds; -s -w because nobody debugs
 # this binary and the link without DWARF is faster.
-heartbeat_run -v building -e "compiled from source once, then cached by version in $dir" \
+heartbeat_run -v building -e "$EST_TOOL_HELM; cached by version in $dir" \
   "$module@$HELM_VERSION" \
   env GOBIN="$gobin" GOFLAGS= CGO_ENABLED=0 go install -trimpath \
   -ldflags "-s -w -X $module/internal/version.version=$HELM_VERSION -X $module/internal/version.gitTreeState=clean" \

@@ -60,6 +60,21 @@ prom_bin=$(hack/prometheus-bin.sh)
 "$prom_bin/promtool" check rules config/prometheus/alerts.rules.yaml
 "$prom_bin/promtool" test rules test/prometheus/alerts_test.yaml
 
+section "Helm chart (helm lint, helm template)"
+# charts/memory-adapter-operator with its defaults and with every optional part switched on
+# (ci/all-on-values.yaml): lint in strict mode, then render, so a template that fails only
+# with some values fails here. helm is built from the Go module proxy by hack/helm.sh and
+# cached by version. test/chart (in go test below) compares the chart's rendering with
+# hack/render-install.sh's, object by object.
+helm_bin=$(hack/helm.sh)
+for values in "" charts/memory-adapter-operator/ci/all-on-values.yaml; do
+  helm_args=()
+  [ -z "$values" ] || helm_args=(--values "$values")
+  "$helm_bin" lint --strict charts/memory-adapter-operator "${helm_args[@]}"
+  "$helm_bin" template memory-adapter-operator charts/memory-adapter-operator \
+    --namespace memory-adapter-operator-system "${helm_args[@]}" >/dev/null
+done
+
 # The contract (api/memory) and the suite (conformance) are modules of their own, which the
 # operator's module uses through replace lines: `./...` stops at a module boundary, so their
 # packages are named by import path. Built from here they are vetted and tested with exactly
@@ -73,6 +88,15 @@ heartbeat_run -v vetting -e "$EST_VET" "go vet" go vet ./... "${contract_pkgs[@]
 # compiles them, so one that stopped building fails here instead of on the day it is run.
 go vet -tags scalebench ./adapters/...
 go vet -tags scale ./internal/controller/...
+
+section "both binaries cross-compiled for linux/arm64"
+# Releases and make docker-buildx ship arm64 binaries that no test here runs: building them
+# catches code that compiles on amd64 only (a build-tagged file, assembly, a dependency without
+# an arm64 port) before a release does. Built and linked, then discarded (-o /dev/null); the
+# go build cache keeps the arm64 packages, so after the first run only what changed compiles,
+# and -trimpath, as hack/release.sh builds, lets make release reuse them.
+heartbeat_run -v cross-compiling -e "$EST_CROSS_ARM64" "linux/arm64 binaries" \
+  env GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -trimpath -o /dev/null ./cmd ./cmd/memory-adapter
 
 section "go test -race ./... and the contract modules"
 # One `go test` over the whole module, not one run per package group: go test builds and runs

@@ -332,8 +332,12 @@ func expectRedisAgentGated(ctx context.Context, c client.Client, ns string) {
 // uninstallOperator undoes it.
 func installOperator(ctx context.Context) {
 	GinkgoHelper()
-	By("installing the operator with make deploy")
-	makeTarget(ctx, "deploy")
+	if installWithHelm() {
+		helmInstall(ctx)
+	} else {
+		By("installing the operator with make deploy")
+		makeTarget(ctx, "deploy")
+	}
 	// A MemoryAdapter is refused until its CRD is established and served, and refused for
 	// good while an older copy of the CRD is still terminating: wait for the API, not for a
 	// first create to fail.
@@ -351,8 +355,12 @@ func installOperator(ctx context.Context) {
 // scope, and with the manager gone first it would hold the CRD's deletion forever.
 func uninstallOperator(ctx context.Context) {
 	GinkgoHelper()
-	By("make undeploy: the operator's namespace and the CRD go")
-	makeTarget(ctx, "undeploy")
+	if installWithHelm() {
+		helmUninstall(ctx)
+	} else {
+		By("make undeploy: the operator's namespace and the CRD go")
+		makeTarget(ctx, "undeploy")
+	}
 	Eventually(func() bool {
 		_, err := clientset.CoreV1().Namespaces().Get(ctx, operatorNamespace, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
