@@ -69,7 +69,9 @@ var _ = Describe("day two: status explains failures and stays true", func() {
 			Eventually(func(g Gomega) {
 				d = condition(ctx, c, ns, "pgtls", memoryv1alpha1.ConditionDeployed)
 				g.Expect(d.Status).To(Equal(metav1.ConditionFalse), "Deployed %s: %s", d.Reason, d.Message)
-				g.Expect(d.Message).To(ContainSubstring("CrashLoopBackOff"))
+				// A crash loop is its own reason, with the same text through every restart.
+				g.Expect(d.Reason).To(Equal(memoryv1alpha1.ReasonAdapterCrashLooping), d.Message)
+				g.Expect(d.Message).To(ContainSubstring("keeps exiting"))
 				g.Expect(d.Message).To(ContainSubstring("it last exited 1 (Error)"))
 				// pgx's words for a server that answers the SSLRequest with N.
 				g.Expect(d.Message).To(ContainSubstring("server refused TLS connection"))
@@ -82,6 +84,9 @@ var _ = Describe("day two: status explains failures and stays true", func() {
 			Expect(a.Message).To(ContainSubstring("server refused TLS connection"), "Available quotes Deployed")
 			Expect(a.Message).NotTo(ContainSubstring(password))
 			tl.mark("Available=False %s", a.Reason)
+			// kstatus and Argo CD read Stalled: a person must fix the spec or the server.
+			Expect(condition(ctx, c, ns, "pgtls", memoryv1alpha1.ConditionStalled).Status).To(Equal(metav1.ConditionTrue))
+			Expect(condition(ctx, c, ns, "pgtls", memoryv1alpha1.ConditionReady).Reason).To(Equal(memoryv1alpha1.ReasonAdapterCrashLooping))
 		}, SpecTimeout(10*time.Minute))
 
 		It("a manifest mismatch names the field", func(ctx SpecContext) {
