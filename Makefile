@@ -334,7 +334,11 @@ E2E_GINKGO = [ -t 1 ] || export GINKGO_NO_COLOR=TRUE; \
 
 .PHONY: test-e2e
 test-e2e: ginkgo ## End-to-end suite on the single-node local cluster, on E2E_PROCS parallel processes: brings the cluster up (or reuses it), tears down what it started unless KEEP_CLUSTER=1.
-	export MAO_NODES=1; $(E2E_GINKGO) --procs=$(E2E_PROCS) --json-report=e2e-single-node.json --label-filter='!multinode' ./test/e2e
+	export MAO_NODES=1; $(E2E_GINKGO) --procs=$(E2E_PROCS) --json-report=e2e-single-node.json --label-filter='!multinode && !upgrade' ./test/e2e
+
+.PHONY: test-e2e-upgrade
+test-e2e-upgrade: ginkgo ## Opt-in, outside make ci: the upgrade from the previous build (built in a git worktree) to this one on a one-node local cluster, with SQLite, PostgreSQL and Redis adapters and an agent (test/e2e/upgrade_test.go).
+	export MAO_NODES=1 MAO_E2E_INSTALL=none; $(E2E_GINKGO) --json-report=e2e-upgrade.json --label-filter='upgrade' ./test/e2e
 
 .PHONY: test-e2e-multinode
 test-e2e-multinode: ginkgo ## The multi-node stage: the specs labelled multinode on a three-node local cluster (a running one-node cluster must be stopped first), the operator installed with the Helm chart. They stop and cut nodes, so they run one at a time.
