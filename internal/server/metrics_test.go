@@ -86,14 +86,26 @@ func TestMetricsPortAndEvidenceSeries(t *testing.T) {
 		return 0
 	}
 	p.set(memory.Evidence{}, errors.New("connection refused"))
-	time.Sleep(10 * time.Millisecond)
 	f.srv.Refresh(context.Background(), true)
 	f.srv.Refresh(context.Background(), true)
 	if got := failures(); got != 2 {
 		t.Errorf("two failed probes counted %v", got)
 	}
-	if stamp() <= first {
+	// A failed probe is evidence too: refreshed until the clock has moved past the first
+	// stamp (a deadline, not a fixed sleep), the timestamp follows it.
+	moved := false
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		f.srv.Refresh(context.Background(), true)
+		if stamp() > first {
+			moved = true
+			break
+		}
+	}
+	if !moved {
 		t.Error("a failed probe is evidence too: the timestamp did not move")
+	}
+	if got := failures(); got < 3 {
+		t.Errorf("failed probes counted %v, want every refresh's", got)
 	}
 	p.set(memory.Evidence{ServiceVersion: "15.8"}, nil)
 	f.srv.Refresh(context.Background(), true)
