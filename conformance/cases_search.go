@@ -237,13 +237,17 @@ var caseSupportedFilter = Case{
 					c.failf("filter %s=7 did not reach the transport as the documented %q (recorded %q)", key, want, truncateString(strings.Join(rec.RecordedFilters(), " "), 200))
 				}
 			}
-			if err := c.h.Reset(c.ctx); err != nil {
+			retries, err := retryUnavailable(c.ctx, c.opts.setUpDelay, func() error { return c.h.Reset(c.ctx) })
+			if err != nil {
 				c.harnessFailed("Reset", err)
 			}
-			s, err := c.h.MakeStore(c.ctx)
+			c.noteSetUpRetries("Reset", retries)
+			var s memory.ExternalStore
+			retries, err = retryUnavailable(c.ctx, c.opts.setUpDelay, func() (err error) { s, err = c.h.MakeStore(c.ctx); return err })
 			if err != nil || s == nil {
 				c.fatalf("harness MakeStore failed: %v", err)
 			}
+			c.noteSetUpRetries("MakeStore", retries)
 			closeStore(c.store)
 			c.store = s
 		}

@@ -120,6 +120,15 @@ func (c *caseRun) notef(format string, args ...any) {
 	c.notes = append(c.notes, fmt.Sprintf(format, args...))
 }
 
+// noteSetUpRetries records, in a passed case's message, that its set-up call succeeded only
+// after the service answered MemoryAdapterUnavailable: the report shows the blip instead of
+// hiding it.
+func (c *caseRun) noteSetUpRetries(call string, retries int) {
+	if retries > 0 {
+		c.notef("harness %s answered MemoryAdapterUnavailable %d time(s) before it succeeded", call, retries)
+	}
+}
+
 // notApplicable ends the case as NotApplicable with the reason.
 func (c *caseRun) notApplicable(reason string) {
 	c.na = reason

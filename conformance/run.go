@@ -68,6 +68,8 @@ type Options struct {
 
 	// nested marks the runs made by the accuracy table itself, which must not recurse.
 	nested bool
+	// setUpDelay is the first pause between set-up tries (setUpFirstDelay); tests shorten it.
+	setUpDelay time.Duration
 	// disabledCheck names one check to skip; only the mutation test sets it, to prove that
 	// every check is needed by some accuracy-table row.
 	disabledCheck string
@@ -82,6 +84,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = DefaultPollInterval
+	}
+	if o.setUpDelay <= 0 {
+		o.setUpDelay = setUpFirstDelay
 	}
 	return o
 }
@@ -137,7 +142,7 @@ func Execute(ctx context.Context, h Harness, opts Options) *Report {
 	// A probe store gives the report its manifest and tells the cases whether the manifest
 	// is usable at all: every case judges behavior against it.
 	pctx, cancel := context.WithTimeout(ctx, opts.CaseTimeout)
-	m, err := probeManifest(pctx, h)
+	m, err := probeManifest(pctx, h, opts)
 	cancel()
 	if err != nil {
 		r.Error = err.Error()
@@ -245,7 +250,7 @@ func callString(ctx context.Context, f func(context.Context) (string, error)) (s
 	}
 }
 
-func probeManifest(ctx context.Context, h Harness) (memory.Manifest, error) {
+func probeManifest(ctx context.Context, h Harness, opts Options) (memory.Manifest, error) {
 	type result struct {
 		m   memory.Manifest
 		err error
@@ -259,13 +264,14 @@ func probeManifest(ctx context.Context, h Harness) (memory.Manifest, error) {
 		}()
 		// Without a reset capability (a target without harness mode) the probe still reads
 		// the manifest; the cases that need the reset say so one by one.
-		if err := h.Reset(ctx); err != nil {
+		if _, err := retryUnavailable(ctx, opts.setUpDelay, func() error { return h.Reset(ctx) }); err != nil {
 			if _, missing := missingCapability(err); !missing {
 				ch <- result{err: fmt.Errorf("harness Reset failed: %w", err)}
 				return
 			}
 		}
-		s, err := h.MakeStore(ctx)
+		var s memory.ExternalStore
+		_, err := retryUnavailable(ctx, opts.setUpDelay, func() (err error) { s, err = h.MakeStore(ctx); return err })
 		if err != nil {
 			ch <- result{err: fmt.Errorf("harness MakeStore failed: %w", err)}
 			return
@@ -283,6 +289,38 @@ func probeManifest(ctx context.Context, h Harness) (memory.Manifest, error) {
 		return res.m, res.err
 	case <-ctx.Done():
 		return memory.Manifest{}, fmt.Errorf("making a probe store: %w", ctx.Err())
+	}
+}
+
+// setUpAttempts bounds the tries of a case's set-up (Reset, MakeStore) while the harness
+// answers MemoryAdapterUnavailable. Set-up is the harness reaching the service, not a check of
+// the adapter: a live run on a loaded node can see one connect time out, and counting that as
+// a failed case would mark a conforming adapter ConformanceFailed until the next run. The
+// checks themselves are never retried, and a service that stays unavailable still fails the
+// case (or, at the probe, the whole run) after these tries.
+const setUpAttempts = 5
+
+// setUpFirstDelay is the pause after the first unavailable try; it doubles after each, so
+// the tries span about three seconds, well inside a case's timeout.
+const setUpFirstDelay = 200 * time.Millisecond
+
+// retryUnavailable calls fn until it returns nil or an error other than
+// memory.ErrUnavailable, setUpAttempts tries were made, or ctx ends. It returns how many
+// tries failed before the last one, and the last one's error.
+func retryUnavailable(ctx context.Context, delay time.Duration, fn func() error) (int, error) {
+	for try := 1; ; try++ {
+		err := fn()
+		if err == nil || !errors.Is(err, memory.ErrUnavailable) || try == setUpAttempts {
+			return try - 1, err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return try - 1, err
+		case <-t.C:
+		}
+		delay *= 2
 	}
 }
 
@@ -327,14 +365,18 @@ func runCase(parent context.Context, h Harness, c Case, opts Options) CaseResult
 			ch <- cr.result()
 		}()
 		if !c.readOnly {
-			if err := h.Reset(ctx); err != nil {
+			retries, err := retryUnavailable(ctx, opts.setUpDelay, func() error { return h.Reset(ctx) })
+			if err != nil {
 				cr.harnessFailed("Reset", err)
 			}
+			cr.noteSetUpRetries("Reset", retries)
 		}
-		s, err := h.MakeStore(ctx)
+		var s memory.ExternalStore
+		retries, err := retryUnavailable(ctx, opts.setUpDelay, func() (err error) { s, err = h.MakeStore(ctx); return err })
 		if err != nil {
 			cr.fatalf("harness MakeStore failed: %v", err)
 		}
+		cr.noteSetUpRetries("MakeStore", retries)
 		if s == nil {
 			cr.fatalf("harness MakeStore returned a nil store")
 		}

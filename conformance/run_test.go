@@ -381,3 +381,75 @@ func TestProgressHasOneLinePerCase(t *testing.T) {
 		t.Errorf("progress has %d lines, want one per case:\n%s", lines, progress.String())
 	}
 }
+
+// blipHarness answers MakeStore with MemoryAdapterUnavailable on the calls it names (1 is
+// the probe's), the way a live harness sees a connect time out on a loaded node.
+type blipHarness struct {
+	*fake.Harness
+	mu          sync.Mutex
+	calls       int
+	unavailable func(call int) bool
+}
+
+func (h *blipHarness) MakeStore(ctx context.Context) (memory.ExternalStore, error) {
+	h.mu.Lock()
+	h.calls++
+	down := h.unavailable(h.calls)
+	h.mu.Unlock()
+	if down {
+		return nil, fmt.Errorf("probe version: %w", memory.ErrUnavailable)
+	}
+	return h.Harness.MakeStore(ctx)
+}
+
+func (h *blipHarness) callCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.calls
+}
+
+func TestSetUpRetriesAnUnavailableService(t *testing.T) {
+	opts := fastOptions()
+	opts.setUpDelay = time.Millisecond
+
+	t.Run("a blip in a case's set-up is retried and noted", func(t *testing.T) {
+		// Calls 2 and 3 are the first case's first two tries.
+		h := &blipHarness{Harness: fake.New(fake.Config{}), unavailable: func(n int) bool { return n == 2 || n == 3 }}
+		r := Execute(t.Context(), h, opts)
+		if r.Result != Passed {
+			t.Fatalf("a run with a two-try blip: %s\n%s", r.Result, r.Table())
+		}
+		first := r.Cases[0]
+		if !strings.Contains(first.Message, "harness MakeStore answered MemoryAdapterUnavailable 2 time(s) before it succeeded") {
+			t.Errorf("%s message %q does not note the retries", first.ID, first.Message)
+		}
+	})
+
+	t.Run("a service that stays unavailable fails the case after the bounded tries", func(t *testing.T) {
+		h := &blipHarness{Harness: fake.New(fake.Config{}), unavailable: func(n int) bool { return n >= 2 && n < 2+setUpAttempts }}
+		r := Execute(t.Context(), h, opts)
+		first := r.Cases[0]
+		if first.Outcome != Failed || !strings.Contains(first.Message, "harness MakeStore failed: probe version: memory adapter unavailable") {
+			t.Errorf("%s: %s %q, want Failed naming the unavailable set-up", first.ID, first.Outcome, first.Message)
+		}
+		if second := r.Cases[1]; second.Outcome != Passed {
+			t.Errorf("%s after the outage: %s %q, want Passed", second.ID, second.Outcome, second.Message)
+		}
+	})
+
+	t.Run("an unavailable probe aborts the run after the bounded tries", func(t *testing.T) {
+		h := &blipHarness{Harness: fake.New(fake.Config{}), unavailable: func(int) bool { return true }}
+		r := Execute(t.Context(), h, opts)
+		if r.Result != Failed || !strings.Contains(r.Error, "memory adapter unavailable") || h.callCount() != setUpAttempts {
+			t.Errorf("result %s, error %q after %d MakeStore calls, want Failed after %d", r.Result, r.Error, h.callCount(), setUpAttempts)
+		}
+	})
+
+	t.Run("any other set-up error is not retried", func(t *testing.T) {
+		calls := 0
+		_, err := retryUnavailable(t.Context(), time.Millisecond, func() error { calls++; return errors.New("no service") })
+		if err == nil || calls != 1 {
+			t.Errorf("a non-availability error was tried %d times (err %v), want once", calls, err)
+		}
+	})
+}
