@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"testing"
 
 	"github.com/google/uuid"
@@ -126,25 +125,15 @@ func benchDriver(s *Store, raw *pgxpool.Pool, schema string) storetest.BenchDriv
 				// Its rows would then be candidates for a check in Go the baseline lacks.
 				return nil, fmt.Errorf("query %+v is not decided by SQL alone", q)
 			}
-			// The adapter's statements in the adapter's order: the tag index probe, then the
-			// search over its candidates a chunk at a time (or the plain search when the tags
-			// are common or absent), each decoded plainly. Without the probe the baseline ran
-			// another statement, and a tag search's ratio measured the probe, not the adapter.
+			// The adapter's statements in the adapter's order: the tag and text index probes,
+			// then the search over their candidates a chunk at a time (or the plain search
+			// when neither narrows it), each decoded plainly. Without the probes the baseline
+			// ran another statement, and a tag search's ratio measured the probe, not the
+			// adapter.
 			return func(ctx context.Context) (int, error) {
-				var seqs []int64
-				if tags := storableTags(q.Tags); len(tags) > 0 {
-					rows, err := raw.Query(ctx, s.tagProbeSQL(), pgx.QueryExecModeCacheDescribe, "bench", tags, relstore.TagProbeLimit+1)
-					if err != nil {
-						return 0, err
-					}
-					found, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-					if err != nil {
-						return 0, err
-					}
-					if len(found) <= relstore.TagProbeLimit {
-						slices.Sort(found)
-						seqs = append([]int64{}, slices.Compact(found)...)
-					}
+				seqs, err := s.candidates(ctx, raw, q)
+				if err != nil {
+					return 0, err
 				}
 				if seqs == nil {
 					return driverSearchRows(ctx, raw, s, q, nil)
@@ -168,10 +157,10 @@ func benchDriver(s *Store, raw *pgxpool.Pool, schema string) storetest.BenchDriv
 	}
 }
 
-// driverSearchRows is the baseline's searchRows: s's statement for q (restricted to tagSeqs
+// driverSearchRows is the baseline's searchRows: s's statement for q (restricted to seqs
 // when not nil) in the adapter's execution mode (custom plans), each row decoded plainly.
-func driverSearchRows(ctx context.Context, raw *pgxpool.Pool, s *Store, q memory.Query, tagSeqs []int64) (int, error) {
-	sqlText, args, _ := s.buildSearch(q, tagSeqs)
+func driverSearchRows(ctx context.Context, raw *pgxpool.Pool, s *Store, q memory.Query, seqs []int64) (int, error) {
+	sqlText, args, _ := s.buildSearch(q, seqs)
 	rows, err := raw.Query(ctx, sqlText, append([]any{pgx.QueryExecModeCacheDescribe}, args...)...)
 	if err != nil {
 		return 0, err

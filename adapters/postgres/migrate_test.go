@@ -17,20 +17,7 @@ import (
 func TestCreatedAtMigration(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t)
-	name := h.Schema() + "_v5"
-	q := pgx.Identifier{name}.Sanitize()
-	t.Cleanup(func() { _, _ = h.admin.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+q+` CASCADE`) })
-	v5 := schemaOf(name)
-	v5.Migrations = v5.Migrations[:6]
-	err := pgx.BeginFunc(ctx, h.admin, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `CREATE SCHEMA `+q); err != nil {
-			return err
-		}
-		return v5.Migrate(ctx, pgConn{tx})
-	})
-	if err != nil {
-		t.Fatalf("migrate to version 5: %v", err)
-	}
+	name, q := oldSchema(t, h, "_v5", 5)
 	var old []memory.Item
 	for i, us := range storetest.LegacyMicros {
 		it := storetest.LegacyItem(i, us)
@@ -53,4 +40,26 @@ func TestCreatedAtMigration(t *testing.T) {
 	}
 	defer s.Close()
 	storetest.CheckMigrated(t, s, old)
+}
+
+// oldSchema creates the schema h.Schema()+suffix at the given schema version, as a
+// previous build left it, and drops it when t ends. It returns its name and quoted name.
+func oldSchema(t *testing.T, h *Harness, suffix string, version int) (string, string) {
+	t.Helper()
+	ctx := context.Background()
+	name := h.Schema() + suffix
+	q := pgx.Identifier{name}.Sanitize()
+	t.Cleanup(func() { _, _ = h.admin.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+q+` CASCADE`) })
+	old := schemaOf(name)
+	old.Migrations = old.Migrations[:version+1]
+	err := pgx.BeginFunc(ctx, h.admin, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA `+q); err != nil {
+			return err
+		}
+		return old.Migrate(ctx, pgConn{tx})
+	})
+	if err != nil {
+		t.Fatalf("migrate to version %d: %v", version, err)
+	}
+	return name, q
 }

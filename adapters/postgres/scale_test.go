@@ -41,10 +41,10 @@ func copyLoad(ctx context.Context, pool *pgxpool.Pool, schema, scope string, n i
 		return fmt.Errorf("copy: %w", err)
 	}
 	// VACUUM as well: it merges the GIN indexes' pending lists, which every search would
-	// otherwise scan in full, and sets the tag index table's visibility map, without which
-	// its probe's index-only scan visits the heap for each entry (autovacuum does the same
+	// otherwise scan in full, and sets the index tables' visibility maps, without which
+	// its probes' index-only scans visit the heap for each entry (autovacuum does the same
 	// after a large insert).
-	for _, table := range []string{"memory_items", "memory_item_tags"} {
+	for _, table := range []string{"memory_items", "memory_item_tags", "memory_item_text"} {
 		if _, err := pool.Exec(ctx, `VACUUM ANALYZE `+pgx.Identifier{schema, table}.Sanitize()); err != nil {
 			return fmt.Errorf("vacuum analyze %s: %w", table, err)
 		}
@@ -70,19 +70,28 @@ func BenchmarkPostgresScale(b *testing.B) {
 			Store:  s,
 			Loader: "COPY and VACUUM ANALYZE",
 			Explain: func(ctx context.Context, q memory.Query, path string) error {
-				seqs, err := s.tagCandidates(ctx, q.Tags)
+				seqs, err := s.candidates(ctx, raw, q)
 				if err != nil {
-					return fmt.Errorf("tag probe: %w", err)
+					return fmt.Errorf("index probes: %w", err)
 				}
+				// The index probes run first; their plans are part of the shape's.
 				var probe string
-				if len(q.Tags) > 0 {
-					// The tag index probe runs first; its plan is part of the shape's.
-					if probe, err = explainText(ctx, raw, s.tagProbeSQL(), []any{"bench", storableTags(q.Tags), relstore.TagProbeLimit + 1}); err != nil {
+				if tags := storableTags(q.Tags); len(tags) > 0 {
+					if probe, err = explainText(ctx, raw, s.tagProbeSQL(), []any{"bench", tags, relstore.TagProbeLimit + 1}); err != nil {
 						return err
 					}
 				}
+				if tagSeqs, err := s.tagCandidates(ctx, raw, q.Tags); err == nil && (tagSeqs == nil || len(tagSeqs) > 0) && q.Text != nil {
+					if lo, hi := textRanges(memory.Needle(*q.Text)); lo != nil {
+						text, err := explainText(ctx, raw, s.textProbeSQL(), []any{"bench", lo, hi, relstore.TagProbeLimit + 1})
+						if err != nil {
+							return err
+						}
+						probe += text
+					}
+				}
 				if seqs != nil && len(seqs) == 0 {
-					return os.WriteFile(path, []byte(probe+"\n-- no further statement: the tag index holds none of the query's tags\n"), 0o644)
+					return os.WriteFile(path, []byte(probe+"\n-- no further statement: the indexes hold none of the query's tags or text\n"), 0o644)
 				}
 				if seqs != nil {
 					// The plan of the first chunk, the statement Search sends first.

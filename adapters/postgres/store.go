@@ -285,7 +285,71 @@ var migrations = []string{
 	// lock for its duration (seconds per million rows), once.
 	6: `ALTER TABLE %[1]s.memory_items ALTER COLUMN created_at TYPE double precision
 		USING extract(epoch FROM created_at)::double precision;`,
+	// The text index (issue 44): a sampled suffix index. search_text's UTF-8 bytes get one
+	// (scope, gram, seq) entry at every textGramStride-th byte (1, 5, 9, ... up to the last
+	// with three bytes left), gram being the textGramBytes bytes from there, so a B-tree
+	// range finds every sampled position where a byte string starts. A needle of at least
+	// textGramStride + 2 bytes that occurs in a row starts, at one of its first
+	// textGramStride byte offsets, on a sampled position, so the union of those offsets'
+	// prefix ranges holds every row containing it (textCandidates). Unlike pg_trgm's trigram
+	// sets it keeps the bytes' order: "lorem item" on rows that all hold "lorem" and "item"
+	// (every trigram of it in every row) is an empty range, and a rare needle reads its few
+	// entries instead of intersecting common trigrams' posting lists of the whole scope
+	// (0.6-0.8 s and 33 ms at 1M items before). Bytes, not characters: a byte offset is
+	// found in constant time (substr counts characters from the start, quadratic in a long
+	// text), and bytea compares as bytes whatever the collation; no UTF-8 byte is 0xff, so
+	// gram < prefix || 0xff bounds a range. A text longer than textIndexBytes gets no
+	// entries (a 1 MiB text would get 250,000), only an entry in the partial index
+	// memory_items_long_text, and every probe reads those rows too, so the index stays
+	// exact and a store writes at most textIndexBytes / textGramStride entries. Kept by
+	// triggers in the statement that writes the row, like the tag index; backfilled here.
+	7: `CREATE TABLE %[1]s.memory_item_text (
+		scope text NOT NULL,
+		gram  bytea NOT NULL,
+		seq   bigint NOT NULL,
+		PRIMARY KEY (scope, gram, seq)
+	);
+	CREATE INDEX memory_items_long_text ON %[1]s.memory_items (scope, seq) WHERE octet_length(search_text) > 2048;
+	CREATE FUNCTION %[1]s.memory_item_text_grams(t text) RETURNS SETOF bytea
+		LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $mao$
+		SELECT DISTINCT substring(x.b FROM p FOR 12)
+		FROM (SELECT convert_to(t, 'UTF8') AS b) AS x, generate_series(1, octet_length(x.b) - 2, 4) AS p
+		WHERE octet_length(x.b) <= 2048
+	$mao$;
+	INSERT INTO %[1]s.memory_item_text (scope, gram, seq)
+		SELECT m.scope, g, m.seq FROM %[1]s.memory_items AS m, %[1]s.memory_item_text_grams(m.search_text) AS g;
+	CREATE FUNCTION %[1]s.memory_item_text_sync() RETURNS trigger LANGUAGE plpgsql AS $mao$
+	BEGIN
+		IF TG_OP IN ('UPDATE', 'DELETE') THEN
+			DELETE FROM %[1]s.memory_item_text WHERE scope = OLD.scope AND seq = OLD.seq
+				AND gram IN (SELECT %[1]s.memory_item_text_grams(OLD.search_text));
+		END IF;
+		IF TG_OP IN ('UPDATE', 'INSERT') THEN
+			INSERT INTO %[1]s.memory_item_text (scope, gram, seq)
+				SELECT NEW.scope, g, NEW.seq FROM %[1]s.memory_item_text_grams(NEW.search_text) AS g
+				ON CONFLICT DO NOTHING;
+		END IF;
+		RETURN NULL;
+	END
+	$mao$;
+	CREATE TRIGGER memory_items_text_insert AFTER INSERT ON %[1]s.memory_items
+		FOR EACH ROW EXECUTE FUNCTION %[1]s.memory_item_text_sync();
+	CREATE TRIGGER memory_items_text_update AFTER UPDATE OF scope, seq, search_text ON %[1]s.memory_items
+		FOR EACH ROW WHEN (OLD.search_text IS DISTINCT FROM NEW.search_text OR OLD.scope IS DISTINCT FROM NEW.scope OR OLD.seq IS DISTINCT FROM NEW.seq)
+		EXECUTE FUNCTION %[1]s.memory_item_text_sync();
+	CREATE TRIGGER memory_items_text_delete AFTER DELETE ON %[1]s.memory_items
+		FOR EACH ROW EXECUTE FUNCTION %[1]s.memory_item_text_sync();`,
 }
+
+// The text index's shape (migration 7, whose SQL spells the same numbers): an entry at
+// every textGramStride-th byte, textGramBytes long, for texts of at most textIndexBytes.
+// A stride of 4 keeps a quarter of a full suffix index's entries and serves needles of six
+// bytes or more; 12 bytes tell a rare needle's entries from a common one's.
+const (
+	textGramStride = 4
+	textGramBytes  = 12
+	textIndexBytes = 2048
+)
 
 // SchemaVersion is the schema version this build writes and expects.
 var SchemaVersion = len(migrations) - 1
@@ -580,7 +644,7 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 	defer cancel()
 	err := s.retry(ctx, opSearch, func(ctx context.Context) error {
 		out = out[:0]
-		seqs, err := s.tagCandidates(ctx, q.Tags)
+		seqs, err := s.candidates(ctx, s.pool, q)
 		if err != nil || seqs == nil {
 			if err == nil {
 				out, err = s.searchRows(ctx, q, nil, out)
@@ -588,8 +652,8 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 			return err
 		}
 		// The candidates in seq order, a few at a time: a chunk's hits all come before the
-		// next chunk's, and the first chunk usually fills the limit, so a tag on a few
-		// hundred items reads tens of rows rather than all of them (reading 1,000
+		// next chunk's, and the first chunk usually fills the limit, so a tag or text on a
+		// few hundred items reads tens of rows rather than all of them (reading 1,000
 		// scattered rows and sorting them took 8 ms at 100k items, walking seq order 1 ms).
 		size := firstChunk(q.Limit, len(seqs))
 		for start := 0; start < len(seqs) && len(out) < q.Limit; {
@@ -613,10 +677,10 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 // query with this limit: twice the limit, at least 64, at most n.
 func firstChunk(limit, n int) int { return min(n, max(64, 2*min(limit, n))) }
 
-// searchRows runs q's statement (buildSearch, restricted to tagSeqs when not nil) and
+// searchRows runs q's statement (buildSearch, restricted to seqs when not nil) and
 // appends its items to out.
-func (s *Store) searchRows(ctx context.Context, q memory.Query, tagSeqs []int64, out []memory.Item) ([]memory.Item, error) {
-	sqlText, args, _ := s.buildSearch(q, tagSeqs)
+func (s *Store) searchRows(ctx context.Context, q memory.Query, seqs []int64, out []memory.Item) ([]memory.Item, error) {
+	sqlText, args, _ := s.buildSearch(q, seqs)
 	// An unnamed statement is planned with this call's values every time. A cached
 	// prepared statement switches to a generic plan after five runs, and a generic plan
 	// cannot know whether a tag, filter or text is rare (use its index, then sort) or
@@ -673,12 +737,26 @@ func (s *Store) tagProbeSQL() string {
 // per tag hash that stops at the bound; its own statement, because a planner cannot pick a
 // plan by a count it learns while running. A store that commits between the probe and the search is
 // concurrent with the search, which may then miss it.
-func (s *Store) tagCandidates(ctx context.Context, tags []string) ([]int64, error) {
+func (s *Store) tagCandidates(ctx context.Context, db querier, tags []string) ([]int64, error) {
 	tags = storableTags(tags)
 	if len(tags) == 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, s.tagProbeSQL(), pgx.QueryExecModeCacheDescribe, s.scope, tags, relstore.TagProbeLimit+1)
+	return probe(ctx, db, s.tagProbeSQL(), s.scope, tags, relstore.TagProbeLimit+1)
+}
+
+// querier is what the index probes need of a pool: the adapter's, or the benchmark
+// driver's, which runs the adapter's statements.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// probe runs an index probe (sqlText, returning at most relstore.TagProbeLimit + 1 seqs)
+// and returns nil when it found more than relstore.TagProbeLimit, otherwise the seqs in
+// ascending order without repeats (an item found under two tags or two grams), an empty
+// non-nil slice when there are none.
+func probe(ctx context.Context, db querier, sqlText string, args ...any) ([]int64, error) {
+	rows, err := db.Query(ctx, sqlText, append([]any{pgx.QueryExecModeCacheDescribe}, args...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -689,17 +767,90 @@ func (s *Store) tagCandidates(ctx context.Context, tags []string) ([]int64, erro
 	if len(seqs) > relstore.TagProbeLimit {
 		return nil, nil
 	}
-	// Sorted and without the repeats of an item found under two of the query's tags.
 	slices.Sort(seqs)
 	return append([]int64{}, slices.Compact(seqs)...), nil
+}
+
+// textTable is the text index's table (migration 7).
+func (s *Store) textTable() string { return pgx.Identifier{s.schema, "memory_item_text"}.Sanitize() }
+
+// textProbeSQL is textCandidates' statement: $1 the scope, $2 and $3 the ranges' lower and
+// upper bounds, $4 the bound on entries. One range of the primary key per needle offset,
+// each cut at the bound, then the rows whose text is too long for the index (their partial
+// index, whose predicate the literal must repeat), and the whole cut at the bound, so a
+// common needle reads at most relstore.TagProbeLimit + 1 entries before the search walks
+// instead.
+func (s *Store) textProbeSQL() string {
+	return `SELECT x.seq FROM unnest($2::bytea[], $3::bytea[]) AS r(lo, hi), LATERAL (SELECT seq FROM ` + s.textTable() + `
+		WHERE scope = $1 AND gram >= r.lo AND gram < r.hi LIMIT $4) AS x
+		UNION ALL (SELECT seq FROM ` + s.table + ` WHERE scope = $1 AND octet_length(search_text) > ` + fmt.Sprint(textIndexBytes) + ` LIMIT $4)
+		LIMIT $4`
+}
+
+// textRanges returns the text index ranges (lower and upper bounds) that together hold
+// every indexed row containing needle, or nil when the index cannot answer for it: a
+// needle shorter than textGramStride + 2 bytes (an offset's prefix would be under three
+// bytes, a range as large as the scope). An occurrence starting at byte m of a row's text
+// covers the sampled positions m+j for exactly one j in [0, textGramStride); the entry
+// there starts with needle[j:] (at most textGramBytes of it), so its gram lies in
+// [prefix, prefix || 0xff) for that offset's prefix.
+func textRanges(needle string) (lo, hi [][]byte) {
+	if len(needle) < textGramStride+2 {
+		return nil, nil
+	}
+	for j := range textGramStride {
+		p := []byte(needle[j:min(len(needle), j+textGramBytes)])
+		lo = append(lo, p)
+		hi = append(hi, append(slices.Clip(p), 0xff))
+	}
+	return lo, hi
+}
+
+// textCandidates probes the text index (migration 7) for a query text, as tagCandidates
+// does the tag index: nil when there is no text, the index cannot answer for it
+// (textRanges) or it is common (more than relstore.TagProbeLimit entries), otherwise
+// every seq whose row may contain it in ascending order, none when no row does.
+func (s *Store) textCandidates(ctx context.Context, db querier, text *string) ([]int64, error) {
+	if text == nil {
+		return nil, nil
+	}
+	lo, hi := textRanges(memory.Needle(*text))
+	if lo == nil {
+		return nil, nil
+	}
+	return probe(ctx, db, s.textProbeSQL(), s.scope, lo, hi, relstore.TagProbeLimit+1)
+}
+
+// candidates probes the tag and the text index for q and returns the seqs of the only rows
+// that may match it (both probes' seqs when both answered), or nil when neither narrows the
+// search. An empty tag answer skips the text probe: nothing can match.
+func (s *Store) candidates(ctx context.Context, db querier, q memory.Query) ([]int64, error) {
+	tags, err := s.tagCandidates(ctx, db, q.Tags)
+	if err != nil || (tags != nil && len(tags) == 0) {
+		return tags, err
+	}
+	text, err := s.textCandidates(ctx, db, q.Text)
+	switch {
+	case err != nil || tags == nil:
+		return text, err
+	case text == nil:
+		return tags, nil
+	}
+	both := []int64{}
+	for _, seq := range tags {
+		if _, found := slices.BinarySearch(text, seq); found {
+			both = append(both, seq)
+		}
+	}
+	return both, nil
 }
 
 // buildSearch returns the statement and its arguments, or possible=false when a predicate
 // can match no stored item. jsonb equality (->) compares numbers as exact numerics and
 // objects regardless of key order, which is the contract's JSON equality, so the limit is
-// applied in SQL. tagSeqs, when not nil, are the rows tagCandidates found for the query's
-// tags; the statement then reads only those.
-func (s *Store) buildSearch(q memory.Query, tagSeqs []int64) (string, []any, bool) {
+// applied in SQL. seqs, when not nil, are the rows candidates found for the query's tags
+// or text; the statement then reads only those.
+func (s *Store) buildSearch(q memory.Query, seqs []int64) (string, []any, bool) {
 	var b strings.Builder
 	args := []any{s.scope}
 	arg := func(v any) string {
@@ -713,9 +864,17 @@ func (s *Store) buildSearch(q memory.Query, tagSeqs []int64) (string, []any, boo
 		if strings.IndexByte(needle, 0) >= 0 {
 			return "", nil, false
 		}
-		// A LIKE pattern with its three special characters escaped is a literal substring
-		// test, as strpos is, and unlike strpos it can use the trigram index (migration 3).
-		b.WriteString(` AND search_text LIKE ` + arg("%"+likeEscaper.Replace(needle)+"%"))
+		if seqs != nil {
+			// The rows are named: strpos decides, and the planner is given no trigram
+			// index to prefer to the seq lookup (a bitmap of a common trigram's rows is
+			// what this path avoids).
+			b.WriteString(` AND strpos(search_text, ` + arg(needle) + `) > 0`)
+		} else {
+			// A LIKE pattern with its three special characters escaped is a literal
+			// substring test, as strpos is, and unlike strpos it can use the trigram index
+			// (migration 3).
+			b.WriteString(` AND search_text LIKE ` + arg("%"+likeEscaper.Replace(needle)+"%"))
+		}
 	}
 	if len(q.Tags) > 0 {
 		tags := storableTags(q.Tags)
@@ -723,11 +882,11 @@ func (s *Store) buildSearch(q memory.Query, tagSeqs []int64) (string, []any, boo
 			return "", nil, false
 		}
 		b.WriteString(` AND tags && ` + arg(tags) + `::text[]`)
-		if tagSeqs != nil {
-			// Implied by the condition above, which still decides: the few rows the tag
-			// index names, looked up in the (scope, seq) index instead of a walk of the scope.
-			b.WriteString(` AND seq = ANY (` + arg(tagSeqs) + `::bigint[])`)
-		}
+	}
+	if seqs != nil {
+		// Implied by the tag and text conditions, which still decide: the few rows the
+		// indexes name, looked up in the (scope, seq) index instead of a walk of the scope.
+		b.WriteString(` AND seq = ANY (` + arg(seqs) + `::bigint[])`)
 	}
 	// Keys in a fixed order, so one query shape has one statement text (pgx caches the
 	// statement description by text). The jsonb equality decides; the equality of the

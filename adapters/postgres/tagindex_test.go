@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/internal/relstore"
 	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
@@ -19,20 +18,7 @@ import (
 func TestTagIndexBackfillAndUpkeep(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t)
-	name := h.Schema() + "_tags"
-	q := pgx.Identifier{name}.Sanitize()
-	t.Cleanup(func() { _, _ = h.admin.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+q+` CASCADE`) })
-	v4 := schemaOf(name)
-	v4.Migrations = v4.Migrations[:5]
-	err := pgx.BeginFunc(ctx, h.admin, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `CREATE SCHEMA `+q); err != nil {
-			return err
-		}
-		return v4.Migrate(ctx, pgConn{tx})
-	})
-	if err != nil {
-		t.Fatalf("migrate to version 4: %v", err)
-	}
+	name, q := oldSchema(t, h, "_tags", 4)
 	old := []memory.Item{
 		memory.NewItem([]byte(`"a"`), "x", "rare"),
 		memory.NewItem([]byte(`"b"`), "x"),
