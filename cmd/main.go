@@ -11,9 +11,11 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -92,6 +94,9 @@ type managerFlags struct {
 	certLifetime    time.Duration
 	// monitoringNamespace is the namespace admitted to the adapters' metrics ports.
 	monitoringNamespace string
+	// doorbellAddr is where the leader listens for adapters' rings; doorbellURL is the
+	// address adapters ring, derived from the doorbell Service when empty.
+	doorbellAddr, doorbellURL string
 	// namePrefix is the installation's name prefix, from which the names of the manager's own
 	// objects are derived.
 	namePrefix string
@@ -146,6 +151,12 @@ func main() {
 	flag.StringVar(&f.monitoringNamespace, "monitoring-namespace", os.Getenv("MONITORING_NAMESPACE"),
 		"The namespace whose pods each adapter's NetworkPolicy admits to its metrics port (9090) and nothing else; empty admits none "+
 			"(default $MONITORING_NAMESPACE, which config/monitoring sets).")
+	flag.StringVar(&f.doorbellAddr, "doorbell-bind-address", "",
+		"Where the elected manager listens for adapters announcing an evidence change (e.g. :8082), so a verdict follows it within "+
+			"seconds instead of a health period; empty: no doorbell, adapters are read every period only.")
+	flag.StringVar(&f.doorbellURL, "doorbell-url", "",
+		"The doorbell's address as adapters ring it; empty means http://<--name-prefix>"+doorbellSvcSuffix+
+			".$POD_NAMESPACE.svc:<port of --doorbell-bind-address>"+health.DoorbellPath+".")
 	flag.DurationVar(&f.caLifetime, "adapter-ca-lifetime", 10*365*24*time.Hour,
 		"Lifetime of the adapter CA the manager creates when the Secret is absent.")
 	flag.DurationVar(&f.certLifetime, "adapter-cert-lifetime", render.DefaultCertLifetime,
@@ -175,6 +186,11 @@ func main() {
 			setupLog.Error(errors.New(strings.Join(errs, "; ")), "Invalid --monitoring-namespace", "value", ns)
 			os.Exit(2)
 		}
+	}
+	doorbellURL, err := doorbellAddress(f.doorbellAddr, f.doorbellURL, f.namePrefix, os.Getenv("POD_NAMESPACE"))
+	if err != nil {
+		setupLog.Error(err, "Invalid doorbell flags")
+		os.Exit(2)
 	}
 	if f.webhookPort < 1 || f.webhookPort > 65535 {
 		setupLog.Error(fmt.Errorf("%d is not a TCP port", f.webhookPort), "Invalid --webhook-port")
@@ -231,6 +247,8 @@ func main() {
 		// NetworkPolicies admit the manager's pods from that namespace.
 		OperatorNamespace:   os.Getenv("POD_NAMESPACE"),
 		MonitoringNamespace: f.monitoringNamespace,
+		DoorbellAddr:        f.doorbellAddr,
+		DoorbellURL:         doorbellURL,
 		TokenKey:            tokenKey,
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "Failed to create controller", "controller", "memoryadapter")
@@ -289,7 +307,33 @@ const (
 	webhookCertSuffix   = "webhook-server-cert"
 	webhookSvcSuffix    = "webhook-service"
 	webhookConfigSuffix = "mutating-webhook-configuration"
+	doorbellSvcSuffix   = "evidence-doorbell"
 )
+
+// doorbellAddress is the URL adapters ring: explicit when given, else the doorbell Service's
+// cluster name at the bind address's port; "" when no doorbell listens.
+func doorbellAddress(bind, explicit, prefix, namespace string) (string, error) {
+	if bind == "" {
+		if explicit != "" {
+			return "", errors.New("--doorbell-url without --doorbell-bind-address: adapters would ring where nobody listens")
+		}
+		return "", nil
+	}
+	_, port, err := net.SplitHostPort(bind)
+	if err != nil {
+		return "", fmt.Errorf("--doorbell-bind-address %q: %w", bind, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("--doorbell-bind-address %q: want a TCP port", bind)
+	}
+	if explicit != "" {
+		return explicit, nil
+	}
+	if namespace == "" {
+		return "", errors.New("--doorbell-bind-address needs $POD_NAMESPACE (or --doorbell-url) to tell adapters where to ring")
+	}
+	return "http://" + prefix + doorbellSvcSuffix + "." + namespace + ".svc:" + port + health.DoorbellPath, nil
+}
 
 // defaultNames fills the webhook names left empty with the installation's prefix and their
 // fixed suffixes.

@@ -34,6 +34,7 @@ type serveFlags struct {
 	logLevel         string
 	tlsCertFile      string
 	tlsKeyFile       string
+	doorbellURL      string
 	harness          harnessFlags
 }
 
@@ -76,6 +77,8 @@ func newServeCommand() *cobra.Command {
 		"serve /v1 over HTTPS with this PEM certificate (with --tls-key-file); a changed file is picked up without a restart (default $MEMORY_ADAPTER_TLS_CERT_FILE)")
 	fs.StringVar(&f.tlsKeyFile, "tls-key-file", os.Getenv("MEMORY_ADAPTER_TLS_KEY_FILE"),
 		"the PEM private key of --tls-cert-file (default $MEMORY_ADAPTER_TLS_KEY_FILE)")
+	fs.StringVar(&f.doorbellURL, "doorbell-url", os.Getenv("MEMORY_ADAPTER_DOORBELL_URL"),
+		"POST here whenever the evidence's verdict changes, so the operator reads it at once instead of at its next period (default $MEMORY_ADAPTER_DOORBELL_URL, which the operator sets); empty: no doorbell")
 	f.harness.addFlags(fs)
 	return cmd
 }
@@ -174,6 +177,11 @@ func runServe(parent context.Context, f *serveFlags) error {
 	}
 	if p, ok := store.(memory.Prober); ok && (hstore == nil || hstore.CanProbe()) {
 		cfg.Prober = p
+	}
+	if f.doorbellURL != "" {
+		if cfg.Doorbell, err = server.NewHTTPDoorbell(f.doorbellURL); err != nil {
+			return usageError("--doorbell-url: %v", err)
+		}
 	}
 	if cfg.Tracing, err = startTracing(ctx, log, &f.backend); err != nil {
 		return err

@@ -19,6 +19,7 @@ type metrics struct {
 	manifestValid prometheus.Gauge
 	evidenceTime  prometheus.Gauge
 	probeFailures prometheus.Counter
+	rings         *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -55,8 +56,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "memory_adapter_probe_failures_total",
 			Help: "Probes of the backend that failed (the backend unreachable or refusing), each one evidence against the manifest.",
 		}),
+		rings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "memory_adapter_doorbell_rings_total",
+			Help: "Announcements to the operator that the evidence changed, by result: accepted, or failed after every retry (the operator then sees the change at its next periodic read).",
+		}, []string{"result"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.errors, m.backendCalls, m.manifestValid, m.evidenceTime, m.probeFailures)
+	reg.MustRegister(m.requests, m.latency, m.errors, m.backendCalls, m.manifestValid, m.evidenceTime, m.probeFailures, m.rings)
 	return m
 }
 

@@ -59,6 +59,9 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, t Timeouts, probePer
 	if probePeriod > 0 {
 		go s.Monitor(mctx, probePeriod)
 	}
+	if s.cfg.Doorbell != nil {
+		go s.ringOnChange(mctx)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(l) }()
 	select {

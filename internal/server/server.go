@@ -67,6 +67,9 @@ type Config struct {
 	// Tracing gives each data call and its backend call a span; the zero value traces
 	// nothing.
 	Tracing Tracing
+	// Doorbell, if set, is rung whenever the evidence's verdict inputs change (Serve rings
+	// it), so that the operator reads the change at once instead of at its next period.
+	Doorbell Doorbell
 }
 
 // Server serves one memory.ExternalStore over HTTP. Create it with New.
@@ -91,6 +94,12 @@ type Server struct {
 	evidence memory.EvidenceReport
 	probedAt time.Time
 	judged   memory.EvidenceState
+	// verdict is verdictKey of the evidence in force; a new one signals changed.
+	verdict string
+
+	// kick asks the monitor for an early probe; changed tells the doorbell to ring. Each
+	// holds one pending signal.
+	kick, changed chan struct{}
 }
 
 // New validates the store's manifest, captures it for the server's life and builds the
@@ -129,6 +138,8 @@ func New(cfg Config) (*Server, error) {
 		log:      cfg.Logger,
 		now:      cfg.Now,
 		registry: prometheus.NewRegistry(),
+		kick:     make(chan struct{}, 1),
+		changed:  make(chan struct{}, 1),
 	}
 	switch {
 	case len(cfg.Token) > 0:
@@ -218,6 +229,10 @@ func (s *Server) Refresh(ctx context.Context, force bool) memory.EvidenceReport 
 	ev.ObservedAt = now.UTC()
 	s.evidence = ev
 	s.probedAt = now
+	if key := verdictKey(ev); key != s.verdict {
+		s.verdict = key
+		signal(s.changed)
+	}
 	s.metrics.evidenceTime.Set(float64(now.UnixNano()) / 1e9)
 	s.valid.Store(ev.ManifestValid)
 	if ev.ManifestValid {
@@ -239,18 +254,57 @@ func cloneEvidence(ev memory.EvidenceReport) memory.EvidenceReport {
 	return out
 }
 
-// Monitor refreshes the evidence every period until ctx ends.
+// Monitor refreshes the evidence every period until ctx ends; every RecoveryProbePeriod
+// while the evidence invalidates the manifest; and early when a data call found the backend
+// unavailable, but not within EvidenceTTL of the last probe (the probe then waits for the TTL
+// to pass), so that a burst of failing calls probes the backend once.
 func (s *Server) Monitor(ctx context.Context, period time.Duration) {
-	t := time.NewTicker(period)
+	t := time.NewTimer(s.nextProbe(period))
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.kick:
+			if wait := s.ttlLeft(); wait > 0 {
+				resetTimer(t, min(wait, s.nextProbe(period)))
+				continue
+			}
+			s.Refresh(ctx, true)
 		case <-t.C:
 			s.Refresh(ctx, true)
 		}
+		resetTimer(t, s.nextProbe(period))
 	}
+}
+
+// nextProbe is the time until the monitor's next probe.
+func (s *Server) nextProbe(period time.Duration) time.Duration {
+	if !s.valid.Load() {
+		return min(period, RecoveryProbePeriod)
+	}
+	return period
+}
+
+// ttlLeft is how long until EvidenceTTL has passed since the last probe.
+func (s *Server) ttlLeft() time.Duration {
+	s.evMu.Lock()
+	defer s.evMu.Unlock()
+	if s.probedAt.IsZero() {
+		return 0
+	}
+	return s.cfg.EvidenceTTL - s.now().Sub(s.probedAt)
+}
+
+// resetTimer stops t, drains a fire it missed, and sets it to d.
+func resetTimer(t *time.Timer, d time.Duration) {
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	t.Reset(d)
 }
 
 // route names label metrics; they are the OpenAPI operation ids, never raw paths, so that
@@ -478,6 +532,7 @@ func (s *Server) backendError(w http.ResponseWriter, err error) {
 		errors.As(err, &uq)
 		s.problem(w, http.StatusUnprocessableEntity, memory.ProblemUnsupportedQuery, uq.Error(), memory.NewUnsupportedQuery(uq.RejectedKeys...).RejectedKeys)
 	case memory.ProblemUnavailable:
+		s.kickRefresh()
 		s.problem(w, http.StatusServiceUnavailable, memory.ProblemUnavailable, err.Error(), nil)
 	default:
 		s.problem(w, http.StatusBadGateway, memory.ProblemAdapterError, err.Error(), nil)

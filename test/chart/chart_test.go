@@ -158,8 +158,8 @@ func TestWebhookPortValueChangesFlagAndContainerPort(t *testing.T) {
 	got := compareInstalls(def, moved, comparison{})
 	dep := "Deployment.apps " + defaultNamespace + "/memory-adapter-operator-controller-manager: "
 	want := []string{
-		dep + "spec.template.spec.containers[0].args[4]: kustomize \"--webhook-port=9443\", chart \"--webhook-port=10443\"",
-		dep + "spec.template.spec.containers[0].ports[1].containerPort: kustomize 9443, chart 10443",
+		dep + "spec.template.spec.containers[0].args[5]: kustomize \"--webhook-port=9443\", chart \"--webhook-port=10443\"",
+		dep + "spec.template.spec.containers[0].ports[2].containerPort: kustomize 9443, chart 10443",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("webhook.port=10443 changed:\n  %s\nwant exactly:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))

@@ -86,7 +86,7 @@ func TestComparisonCatchesAOneSidedChange(t *testing.T) {
 		edit: func(t *testing.T, o *unstructured.Unstructured) {
 			editContainer(t, o, func(c map[string]any) { c["args"] = append(c["args"].([]any), "--enable-http2") })
 		},
-		want: "spec.template.spec.containers[0].args[5]",
+		want: "spec.template.spec.containers[0].args[6]",
 	}, {
 		name: "the manager's NAME_PREFIX", onChart: true,
 		kind: "Deployment", objName: prefix + "controller-manager",

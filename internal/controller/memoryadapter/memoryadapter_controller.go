@@ -59,6 +59,11 @@ type Reconciler struct {
 	// MonitoringNamespace, when set, is the namespace whose pods the NetworkPolicy admits to
 	// each adapter's metrics port (--monitoring-namespace); empty admits nobody there.
 	MonitoringNamespace string
+	// DoorbellURL is the endpoint adapters ring when their evidence changes (the prober then
+	// reads it at once); empty renders no doorbell, and adapters are read every period only.
+	DoorbellURL string
+	// DoorbellAddr is where the manager's leader listens for those rings; empty: nowhere.
+	DoorbellAddr string
 	// ServiceURL overrides the adapter address the evidence is read from; nil uses the
 	// Service's cluster DNS name. Tests and a manager run outside the cluster set it.
 	ServiceURL func(*memoryv1alpha1.MemoryAdapter) string
@@ -136,6 +141,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, fmt.Errorf("get MemoryAdapter: %w", err)
 	}
 	s := &scope{ma: ma, orig: ma.DeepCopy(), settings: render.EffectiveSettings(ma, r.DefaultImage), now: r.now()}
+	s.settings.DoorbellURL = r.DoorbellURL
 	defer func() {
 		if err := r.patchStatus(ctx, s, reterr == nil); err != nil {
 			reterr = errors.Join(reterr, err)
@@ -452,6 +458,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if err := mgr.Add(r.Prober); err != nil {
 		return fmt.Errorf("add the evidence prober: %w", err)
+	}
+	if r.DoorbellAddr != "" {
+		if err := mgr.Add(&health.DoorbellServer{Addr: r.DoorbellAddr, Handler: &health.DoorbellHandler{Prober: r.Prober}}); err != nil {
+			return fmt.Errorf("add the evidence doorbell: %w", err)
+		}
 	}
 	if err := registerConditionCollector(mgr.GetCache()); err != nil {
 		return err

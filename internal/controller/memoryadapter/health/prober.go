@@ -116,6 +116,9 @@ type probeTarget struct {
 	stop  chan struct{}
 	// running is set once its loop has started.
 	running bool
+	// rung is set by Ring until the next round begins: that round is due RingSpacing after
+	// the previous one at the latest, whatever the period.
+	rung bool
 }
 
 func (p *Prober) init() {
@@ -303,13 +306,20 @@ func (p *Prober) loop(ctx context.Context, t *probeTarget) {
 		case <-timer.C:
 		}
 		t.mu.Lock()
-		spec, st := t.spec, t.state
+		spec, st, rung := t.spec, t.state, t.rung
 		t.mu.Unlock()
 		now := p.now()
 		wait := time.Duration(-1) // nothing to read: wait for a wake
 		if len(spec.Endpoints) > 0 && spec.Token != "" {
-			wait = max(readInterval(st, spec)-now.Sub(st.lastAttempt), 0)
+			interval := readInterval(st, spec)
+			if rung {
+				interval = min(interval, RingSpacing)
+			}
+			wait = max(interval-now.Sub(st.lastAttempt), 0)
 			if st.lastAttempt.IsZero() || wait == 0 {
+				t.mu.Lock()
+				t.rung = false
+				t.mu.Unlock()
 				p.round(ctx, t, spec)
 				t.mu.Lock()
 				wait = readInterval(t.state, spec)

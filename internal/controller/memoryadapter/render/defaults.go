@@ -34,6 +34,9 @@ type Settings struct {
 	FailureThreshold    int
 	StalenessGrace      time.Duration
 	Lifecycle           memoryv1alpha1.LifecycleSpec
+	// DoorbellURL is the operator's doorbell endpoint; the adapter rings it under its
+	// namespace and name (EnvDoorbellURL) when its evidence changes. Empty: no doorbell.
+	DoorbellURL string
 }
 
 // EffectiveSettings fills every omitted field; defaultImage is the manager's --adapter-image.

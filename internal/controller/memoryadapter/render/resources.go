@@ -104,6 +104,17 @@ func dataClaimName(ma *memoryv1alpha1.MemoryAdapter) string { return ma.Name + "
 // fixed name, so that a workload created before its adapter can already refer to it.
 func BindingSecretName(adapter string) string { return adapter + "-binding" }
 
+// EnvDoorbellURL tells an adapter's server where to announce a change of its evidence
+// (`memory-adapter serve --doorbell-url`); an External server may ring it too
+// (docs/adapter-authors.md), and one that does not is read every health period as before.
+const EnvDoorbellURL = "MEMORY_ADAPTER_DOORBELL_URL"
+
+// DoorbellURL is the address ma's pods ring: the operator's doorbell endpoint followed by the
+// adapter's namespace and name, which the operator reads as the adapter to read at once.
+func DoorbellURL(base string, ma *memoryv1alpha1.MemoryAdapter) string {
+	return strings.TrimRight(base, "/") + "/" + ma.Namespace + "/" + ma.Name
+}
+
 // ServiceURL is the in-cluster address of the adapter.
 func ServiceURL(ma *memoryv1alpha1.MemoryAdapter) string {
 	return fmt.Sprintf("%s://%s:%d", URLScheme(ma), ServiceServerName(ma), AdapterPort)
@@ -342,6 +353,9 @@ func Deployment(ma *memoryv1alpha1.MemoryAdapter, s Settings) *appsv1.Deployment
 	// An External server gets the standard variables too: one built on an OTel SDK exports
 	// with them, any other ignores them.
 	container.Env = withTracingEnv(ma, container.Env)
+	if s.DoorbellURL != "" {
+		container.Env = append(container.Env, corev1.EnvVar{Name: EnvDoorbellURL, Value: DoorbellURL(s.DoorbellURL, ma)})
+	}
 	scheme := corev1.URISchemeHTTP
 	if UsesTLS(ma) {
 		scheme = corev1.URISchemeHTTPS
