@@ -159,60 +159,66 @@ func (l *stringList) UnmarshalJSON(data []byte) error {
 // plainStrings decodes the common shape of a tag list, an array of strings none of which
 // holds an escape, a control character or a byte outside ASCII, in one pass: the tags are
 // slices of text, which holds data's bytes, or when text is empty of one copy of data made
-// here, so the list costs two allocations at most; anything else (null, escapes, other types, Unicode, malformed input)
-// reports false and takes encoding/json's path, so results and errors stay encoding/json's.
+// here, so the list costs two allocations at most; anything else (null, escapes, other types,
+// Unicode, malformed input) reports false and takes encoding/json's path, so results and
+// errors stay encoding/json's.
 func plainStrings(data []byte, text string) ([]string, bool) {
-	i := 0
-	ws := func() {
-		for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-			i++
-		}
-	}
-	ws()
+	i := skipWS(data, 0)
 	if i == len(data) || data[i] != '[' {
 		return nil, false
-	}
-	i++
-	ws()
-	if i < len(data) && data[i] == ']' {
-		i++
-		ws()
-		return []string{}, i == len(data)
 	}
 	if text == "" {
 		text = string(data)
 	}
-	// Commas bound the count from above.
-	out := make([]string, 0, bytes.Count(data, []byte(","))+1)
+	out, end, ok := plainStringsAt(data, i, text, nil)
+	return out, ok && skipWS(data, end) == len(data)
+}
+
+// plainStringsAt is plainStrings for the array opening at data[i], which it returns the
+// index just past; text holds data's bytes at the same offsets, or is empty for tags copied
+// one by one. With arena the tags are appended to *arena and the list is a capped slice of
+// it, so a page of items shares one array.
+func plainStringsAt(data []byte, i int, text string, arena *[]string) ([]string, int, bool) {
+	if i == len(data) || data[i] != '[' {
+		return nil, i, false
+	}
+	if i = skipWS(data, i+1); i < len(data) && data[i] == ']' {
+		return []string{}, i + 1, true
+	}
+	var own []string
+	if arena == nil {
+		// Room for a usual list: the first append would otherwise allocate twice.
+		own = make([]string, 0, 4)
+		arena = &own
+	}
+	first := len(*arena)
 	for {
 		if i == len(data) || data[i] != '"' {
-			return nil, false
+			return nil, i, false
 		}
 		start := i + 1
 		for i = start; i < len(data) && data[i] != '"'; i++ {
 			if c := data[i]; c < 0x20 || c >= 0x80 || c == '\\' {
-				return nil, false
+				return nil, i, false
 			}
 		}
 		if i == len(data) {
-			return nil, false
+			return nil, i, false
 		}
-		out = append(out, text[start:i])
-		i++
-		ws()
-		if i == len(data) {
-			return nil, false
+		if text != "" {
+			*arena = append(*arena, text[start:i])
+		} else {
+			*arena = append(*arena, string(data[start:i]))
 		}
-		if data[i] == ']' {
-			i++
-			ws()
-			return out, i == len(data)
+		switch i = skipWS(data, i+1); {
+		case i < len(data) && data[i] == ',':
+			i = skipWS(data, i+1)
+		case i < len(data) && data[i] == ']':
+			last := len(*arena)
+			return (*arena)[first:last:last], i + 1, true
+		default:
+			return nil, i, false
 		}
-		if data[i] != ',' {
-			return nil, false
-		}
-		i++
-		ws()
 	}
 }
 
@@ -227,24 +233,25 @@ func isNull(raw json.RawMessage) bool {
 func (it Item) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.Grow(sizeHint(&it))
-	if err := appendItem(&b, &it); err != nil {
+	if _, err := appendItem(&b, &it); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
 }
 
-// appendItem writes MarshalJSON's bytes for it to b; on error b holds a partial item.
-// Characters that encoding/json would HTML-escape are left as they are, because every
-// caller either goes through json.Marshal or json.HTMLEscape, which escapes them in the same
-// pass that re-compacts the whole value, so the bytes on the wire are unchanged.
-func appendItem(b *bytes.Buffer, it *Item) error {
+// appendItem writes MarshalJSON's bytes for it to b and reports whether they hold a
+// character json.HTMLEscape changes; on error b holds a partial item. Such characters are
+// left as they are, because every caller either goes through json.Marshal or
+// json.HTMLEscape, which escapes them in the same pass that re-compacts the whole value, so
+// the bytes on the wire are unchanged.
+func appendItem(b *bytes.Buffer, it *Item) (html bool, err error) {
 	if !TimestampInRange(it.CreatedAt) {
 		// The decoder rejects these, so writing one would produce an item nobody can read.
-		return errors.New("created_at: out of range (years 1 to 9999)")
+		return false, errors.New("created_at: out of range (years 1 to 9999)")
 	}
 	// A canonical UUID string is hex digits and dashes, so it needs no JSON escaping.
 	b.WriteString(`{"id":"`)
-	appendUUID(b, it.ID)
+	b.Write(AppendID(b.AvailableBuffer(), it.ID))
 	b.WriteString(`","created_at":`)
 	b.Write(AppendTimestamp(b.AvailableBuffer(), it.CreatedAt))
 	b.WriteString(`,"metadata":`)
@@ -262,42 +269,60 @@ func appendItem(b *bytes.Buffer, it *Item) error {
 		// encoding/json would replace invalid bytes in a key with U+FFFD and copy them
 		// verbatim in a raw value: either way the reader gets something else than was meant.
 		if !utf8.ValidString(k) {
-			return errors.New("metadata: not valid UTF-8")
+			return false, errors.New("metadata: not valid UTF-8")
 		}
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		appendJSONString(b, k)
+		html = appendJSONString(b, k) || html
 		b.WriteByte(':')
-		if err := json.Compact(b, v); err != nil || len(v) == 0 {
-			return fmt.Errorf("metadata %q: invalid JSON value", k)
+		h, valid, utf := appendRaw(b, v)
+		if !valid {
+			return false, fmt.Errorf("metadata %q: invalid JSON value", k)
 		}
-		if !utf8.Valid(v) {
-			return errors.New("metadata: not valid UTF-8")
+		if !utf {
+			return false, errors.New("metadata: not valid UTF-8")
 		}
+		html = h || html
 	}
 	b.WriteByte('}')
 	b.WriteString(`,"content":`)
-	// Compact without reformatting numbers: json.Compact keeps number literals verbatim, and
-	// refuses what is not valid JSON.
-	if err := json.Compact(b, it.ContentJSON()); err != nil {
-		return errors.New("content: invalid JSON value")
+	h, valid, utf := appendRaw(b, it.ContentJSON())
+	if !valid {
+		return false, errors.New("content: invalid JSON value")
 	}
-	if !utf8.Valid(it.Content) {
-		return errors.New("content: not valid UTF-8")
+	if !utf {
+		return false, errors.New("content: not valid UTF-8")
 	}
+	html = h || html
 	b.WriteString(`,"tags":[`)
 	for i, t := range it.Tags {
 		if !utf8.ValidString(t) {
-			return fmt.Errorf("tags: element %d is not valid UTF-8", i)
+			return false, fmt.Errorf("tags: element %d is not valid UTF-8", i)
 		}
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		appendJSONString(b, t)
+		html = appendJSONString(b, t) || html
 	}
 	b.WriteString(`]}`)
-	return nil
+	return html, nil
+}
+
+// appendRaw writes the raw value v as json.Compact writes it, and reports whether the bytes
+// written hold a character json.HTMLEscape changes, whether v is valid JSON (json.Compact's
+// verdict, an empty v being invalid) and whether it is valid UTF-8. The common value, already
+// compact, is checked and copied in one pass (scanValue); anything else takes json.Compact.
+func appendRaw(b *bytes.Buffer, v []byte) (html, valid, utf bool) {
+	if end, _, flags, ok := scanValue(v, 0); ok && end == len(v) && flags&flagSpace == 0 {
+		b.Write(v)
+		return flags&flagHTML != 0, true, true
+	}
+	start := b.Len()
+	if err := json.Compact(b, v); err != nil || len(v) == 0 {
+		return false, false, false
+	}
+	return needsHTMLEscape(b.Bytes()[start:]), true, utf8.Valid(v)
 }
 
 // sizeHint is room for an item's encoding in the common case: the fixed fields plus the
@@ -306,20 +331,17 @@ func sizeHint(it *Item) int {
 	return 128 + len(it.Content) + 16*len(it.Tags) + 32*len(it.Metadata)
 }
 
-// appendUUID writes id's canonical form, as uuid.UUID.String spells it, without allocating.
-func appendUUID(b *bytes.Buffer, id uuid.UUID) {
+// AppendID appends id's canonical form, as uuid.UUID.String spells it, to dst without
+// allocating when dst has room: the encoders write one per item, the server one per store.
+func AppendID(dst []byte, id uuid.UUID) []byte {
 	const hex = "0123456789abcdef"
-	var out [36]byte
-	j := 0
 	for i, c := range id {
 		if i == 4 || i == 6 || i == 8 || i == 10 {
-			out[j] = '-'
-			j++
+			dst = append(dst, '-')
 		}
-		out[j], out[j+1] = hex[c>>4], hex[c&0x0f]
-		j += 2
+		dst = append(dst, hex[c>>4], hex[c&0x0f])
 	}
-	b.Write(out[:])
+	return dst
 }
 
 // MarshalItem returns exactly the bytes json.Marshal(it) returns, in one pass: MarshalJSON's
@@ -340,24 +362,28 @@ func MarshalItem(it Item) ([]byte, error) {
 // UnmarshalJSON, which reads it twice more. A body that is not valid JSON takes
 // json.Unmarshal's path, for its syntax error.
 func UnmarshalItem(data []byte) (Item, error) {
+	if it, ok := decodeOneItem(data); ok {
+		return it, nil
+	}
 	var it Item
 	if !json.Valid(data) {
 		err := json.Unmarshal(data, &it)
 		return it, err
 	}
-	err := it.unmarshalValid(data)
+	err := it.unmarshalSlow(data)
 	return it, err
 }
 
 // AppendItemJSON appends MarshalItem's bytes for it to buf; on error buf is unchanged.
 func AppendItemJSON(buf *bytes.Buffer, it *Item) error {
 	start := buf.Len()
-	if err := appendItem(buf, it); err != nil {
+	html, err := appendItem(buf, it)
+	if err != nil {
 		buf.Truncate(start)
 		return err
 	}
-	if b := buf.Bytes()[start:]; needsHTMLEscape(b) {
-		b = bytes.Clone(b)
+	if html {
+		b := bytes.Clone(buf.Bytes()[start:])
 		buf.Truncate(start)
 		json.HTMLEscape(buf, b)
 	}
@@ -377,41 +403,45 @@ func needsHTMLEscape(b []byte) bool {
 }
 
 // appendJSONString writes s as a JSON string: printable ASCII other than " and \ as it is,
-// anything else through json.Marshal, so the escapes are encoding/json's own.
-func appendJSONString(b *bytes.Buffer, s string) {
+// anything else through json.Marshal, so the escapes are encoding/json's own. It reports
+// whether what it wrote holds <, > or &, which json.Marshal's own output never does.
+func appendJSONString(b *bytes.Buffer, s string) (html bool) {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f || c == '"' || c == '\\':
 			q, _ := json.Marshal(s)
 			b.Write(q)
-			return
+			return false
+		case c == '<' || c == '>' || c == '&':
+			html = true
 		}
 	}
 	b.WriteByte('"')
 	b.WriteString(s)
 	b.WriteByte('"')
+	return html
 }
 
 // UnmarshalJSON decodes the wire form strictly: unknown fields, wrong types, an invalid UUID,
 // a missing id or created_at, or an out-of-range timestamp are errors. Missing metadata,
 // content and tags take lionagi's defaults ({}, null, []).
 func (it *Item) UnmarshalJSON(data []byte) error {
-	if json.Valid(data) {
-		return it.unmarshalValid(data)
+	if out, ok := decodeOneItem(data); ok {
+		*it = out
+		return nil
 	}
 	return it.unmarshalSlow(data)
 }
 
-// unmarshalValid is UnmarshalJSON for data known to be valid JSON: the common shape in one
-// pass (decodeValidItem), anything else through encoding/json.
-func (it *Item) unmarshalValid(data []byte) error {
-	if start := skipWS(data, 0); start < len(data) && data[start] == '{' && utf8.Valid(data) {
-		out, end, ok := decodeValidItem(data, bytes.Clone(data), shareText(data), start)
-		if ok && skipWS(data, end) == len(data) {
-			*it = out
-			return nil
-		}
+// decodeOneItem decodes data, one item with whitespace around it, in one pass (decodeItem)
+// when it is valid and of the common shape; false sends it to encoding/json's path.
+func decodeOneItem(data []byte) (Item, bool) {
+	start := skipWS(data, 0)
+	if start == len(data) || data[start] != '{' {
+		return Item{}, false
 	}
-	return it.unmarshalSlow(data)
+	it, end, ok := decodeItem(data, bytes.Clone(data), shareText(data), start, nil)
+	return it, ok && skipWS(data, end) == len(data)
 }
 
 // unmarshalSlow is UnmarshalJSON through encoding/json's strict decoder: the reference the
@@ -501,17 +531,15 @@ type queryWire struct {
 
 // MarshalJSON writes {"text","tags","filters","limit"} with nulls for absent predicates.
 func (q Query) MarshalJSON() ([]byte, error) {
+	if b, ok := appendQuery(make([]byte, 0, 64+16*len(q.Tags)+32*len(q.Filters)), q); ok {
+		return b, nil
+	}
 	for k, v := range q.Filters {
 		if !json.Valid(v) {
 			return nil, fmt.Errorf("filters %q: invalid JSON value", k)
 		}
 	}
-	return json.Marshal(struct {
-		Text    *string                    `json:"text"`
-		Tags    []string                   `json:"tags"`
-		Filters map[string]json.RawMessage `json:"filters"`
-		Limit   int                        `json:"limit"`
-	}{q.Text, q.Tags, q.Filters, q.Limit})
+	return marshalQuerySlow(q)
 }
 
 // MaxWireLimit bounds the limit a decoded query may carry; larger values are rejected as
@@ -522,6 +550,16 @@ const MaxWireLimit = 1_000_000
 // decoded as-is so that the adapter can answer with UnsupportedMemoryQuery naming "limit";
 // a non-integer or a limit beyond MaxWireLimit is a decode error.
 func (q *Query) UnmarshalJSON(data []byte) error {
+	if out, ok := decodeQuery(data); ok {
+		*q = out
+		return nil
+	}
+	return q.unmarshalSlow(data)
+}
+
+// unmarshalSlow is Query.UnmarshalJSON through encoding/json's strict decoder: the reference
+// the one-pass path is tested against, and the path of every error.
+func (q *Query) unmarshalSlow(data []byte) error {
 	var w queryWire
 	if err := decodeStrict(data, &w); err != nil {
 		return fmt.Errorf("decode query: %w", err)
@@ -584,41 +622,6 @@ func decodeStrict(data []byte, v any) error {
 
 // validNumberLiteral reports whether s is exactly a JSON number literal (RFC 8259 §6).
 func validNumberLiteral(s string) bool {
-	digits := func(i int) int {
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		return i
-	}
-	i := 0
-	if i < len(s) && s[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(s) && s[i] == '0':
-		i++
-	case i < len(s) && s[i] >= '1' && s[i] <= '9':
-		i = digits(i)
-	default:
-		return false
-	}
-	if i < len(s) && s[i] == '.' {
-		j := digits(i + 1)
-		if j == i+1 {
-			return false
-		}
-		i = j
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		j := digits(i)
-		if j == i {
-			return false
-		}
-		i = j
-	}
-	return i == len(s)
+	end, ok := scanNumber(s, 0)
+	return ok && end == len(s)
 }

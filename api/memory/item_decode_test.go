@@ -52,14 +52,25 @@ func checkOnePass(t *testing.T, data []byte) {
 	t.Helper()
 	var ref Item
 	refErr := ref.unmarshalSlow(data)
-	if utf8.Valid(data) && json.Valid(data) {
-		if got, _, ok := decodeValidItem(data, bytes.Clone(data), "", skipWS(data, 0)); ok {
-			if refErr != nil {
-				t.Fatalf("%q: the one-pass decoder accepted what encoding/json refuses (%v)", data, refErr)
-			}
-			if !reflect.DeepEqual(got, ref) {
-				t.Fatalf("%q: one pass gave\n%#v\nencoding/json\n%#v", data, got, ref)
-			}
+	// The one pass checks the syntax as it goes: what it accepts must be valid JSON in valid
+	// UTF-8, and decode as encoding/json decodes it, with and without shared text and arena.
+	start := skipWS(data, 0)
+	var arena []string
+	for _, text := range []string{"", string(data)} {
+		got, end, ok := decodeItem(data, bytes.Clone(data), text, start, &arena)
+		if !ok {
+			continue
+		}
+		value := data[start:end]
+		if !json.Valid(value) || !utf8.Valid(value) {
+			t.Fatalf("%q: the one-pass decoder accepted %q, which is not valid JSON in UTF-8", data, value)
+		}
+		var want Item
+		if err := want.unmarshalSlow(value); err != nil {
+			t.Fatalf("%q: the one-pass decoder accepted what encoding/json refuses (%v)", value, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: one pass gave\n%#v\nencoding/json\n%#v", value, got, want)
 		}
 	}
 	var it Item
@@ -102,7 +113,7 @@ func TestOnePassItemDecodeAgreesWithEncodingJSON(t *testing.T) {
 		strings.Repeat("x", shareLimit) + `"}`
 	checkOnePass(t, []byte(large))
 	for _, in := range append(itemDecodeCases[:7], large) {
-		if _, _, ok := decodeValidItem([]byte(in), []byte(in), "", skipWS([]byte(in), 0)); !ok {
+		if _, _, ok := decodeItem([]byte(in), []byte(in), "", skipWS([]byte(in), 0), nil); !ok {
 			t.Errorf("%q: the one-pass decoder declined a common shape", in)
 		}
 	}
@@ -133,7 +144,7 @@ func TestMinItemBytes(t *testing.T) {
 // one must not write into the next.
 func TestOnePassRawValuesDoNotShareCapacity(t *testing.T) {
 	data := []byte(`{"id":"6f1c0f6e-8a55-4c39-9a39-2a0b6f0d4b1e","created_at":1,"metadata":{"a":1,"b":2},"content":3}`)
-	it, _, ok := decodeValidItem(data, data, string(data), 0)
+	it, _, ok := decodeItem(data, data, string(data), 0, nil)
 	if !ok {
 		t.Fatal("declined")
 	}
@@ -153,4 +164,21 @@ func FuzzItemDecodeOnePass(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkOnePass(t, data)
 	})
+}
+
+// TestPageTagListsDoNotShareCapacity: a page's tag lists come from one array, so appending
+// to one must not write into the next.
+func TestPageTagListsDoNotShareCapacity(t *testing.T) {
+	page := []byte(`[{"id":"6f1c0f6e-8a55-4c39-9a39-2a0b6f0d4b1e","created_at":1,"tags":["a","b"]},` +
+		`{"id":"7f1c0f6e-8a55-4c39-9a39-2a0b6f0d4b1e","created_at":2,"tags":["c"]},` +
+		`{"id":"8f1c0f6e-8a55-4c39-9a39-2a0b6f0d4b1e","created_at":3,"tags":[]}]`)
+	items, err := UnmarshalItems(page)
+	if err != nil || len(items) != 3 {
+		t.Fatalf("%d items, %v", len(items), err)
+	}
+	_ = append(items[0].Tags, "x")
+	_ = append(items[2].Tags, "y")
+	if !reflect.DeepEqual(items[1].Tags, []string{"c"}) || !reflect.DeepEqual(items[0].Tags, []string{"a", "b"}) {
+		t.Fatalf("an append overwrote another tag list: %q %q", items[0].Tags, items[1].Tags)
+	}
 }

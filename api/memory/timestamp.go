@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -89,12 +88,8 @@ func ParseTimestamp(num string) (float64, error) {
 	if !validNumberLiteral(num) {
 		return 0, fmt.Errorf("not a JSON number: %q", truncate(num, 64))
 	}
-	if i := strings.IndexAny(num, "eE"); i >= 0 {
-		// Past three exponent digits no literal of this length can land in range.
-		exp := strings.TrimLeft(strings.TrimLeft(num[i+1:], "+-"), "0")
-		if len(exp) > 3 {
-			return 0, errors.New("exponent out of range")
-		}
+	if exponentTooLong(num) {
+		return 0, errors.New("exponent out of range")
 	}
 	sec, err := strconv.ParseFloat(num, 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
@@ -106,4 +101,35 @@ func ParseTimestamp(num string) (float64, error) {
 		return 0, errors.New("timestamp out of range (years 1 to 9999)")
 	}
 	return sec, nil
+}
+
+// exponentTooLong reports whether num's exponent has more than three digits past its sign and
+// leading zeros: no literal of at most maxTimestampLiteral characters lands in range then.
+func exponentTooLong[T string | []byte](num T) bool {
+	for i := 0; i < len(num); i++ {
+		if num[i] == 'e' || num[i] == 'E' {
+			j := i + 1
+			for j < len(num) && (num[j] == '+' || num[j] == '-') {
+				j++
+			}
+			for j < len(num) && num[j] == '0' {
+				j++
+			}
+			return len(num)-j > 3
+		}
+	}
+	return false
+}
+
+// parseTimestampLiteral is ParseTimestamp for num, a literal scanNumber accepted, when it
+// succeeds, without allocating; false sends the literal to ParseTimestamp for its error.
+func parseTimestampLiteral(num []byte) (float64, bool) {
+	if len(num) > maxTimestampLiteral || exponentTooLong(num) {
+		return 0, false
+	}
+	sec, err := strconv.ParseFloat(string(num), 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, false
+	}
+	return sec, TimestampInRange(sec)
 }
