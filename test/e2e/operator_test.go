@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -663,9 +664,24 @@ var _ = Describe("the operator loop", func() {
 					g.Expect(ans.Answer).To(Equal(typedUnavailable), "the agent's call at %s", ans.At.Format(time.RFC3339Nano))
 				}
 			}
+			// The verdict follows the adapter's own evidence within seconds (issue 44): its first
+			// 503 makes it probe and ring the manager's doorbell, which reads it at once.
+			availableIs := func(want metav1.ConditionStatus) time.Time {
+				GinkgoHelper()
+				Eventually(func() metav1.ConditionStatus {
+					return condition(ctx, c, ns, "pgmem", memoryv1alpha1.ConditionAvailable).Status
+				}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(Equal(want))
+				return time.Now()
+			}
+			wentFalse := availableIs(metav1.ConditionFalse)
 			Eventually(expectOutage).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 			a := condition(ctx, c, ns, "pgmem", memoryv1alpha1.ConditionAvailable)
 			unavailable := tl.mark("Available=False %s: %s", a.Reason, a.Message)
+			first503 := agentAnswers(ctx, ns, agent, stopped)[0].At
+			tl.mark("the agent's first 503 at %s; Available=False seen %s later", first503.Format("15:04:05.000"),
+				wentFalse.Sub(first503).Round(10*time.Millisecond))
+			Expect(wentFalse.Sub(first503)).To(BeNumerically("<=", 5*time.Second),
+				"Available must follow the adapter's first 503 within 5 s, not a health period (30 s) later")
 			Consistently(expectOutage).WithTimeout(3 * time.Minute).WithPolling(3 * time.Second).Should(Succeed())
 			held := tl.mark("held 3 minutes: Available=False on the evidence throughout")
 			answers := agentAnswers(ctx, ns, agent, stopped)
@@ -677,13 +693,22 @@ var _ = Describe("the operator loop", func() {
 			By("resuming it on the same port")
 			pg.do(ctx, "resume")
 			resumed := tl.mark("server resumed")
+			wentTrue := availableIs(metav1.ConditionTrue)
 			waitAvailable(ctx, ns, "pgmem")
 			tl.mark("Available=True")
 			Expect(jobsOf(ctx, c, ns, "pgmem")).To(HaveLen(1), "the same service version needs no new run")
+			var firstSuccess time.Time
 			Eventually(func(g Gomega) {
-				g.Expect(agentAnswers(ctx, ns, agent, resumed)).To(ContainElement(HaveField("Answer", HavePrefix("201 "))))
+				answers := agentAnswers(ctx, ns, agent, resumed)
+				i := slices.IndexFunc(answers, func(a agentAnswer) bool { return strings.HasPrefix(a.Answer, "201 ") })
+				g.Expect(i).To(BeNumerically(">=", 0), "no store succeeded since the resume: %s", summarizeAnswers(answers))
+				firstSuccess = answers[i].At
 			}).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
-			tl.mark("the agent stores again")
+			tl.mark("the agent stores again: its first success at %s, Available=True seen %s from it", firstSuccess.Format("15:04:05.000"),
+				wentTrue.Sub(firstSuccess).Round(10*time.Millisecond))
+			// The agent stores every 2 s, so its first success may come after the verdict.
+			Expect(wentTrue.Sub(firstSuccess).Abs()).To(BeNumerically("<=", 5*time.Second),
+				"Available must follow the adapter's first success within 5 s")
 		}, SpecTimeout(20*time.Minute))
 
 		It("heals a real PostgreSQL minor upgrade in place (17.9 to 17.10) with no step by anyone: one new run, restarted pods, Available again, data kept", longSpec, func(ctx SpecContext) {
