@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
 // answerCases are search and store answers the direct paths must decode exactly as the
@@ -38,6 +40,16 @@ func checkAnswers(t *testing.T, data []byte) {
 	if fmt.Sprint(errID) != fmt.Sprint(wantErrID) || (errID == nil && !reflect.DeepEqual(storeFields(gotID), wantID)) {
 		t.Fatalf("%q: store answer %v %#v, strict decoder %v %#v", data, errID, gotID, wantErrID, wantID)
 	}
+	// Store reads an answer of the server's shape straight to an id: the strict decoder must
+	// give a string that parses to the same id.
+	if id, ok := storeAnswerID(data); ok {
+		if wantErrID != nil || wantID.ID == nil {
+			t.Fatalf("%q: the direct id path accepted what the strict decoder refuses (%v)", data, wantErrID)
+		}
+		if want, err := memory.ParseID(*wantID.ID); err != nil || want != id {
+			t.Fatalf("%q: the direct id path read %s, the strict decoder %q (%v)", data, id, *wantID.ID, err)
+		}
+	}
 }
 
 // TestAnswersAgreeWithStrictDecoder pins the direct answer paths to the strict decoder, and
@@ -45,6 +57,9 @@ func checkAnswers(t *testing.T, data []byte) {
 func TestAnswersAgreeWithStrictDecoder(t *testing.T) {
 	for _, in := range answerCases {
 		checkAnswers(t, []byte(in))
+	}
+	if _, ok := storeAnswerID([]byte(`{"id":"6f1c1b1e-8d2a-4c3b-9e1f-0a1b2c3d4e5f"}`)); !ok {
+		t.Error("the direct id path declined the server's shape")
 	}
 	for _, in := range answerCases[8:10] {
 		if _, ok := itemsArray([]byte(in)); !ok {

@@ -45,14 +45,12 @@ func NewTransport() *http.Transport {
 func DoUnsentRetry(ctx context.Context, client *http.Client, newRequest func(context.Context) (*http.Request, error)) (*http.Response, error) {
 	var err error
 	for attempt := 1; ; attempt++ {
-		var wrote atomic.Bool
-		actx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-			// WroteHeaders comes before any byte of a body: from then on the adapter may have
-			// read enough to act.
-			WroteHeaders: func() { wrote.Store(true) },
-		})
+		a := new(unsentAttempt)
+		// WroteHeaders comes before any byte of a body: from then on the adapter may have
+		// read enough to act.
+		a.trace.WroteHeaders = a.wroteHeaders
 		var req *http.Request
-		req, err = newRequest(actx)
+		req, err = newRequest(httptrace.WithClientTrace(ctx, &a.trace))
 		if err != nil {
 			return nil, err
 		}
@@ -61,8 +59,16 @@ func DoUnsentRetry(ctx context.Context, client *http.Client, newRequest func(con
 		if err == nil {
 			return resp, nil
 		}
-		if wrote.Load() || attempt >= ConnectAttempts || ctx.Err() != nil {
+		if a.wrote.Load() || attempt >= ConnectAttempts || ctx.Err() != nil {
 			return nil, err
 		}
 	}
 }
+
+// unsentAttempt is one attempt's trace and what it saw, in one allocation.
+type unsentAttempt struct {
+	wrote atomic.Bool
+	trace httptrace.ClientTrace
+}
+
+func (a *unsentAttempt) wroteHeaders() { a.wrote.Store(true) }

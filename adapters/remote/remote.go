@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
@@ -69,9 +70,12 @@ type Store struct {
 	// prefix is the base URL's text when appending a path to it gives what url.URL would
 	// write (no query, fragment or raw path); empty otherwise.
 	prefix string
-	// auth is the Authorization header's value, built once, when the token is fixed.
-	auth []string
-	// tokens is Options.TokenSource; lastAuth caches the header of the token it last gave.
+	// itemsURL and searchURL are the store's and search's request URLs, built once.
+	itemsURL, searchURL string
+	// auth is the request headers of the fixed token (or of none) when there is no
+	// TokenSource.
+	auth *tokenAuth
+	// tokens is Options.TokenSource; lastAuth caches the headers of the token it last gave.
 	tokens   TokenSource
 	lastAuth atomic.Pointer[tokenAuth]
 	// closers are released by Close after the client's connections (FromBinding's Binding).
@@ -101,10 +105,28 @@ type TokenFunc func() (string, error)
 // Token implements TokenSource.
 func (f TokenFunc) Token() (string, error) { return f() }
 
-// tokenAuth is a token and its Authorization header value.
+// tokenAuth is a token and the request headers that carry it, built once per token: a
+// request without a trace context to add shares them, since neither net/http nor anything
+// else in its path writes a request's headers.
 type tokenAuth struct {
-	token  string
-	header []string
+	token string
+	// get and post are the headers of a request without and with a JSON body.
+	get, post http.Header
+}
+
+// newTokenAuth builds the headers of token ("" sends no Authorization header).
+func newTokenAuth(token string) *tokenAuth {
+	a := &tokenAuth{
+		token: token,
+		get:   http.Header{"Accept": acceptHeader},
+		post:  http.Header{"Accept": acceptHeader, "Content-Type": jsonContentType},
+	}
+	if token != "" {
+		auth := []string{"Bearer " + token}
+		a.get["Authorization"] = auth
+		a.post["Authorization"] = auth
+	}
+	return a
 }
 
 var _ memory.ExternalStore = (*Store)(nil)
@@ -144,8 +166,9 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		u.Path = strings.TrimRight(base.Path, "/")
 		s.prefix = u.String()
 	}
-	if s.token != "" {
-		s.auth = []string{"Bearer " + s.token}
+	s.itemsURL, s.searchURL = s.target("/v1/items"), s.target("/v1/search")
+	if s.tokens == nil {
+		s.auth = newTokenAuth(s.token)
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxResponseBytes
@@ -223,16 +246,24 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 	if err != nil {
 		return uuid.Nil, memory.NewAdapterError("remote: store: the item cannot be encoded", err)
 	}
-	var res storeAnswer
-	if err := s.do(ctx, http.MethodPost, "/v1/items", body, http.StatusCreated, &res); err != nil {
+	const path = "/v1/items"
+	data, err := s.exchange(ctx, http.MethodPost, s.itemsURL, path, body, http.StatusCreated)
+	if err != nil {
 		return uuid.Nil, err
 	}
-	if res.ID == nil {
-		return uuid.Nil, memory.NewAdapterError("remote: store: the response has no id", nil)
-	}
-	id, err := memory.ParseID(*res.ID)
-	if err != nil {
-		return uuid.Nil, memory.NewAdapterError("remote: store: the response id is not a UUID", err)
+	defer putBuffer(data)
+	id, ok := storeAnswerID(*data)
+	if !ok {
+		var res storeAnswer
+		if err := res.UnmarshalJSON(*data); err != nil {
+			return uuid.Nil, malformed(http.MethodPost, path, err)
+		}
+		if res.ID == nil {
+			return uuid.Nil, memory.NewAdapterError("remote: store: the response has no id", nil)
+		}
+		if id, err = memory.ParseID(*res.ID); err != nil {
+			return uuid.Nil, memory.NewAdapterError("remote: store: the response id is not a UUID", err)
+		}
 	}
 	if id != item.ID {
 		return uuid.Nil, memory.NewAdapterError("remote: store: the server acknowledged a different id", nil)
@@ -242,19 +273,38 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 
 // Retrieve reads one item; a 404 not_found is (nil, nil).
 func (s *Store) Retrieve(ctx context.Context, id uuid.UUID) (*memory.Item, error) {
-	var it memory.Item
-	err := s.do(ctx, http.MethodGet, "/v1/items/"+id.String(), nil, http.StatusOK, &it)
-	var pe *ProblemError
-	if errors.As(err, &pe) && pe.Problem.Type == memory.ProblemNotFound && pe.Problem.Status == http.StatusNotFound {
-		return nil, nil
+	// One string holds the URL, and the path is its tail: no id string of its own.
+	var text [36]byte
+	target := s.prefix + "/v1/items/" + string(memory.AppendID(text[:0], id))
+	path := target[len(s.prefix):]
+	if s.prefix == "" {
+		target = s.target(path)
 	}
+	data, err := s.exchange(ctx, http.MethodGet, target, path, nil, http.StatusOK)
 	if err != nil {
+		if pe := problemOf(err); pe != nil && pe.Problem.Type == memory.ProblemNotFound && pe.Problem.Status == http.StatusNotFound {
+			return nil, nil
+		}
 		return nil, err
+	}
+	defer putBuffer(data)
+	it := new(memory.Item)
+	if err := it.UnmarshalJSON(*data); err != nil {
+		return nil, malformed(http.MethodGet, path, err)
 	}
 	if it.ID != id {
 		return nil, memory.NewAdapterError("remote: retrieve: the server returned an item with a different id", nil)
 	}
-	return &it, nil
+	return it, nil
+}
+
+// problemOf is the server's problem answer err carries, or nil.
+func problemOf(err error) *ProblemError {
+	var pe *ProblemError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return nil
 }
 
 // Search checks the query against the manifest locally, then asks the server.
@@ -271,49 +321,94 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 	if err != nil {
 		return nil, memory.NewAdapterError("remote: search: the query cannot be encoded", err)
 	}
-	var res searchAnswer
-	if err := s.do(ctx, http.MethodPost, "/v1/search", body, http.StatusOK, &res); err != nil {
+	const path = "/v1/search"
+	data, err := s.exchange(ctx, http.MethodPost, s.searchURL, path, body, http.StatusOK)
+	if err != nil {
 		return nil, err
 	}
-	if res.Items == nil {
-		return nil, memory.NewAdapterError("remote: search: the response has no items", nil)
+	defer putBuffer(data)
+	items, ok := searchItems(*data)
+	if !ok {
+		var res searchFields
+		if err := decodeFields(*data, &res); err != nil {
+			return nil, malformed(http.MethodPost, path, err)
+		}
+		if res.Items == nil {
+			return nil, memory.NewAdapterError("remote: search: the response has no items", nil)
+		}
+		items = *res.Items
 	}
-	if len(*res.Items) > q.Limit {
-		return nil, memory.NewAdapterError(fmt.Sprintf("remote: search: the server returned %d items for limit %d", len(*res.Items), q.Limit), nil)
+	if len(items) > q.Limit {
+		return nil, memory.NewAdapterError(fmt.Sprintf("remote: search: the server returned %d items for limit %d", len(items), q.Limit), nil)
 	}
-	return *res.Items, nil
+	return items, nil
 }
 
-// do performs one call. want is the success status; out receives the strictly decoded body.
-// A call is sent again only on a new connection while nothing of it was written
-// (DoUnsentRetry) and, with a TokenSource, once after a 401 unauthorized when the source then
-// gives another token: the server's token check runs before any route (internal/server), so
-// a 401 says the call was not acted on and sending it again, a store included, cannot
-// duplicate anything. It repairs the window in which the server already refuses the token
-// the source gave (a rotation's grace period over, or the source's change detection blind to
-// an in-place rewrite) while the new one is on disk.
+// malformed is the error of an answer with the expected status whose body does not decode.
+func malformed(method, path string, err error) error {
+	return memory.NewAdapterError(fmt.Sprintf("remote: %s %s: malformed response", method, path), err)
+}
+
+// target is the request URL of path.
+func (s *Store) target(path string) string {
+	// Every path this client sends is letters, digits, '/' and '-', which url.URL writes
+	// unescaped, so the prefix and the path concatenate to the same URL.
+	if s.prefix != "" {
+		return s.prefix + path
+	}
+	u := *s.base
+	u.Path = strings.TrimRight(s.base.Path, "/") + path
+	return u.String()
+}
+
+// do performs one call (exchange) and decodes the body into out strictly.
 func (s *Store) do(ctx context.Context, method, path string, body []byte, want int, out any) error {
+	data, err := s.exchange(ctx, method, s.target(path), path, body, want)
+	if err != nil {
+		return err
+	}
+	defer putBuffer(data)
+	if err := decodeStrict(*data, out); err != nil {
+		return malformed(method, path, err)
+	}
+	return nil
+}
+
+// exchange performs one call to target (path is its path, for errors) and returns the body
+// of an answer with status want in a pooled buffer, which the caller gives back with
+// putBuffer once it has decoded it: every decoder here copies what it keeps (encoding/json's
+// contract for UnmarshalJSON). A call is sent again only on a new connection while nothing of
+// it was written (DoUnsentRetry) and, with a TokenSource, once after a 401 unauthorized when
+// the source then gives another token: the server's token check runs before any route
+// (internal/server), so a 401 says the call was not acted on and sending it again, a store
+// included, cannot duplicate anything. It repairs the window in which the server already
+// refuses the token the source gave (a rotation's grace period over, or the source's change
+// detection blind to an in-place rewrite) while the new one is on disk.
+func (s *Store) exchange(ctx context.Context, method, target, path string, body []byte, want int) (*[]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	auth, err := s.authorization(false)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	err = s.send(ctx, method, path, body, want, out, auth)
+	data, err := s.send(ctx, method, target, path, body, want, auth)
 	if s.tokens == nil || !unauthorized(err) {
-		return err
+		return data, err
 	}
 	again, rerr := s.authorization(true)
-	if rerr != nil || slices.Equal(again, auth) {
+	if rerr != nil || again.token == auth.token {
 		// The same token would be refused again: the first answer is the call's.
-		return err
+		return nil, err
 	}
-	return s.send(ctx, method, path, body, want, out, again)
+	return s.send(ctx, method, target, path, body, want, again)
 }
 
-// authorization is the Authorization header's value for the next request, nil for none;
-// reload asks a TokenReloader to read its token afresh.
-func (s *Store) authorization(reload bool) ([]string, error) {
+// noToken is the headers of a TokenSource's empty token.
+var noToken = newTokenAuth("")
+
+// authorization is the request headers for the next request's token; reload asks a
+// TokenReloader to read its token afresh.
+func (s *Store) authorization(reload bool) (*tokenAuth, error) {
 	if s.tokens == nil {
 		return s.auth, nil
 	}
@@ -328,15 +423,15 @@ func (s *Store) authorization(reload bool) ([]string, error) {
 		return nil, memory.NewAdapterError("remote: the token source failed", err)
 	}
 	if tok == "" {
-		return nil, nil
+		return noToken, nil
 	}
-	// The header of an unchanged token is reused: a call allocates nothing for it.
+	// The headers of an unchanged token are reused: a call allocates nothing for them.
 	if last := s.lastAuth.Load(); last != nil && last.token == tok {
-		return last.header, nil
+		return last, nil
 	}
-	a := &tokenAuth{token: tok, header: []string{"Bearer " + tok}}
+	a := newTokenAuth(tok)
 	s.lastAuth.Store(a)
-	return a.header, nil
+	return a, nil
 }
 
 // unauthorized reports whether err is the adapter server's own 401 unauthorized (a problem
@@ -346,15 +441,12 @@ func unauthorized(err error) bool {
 	return errors.As(err, &pe) && pe.Problem.Type == memory.ProblemUnauthorized && pe.Problem.Status == http.StatusUnauthorized
 }
 
-// send performs one request with the Authorization header value auth (nil for none).
-func (s *Store) send(ctx context.Context, method, path string, body []byte, want int, out any, auth []string) error {
-	// Every path this client sends is letters, digits, '/' and '-', which url.URL writes
-	// unescaped, so the prefix and the path concatenate to the same URL.
-	target := s.prefix + path
-	if s.prefix == "" {
-		u := *s.base
-		u.Path = strings.TrimRight(s.base.Path, "/") + path
-		target = u.String()
+// send performs one request to target with auth's headers and returns the body as exchange
+// does.
+func (s *Store) send(ctx context.Context, method, target, path string, body []byte, want int, auth *tokenAuth) (*[]byte, error) {
+	header := auth.get
+	if body != nil {
+		header = auth.post
 	}
 	resp, err := DoUnsentRetry(ctx, s.client, func(ctx context.Context) (*http.Request, error) {
 		var rd io.Reader
@@ -365,39 +457,33 @@ func (s *Store) send(ctx context.Context, method, path string, body []byte, want
 		if err != nil {
 			return nil, memory.NewAdapterError("remote: building the request", err)
 		}
-		// Canonical keys set directly: Header.Set would canonicalize each one per call. The
-		// slices are shared and never modified (the transport only reads request headers).
-		req.Header["Accept"] = acceptHeader
-		if body != nil {
-			req.Header["Content-Type"] = jsonContentType
+		req.Header = header
+		if trace.SpanContextFromContext(ctx).IsValid() {
+			// A trace context is the request's own: the shared headers are copied first.
+			req.Header = header.Clone()
+			injectTraceContext(ctx, req.Header)
 		}
-		if auth != nil {
-			req.Header["Authorization"] = auth
-		}
-		injectTraceContext(ctx, req.Header)
 		return req, nil
 	})
-	var ae *memory.MemoryAdapterError
-	if errors.As(err, &ae) {
-		return err
-	}
 	if err != nil {
-		return memory.NewUnavailable(fmt.Sprintf("remote: %s %s", method, path), stripURL(err))
+		if isAdapterError(err) {
+			return nil, err
+		}
+		return nil, memory.NewUnavailable(fmt.Sprintf("remote: %s %s", method, path), stripURL(err))
 	}
 	defer func() { _ = resp.Body.Close() }()
-	// Every decoder below copies what it keeps (encoding/json's contract for UnmarshalJSON),
-	// so the body's buffer goes back to the pool when the call returns.
-	buf := getBuffer(resp.ContentLength, s.maxBody)
-	defer putBuffer(buf)
-	_, err = buf.ReadFrom(io.LimitReader(resp.Body, s.maxBody+1))
-	data := buf.Bytes()
+	data := getBuffer(resp.ContentLength, s.maxBody)
+	*data, err = readLimited(*data, resp.Body, s.maxBody)
 	if err != nil {
-		return memory.NewUnavailable(fmt.Sprintf("remote: %s %s: reading the response", method, path), stripURL(err))
+		putBuffer(data)
+		return nil, memory.NewUnavailable(fmt.Sprintf("remote: %s %s: reading the response", method, path), stripURL(err))
 	}
-	if int64(len(data)) > s.maxBody {
-		return memory.NewAdapterError(fmt.Sprintf("remote: %s %s: response over %d bytes", method, path, s.maxBody), nil)
+	if int64(len(*data)) > s.maxBody {
+		putBuffer(data)
+		return nil, memory.NewAdapterError(fmt.Sprintf("remote: %s %s: response over %d bytes", method, path, s.maxBody), nil)
 	}
 	if resp.StatusCode != want {
+		defer putBuffer(data)
 		if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != "application/problem+json" {
 			// No problem body: not the adapter server. A pooled connection that reached the
 			// wrong peer (a gateway that answered while a Service had no route, say) would
@@ -406,12 +492,35 @@ func (s *Store) send(ctx context.Context, method, path string, body []byte, want
 			_ = resp.Body.Close()
 			s.client.CloseIdleConnections()
 		}
-		return mapProblem(method, path, resp, data)
+		return nil, mapProblem(method, path, resp, *data)
 	}
-	if err := decodeStrict(data, out); err != nil {
-		return memory.NewAdapterError(fmt.Sprintf("remote: %s %s: malformed response", method, path), err)
+	return data, nil
+}
+
+// isAdapterError reports whether err is a MemoryAdapterError, as the request builder's are.
+func isAdapterError(err error) bool {
+	var ae *memory.MemoryAdapterError
+	return errors.As(err, &ae)
+}
+
+// readLimited appends r's bytes to dst up to its end or limit+1 bytes, whichever comes first,
+// so that a body over limit shows as longer than limit; io.EOF is not an error.
+func readLimited(dst []byte, r io.Reader, limit int64) ([]byte, error) {
+	for int64(len(dst)) <= limit {
+		if len(dst) == cap(dst) {
+			dst = slices.Grow(dst, max(bytes.MinRead, len(dst)))
+		}
+		room := dst[len(dst):min(int64(cap(dst)), limit+1)]
+		n, err := r.Read(room)
+		dst = dst[:len(dst)+n]
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return dst, err
+		}
 	}
-	return nil
+	return dst, nil
 }
 
 var (
@@ -493,13 +602,22 @@ type searchAnswer searchFields
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (a *searchAnswer) UnmarshalJSON(data []byte) error {
-	if arr, ok := itemsArray(data); ok {
-		if items, err := memory.UnmarshalItems(arr); err == nil {
-			a.Items = &items
-			return nil
-		}
+	if items, ok := searchItems(data); ok {
+		a.Items = &items
+		return nil
 	}
 	return decodeFields(data, (*searchFields)(a))
+}
+
+// searchItems is searchAnswer's direct path: the items of an answer of the server's shape,
+// or false for the strict envelope decoder to decide.
+func searchItems(data []byte) ([]memory.Item, bool) {
+	if arr, ok := itemsArray(data); ok {
+		if items, err := memory.UnmarshalItems(arr); err == nil {
+			return items, true
+		}
+	}
+	return nil, false
 }
 
 // itemsArray returns the text between `{"items":` and `}`, whitespace allowed around each
@@ -547,27 +665,39 @@ func (a *storeAnswer) UnmarshalJSON(data []byte) error {
 
 // bodies recycles response buffers; one over maxPooled is left to the collector, so a rare
 // large answer does not stay pinned in the pool.
-var bodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+var bodies = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxPooled = 1 << 20
 
 // getBuffer returns an empty pooled buffer with room for a body of the announced length
 // (when known and within the bound).
-func getBuffer(length, limit int64) *bytes.Buffer {
-	buf := bodies.Get().(*bytes.Buffer)
-	buf.Reset()
+func getBuffer(length, limit int64) *[]byte {
+	buf := bodies.Get().(*[]byte)
+	*buf = (*buf)[:0]
 	if length > 0 && length <= limit {
-		// ReadFrom wants bytes.MinRead free before each read, the final one included; an
-		// announcement is not yet bytes received, so what it reserves is bounded.
-		buf.Grow(int(min(length, maxPooled)) + bytes.MinRead)
+		// The final read wants room past the body to see its end; an announcement is not
+		// yet bytes received, so what it reserves is bounded.
+		*buf = slices.Grow(*buf, int(min(length, maxPooled))+bytes.MinRead)
 	}
 	return buf
 }
 
-func putBuffer(buf *bytes.Buffer) {
-	if buf.Cap() <= maxPooled {
+func putBuffer(buf *[]byte) {
+	if cap(*buf) <= maxPooled {
 		bodies.Put(buf)
 	}
+}
+
+// storeAnswerID reads a store answer of exactly the server's shape, {"id":"<canonical
+// UUID>"}; false leaves anything else to storeAnswer's strict decoder, which gives the same
+// id for what this accepts.
+func storeAnswerID(data []byte) (uuid.UUID, bool) {
+	const prefix, suffix, idLen = `{"id":"`, `"}`, 36
+	if len(data) != len(prefix)+idLen+len(suffix) || string(data[:len(prefix)]) != prefix || string(data[len(data)-len(suffix):]) != suffix {
+		return uuid.Nil, false
+	}
+	id, err := uuid.ParseBytes(data[len(prefix) : len(prefix)+idLen])
+	return id, err == nil
 }
 
 func decodeStrict(data []byte, v any) error {
