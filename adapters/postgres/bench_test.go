@@ -27,10 +27,13 @@ func bulkLoad(b *testing.B, pool *pgxpool.Pool, schema, scope string, n int) []u
 			b.Fatal(err)
 		}
 		ids[i] = p.ID
-		rows[i] = []any{scope, p.ID, p.CreatedAt, string(p.Metadata), string(p.Content), p.SearchText, p.Tags}
+		rows[i] = []any{scope, p.ID, p.CreatedAt, string(p.Metadata), string(p.Content), p.SearchText, p.Tags,
+			string(p.Metadata), string(p.Content)}
 	}
+	// The adapter's row format, exact texts included (migration 2), as Store writes it:
+	// without them both arms' retrieves read rows the adapter never writes.
 	_, err := pool.CopyFrom(context.Background(), pgx.Identifier{schema, "memory_items"},
-		[]string{"scope", "id", "created_at", "metadata", "content", "search_text", "tags"}, pgx.CopyFromRows(rows))
+		[]string{"scope", "id", "created_at", "metadata", "content", "search_text", "tags", "metadata_text", "content_text"}, pgx.CopyFromRows(rows))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -93,28 +96,26 @@ func BenchmarkPostgres(b *testing.B) {
 // benchDriver is the driver baseline over raw, running s's statements in schema.
 func benchDriver(s *Store, raw *pgxpool.Pool, schema string) storetest.BenchDriver {
 	table := pgx.Identifier{schema, "memory_items"}.Sanitize()
+	store, retrieve := storeSQL(table), retrieveSQL(table)
 	return storetest.BenchDriver{
 		Store: func(ctx context.Context, it memory.Item) error {
-			// The same row the adapter writes (its indexes cost by content: the trigram
-			// index by the text, the per-key indexes by the metadata), encoded plainly.
+			// The adapter's statement and row (its indexes cost by content: the trigram and
+			// text indexes by the text, the per-key indexes by the metadata), encoded
+			// plainly. Until issue 44 the baseline left out the exact-text columns the
+			// adapter writes beside the jsonb (migration 2), so it wrote a smaller row than
+			// the adapter and the store's ratio counted the difference as overhead.
 			meta, err := json.Marshal(it.Metadata)
 			if err != nil {
 				return err
 			}
-			_, err = raw.Exec(ctx, `INSERT INTO `+table+`
-					(scope, id, kind, created_at, metadata, content, search_text, tags)
-					VALUES ($1, $2, 'memory_item', $3, $4::jsonb, $5::jsonb, $6, $7)
-					ON CONFLICT (scope, id) DO UPDATE SET content = excluded.content`,
-				"bench", it.ID, it.CreatedAt, string(meta), string(it.Content), memory.SearchText(it.Content), it.Tags)
+			_, err = raw.Exec(ctx, store, "bench", it.ID, it.CreatedAt, string(meta), string(it.Content), memory.SearchText(it.Content), it.Tags)
 			return err
 		},
 		Retrieve: func(ctx context.Context, id uuid.UUID) error {
 			var kind, meta, content string
 			var ts float64
 			var tags []string
-			if err := raw.QueryRow(ctx, `SELECT kind, created_at, metadata::text, content::text, tags
-					FROM `+table+` WHERE scope = $1 AND id = $2`, "bench", id).
-				Scan(&kind, &ts, &meta, &content, &tags); err != nil {
+			if err := raw.QueryRow(ctx, retrieve, "bench", id).Scan(&kind, &ts, &meta, &content, &tags); err != nil {
 				return err
 			}
 			_, err := storetest.DecodePlain(id, ts, meta, content, tags)
