@@ -362,16 +362,23 @@ func MarshalItem(it Item) ([]byte, error) {
 // UnmarshalJSON, which reads it twice more. A body that is not valid JSON takes
 // json.Unmarshal's path, for its syntax error.
 func UnmarshalItem(data []byte) (Item, error) {
-	if it, ok := decodeOneItem(data); ok {
-		return it, nil
+	return unmarshalOnePass(data, decodeOneItem, (*Item).unmarshalSlow)
+}
+
+// unmarshalOnePass is json.Unmarshal(data, &v) for a type whose UnmarshalJSON is onePass,
+// then slow for what onePass declines: onePass checks the syntax as it decodes, so valid
+// input is read once; invalid input takes json.Unmarshal, for its syntax error.
+func unmarshalOnePass[T any](data []byte, onePass func([]byte) (T, bool), slow func(*T, []byte) error) (T, error) {
+	if v, ok := onePass(data); ok {
+		return v, nil
 	}
-	var it Item
+	var v T
 	if !json.Valid(data) {
-		err := json.Unmarshal(data, &it)
-		return it, err
+		err := json.Unmarshal(data, &v)
+		return v, err
 	}
-	err := it.unmarshalSlow(data)
-	return it, err
+	err := slow(&v, data)
+	return v, err
 }
 
 // AppendItemJSON appends MarshalItem's bytes for it to buf; on error buf is unchanged.

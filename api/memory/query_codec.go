@@ -195,3 +195,11 @@ func marshalQuerySlow(q Query) ([]byte, error) {
 		Limit   int                        `json:"limit"`
 	}{q.Text, q.Tags, q.Filters, q.Limit})
 }
+
+// UnmarshalQuery returns what json.Unmarshal(data, &q) gives, with the same errors, in one
+// pass over a query of the common shape: json.Unmarshal checks the syntax, skips over the
+// value and only then calls UnmarshalJSON, which reads it twice more. A body that is not
+// valid JSON takes json.Unmarshal's path, for its syntax error.
+func UnmarshalQuery(data []byte) (Query, error) {
+	return unmarshalOnePass(data, decodeQuery, (*Query).unmarshalSlow)
+}

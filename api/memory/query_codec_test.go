@@ -42,6 +42,11 @@ func checkQueryOnePass(t *testing.T, data []byte) {
 	if err := got.UnmarshalJSON(data); fmt.Sprint(err) != fmt.Sprint(wantErr) || (err == nil && !reflect.DeepEqual(got, want)) {
 		t.Fatalf("%q: UnmarshalJSON gave %v, encoding/json %v", data, err, wantErr)
 	}
+	var ref Query
+	refErr := json.Unmarshal(data, &ref)
+	if got, err := UnmarshalQuery(data); fmt.Sprint(err) != fmt.Sprint(refErr) || !reflect.DeepEqual(got, ref) {
+		t.Fatalf("%q: UnmarshalQuery gave %#v, %v; json.Unmarshal %#v, %v", data, got, err, ref, refErr)
+	}
 }
 
 // checkQueryEncode fails t unless Query.MarshalJSON writes json.Marshal's bytes for q.
