@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -94,6 +93,7 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 func (s *Server) instrument(route string, next http.Handler) http.Handler {
 	// The route's histogram is resolved once, not looked up by label on every request.
 	latency := s.metrics.latency.WithLabelValues(route)
+	requests := newRequestCounters(s.metrics.requests, route)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w}
@@ -111,7 +111,7 @@ func (s *Server) instrument(route string, next http.Handler) http.Handler {
 			if code == 0 {
 				code = http.StatusOK
 			}
-			s.metrics.requests.WithLabelValues(route, methodLabel(r.Method), strconv.Itoa(code)).Inc()
+			requests.get(methodLabel(r.Method), code).Inc()
 			latency.Observe(time.Since(start).Seconds())
 			if rec.problemType != "" {
 				s.metrics.errors.WithLabelValues(route, rec.problemType).Inc()

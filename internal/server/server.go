@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"mime"
 	"net/http"
 	"strings"
 	"sync"
@@ -443,7 +442,7 @@ func (s *Server) storeItem(w http.ResponseWriter, r *http.Request) {
 	// What json.Marshal writes for {"id": id}: a canonical UUID needs no escaping.
 	buf.Reset()
 	buf.WriteString(`{"id":"`)
-	buf.WriteString(id.String())
+	buf.Write(memory.AppendID(buf.AvailableBuffer(), id))
 	buf.WriteString(`"}`)
 	s.writeBytes(w, http.StatusCreated, buf.Bytes())
 }
@@ -545,7 +544,7 @@ func (s *Server) backendError(w http.ResponseWriter, err error) {
 // any web page write items. The body is read into buf, which the caller may reuse once it
 // has decoded the body: the decoders copy what they keep.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer) ([]byte, bool) {
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" && !isJSONMediaType(ct) {
 		s.problem(w, http.StatusUnsupportedMediaType, memory.ProblemUnsupportedMediaType, "the body must be Content-Type: application/json", nil)
 		return nil, false
 	}
@@ -589,8 +588,12 @@ func DecodeItem(body []byte) (memory.Item, error) {
 // DecodeQuery decodes a search request body exactly as the server does, filter values within
 // memory.CheckQueryDepth's bound.
 func DecodeQuery(body []byte) (memory.Query, error) {
-	var q memory.Query
-	if err := decodeObject(body, &q); err != nil {
+	if err := checkObject(body); err != nil {
+		return memory.Query{}, err
+	}
+	// json.Unmarshal's value and errors, validating the body once.
+	q, err := memory.UnmarshalQuery(body)
+	if err != nil {
 		return q, err
 	}
 	return q, depthError(memory.CheckQueryDepth(q))
@@ -599,25 +602,14 @@ func DecodeQuery(body []byte) (memory.Query, error) {
 // depthError strips the MemoryAdapterError prefix, so that the 400's detail is exactly
 // memory.TooDeepMessage, the words every backend uses for the same refusal.
 func depthError(err error) error {
+	if err == nil {
+		return nil
+	}
 	var ae *memory.MemoryAdapterError
 	if errors.As(err, &ae) {
 		return errors.New(ae.Message)
 	}
 	return err
-}
-
-func decodeObject(body []byte, v any) error {
-	if err := checkObject(body); err != nil {
-		return err
-	}
-	// The api/memory codecs are strict (unknown fields, quoted numbers, null tags are errors),
-	// so one decode is all the server needs. json.Unmarshal would check the syntax, skip over
-	// the value and only then call the type's own decoder, which reads it twice more; on a
-	// valid body, calling that decoder directly gives the same value and the same errors.
-	if u, ok := v.(json.Unmarshaler); ok && json.Valid(body) {
-		return u.UnmarshalJSON(body)
-	}
-	return json.Unmarshal(body, v)
 }
 
 // checkObject refuses a body that does not start as a JSON object or is not UTF-8.
