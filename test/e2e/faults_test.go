@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -417,4 +418,36 @@ func expectWriteProbeFailed(ctx context.Context, g Gomega, c client.Client, ns, 
 	g.Expect(a.Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(a.Reason).To(Equal(h.Reason), "Available names the evidence, not a Deployment reason: %s", a.Message)
 	return h.Message
+}
+
+// doorbellRings scrapes the adapter's pods' metrics port for memory_adapter_doorbell_rings_total
+// and sums it by result: the rings that reached the elected manager ("accepted") and those that
+// did not after every retry ("failed").
+func doorbellRings(ctx context.Context, g Gomega, c client.Client, ns, name string) map[string]float64 {
+	pods := &corev1.PodList{}
+	g.Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"memory.agentmem.io/adapter": name, "app.kubernetes.io/component": "adapter"})).To(Succeed())
+	g.Expect(pods.Items).NotTo(BeEmpty())
+	out := map[string]float64{}
+	for _, p := range pods.Items {
+		g.Expect(p.Status.PodIP).NotTo(BeEmpty(), "pod %s has no address yet", p.Name)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(p.Status.PodIP, "9090")+"/metrics", nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		resp, err := http.DefaultClient.Do(req)
+		g.Expect(err).NotTo(HaveOccurred())
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+		_ = resp.Body.Close()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "GET %s", req.URL)
+		for _, line := range strings.Split(string(body), "\n") {
+			rest, ok := strings.CutPrefix(line, `memory_adapter_doorbell_rings_total{result="`)
+			if !ok {
+				continue
+			}
+			result, value, _ := strings.Cut(rest, `"} `)
+			v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+			g.Expect(err).NotTo(HaveOccurred(), "metric line %q", line)
+			out[result] += v
+		}
+	}
+	return out
 }

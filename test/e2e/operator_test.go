@@ -680,8 +680,16 @@ var _ = Describe("the operator loop", func() {
 			first503 := agentAnswers(ctx, ns, agent, stopped)[0].At
 			tl.mark("the agent's first 503 at %s; Available=False seen %s later", first503.Format("15:04:05.000"),
 				wentFalse.Sub(first503).Round(10*time.Millisecond))
-			Expect(wentFalse.Sub(first503)).To(BeNumerically("<=", 5*time.Second),
-				"Available must follow the adapter's first 503 within 5 s, not a health period (30 s) later")
+			// The goal is 5 s (measured: the timeline above); the bound asserted is wider so that a
+			// loaded machine does not fail it, yet a verdict waiting for the 30 s period would.
+			Expect(wentFalse.Sub(first503)).To(BeNumerically("<=", 10*time.Second),
+				"Available must follow the adapter's first 503 within seconds, not a health period (30 s) later")
+			// And it did so because the adapter rang: every ring reached the elected manager.
+			Eventually(func(g Gomega) {
+				rings := doorbellRings(ctx, g, c, ns, "pgmem")
+				g.Expect(rings["accepted"]).To(BeNumerically(">=", 2), "the new pod's first evidence and the outage: %v", rings)
+				g.Expect(rings["failed"]).To(BeZero(), "rings that never reached the leader: %v", rings)
+			}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
 			Consistently(expectOutage).WithTimeout(3 * time.Minute).WithPolling(3 * time.Second).Should(Succeed())
 			held := tl.mark("held 3 minutes: Available=False on the evidence throughout")
 			answers := agentAnswers(ctx, ns, agent, stopped)
@@ -707,8 +715,8 @@ var _ = Describe("the operator loop", func() {
 			tl.mark("the agent stores again: its first success at %s, Available=True seen %s from it", firstSuccess.Format("15:04:05.000"),
 				wentTrue.Sub(firstSuccess).Round(10*time.Millisecond))
 			// The agent stores every 2 s, so its first success may come after the verdict.
-			Expect(wentTrue.Sub(firstSuccess).Abs()).To(BeNumerically("<=", 5*time.Second),
-				"Available must follow the adapter's first success within 5 s")
+			Expect(wentTrue.Sub(firstSuccess).Abs()).To(BeNumerically("<=", 10*time.Second),
+				"Available must follow the adapter's first success within seconds")
 		}, SpecTimeout(20*time.Minute))
 
 		It("heals a real PostgreSQL minor upgrade in place (17.9 to 17.10) with no step by anyone: one new run, restarted pods, Available again, data kept", longSpec, func(ctx SpecContext) {

@@ -56,17 +56,20 @@ const scaleHangEvery = 10
 type scalePod struct {
 	hang  bool
 	reads []time.Time
+	// invalid makes the pod answer with evidence that invalidates its manifest.
+	invalid bool
 }
 
 // scaleEvidence answers GET /v1/evidence for the pods it knows, telling them apart by the
 // local address the client dialed: one listener on 0.0.0.0 serves every loopback pod IP, so
 // a read reaches an adapter only at its own pod's address, as in a cluster.
 type scaleEvidence struct {
-	report []byte
-	port   int
-	srv    *http.Server
-	mu     sync.Mutex
-	pods   map[string]*scalePod // by pod IP
+	report  []byte
+	invalid []byte
+	port    int
+	srv     *http.Server
+	mu      sync.Mutex
+	pods    map[string]*scalePod // by pod IP
 	// stray counts requests at an address no pod holds, or of another path: a setup error.
 	stray atomic.Int64
 	hung  atomic.Int64
@@ -78,7 +81,7 @@ func startScaleEvidence(manifestHash string) *scaleEvidence {
 	Expect(err).NotTo(HaveOccurred())
 	l, err := net.Listen("tcp", "0.0.0.0:0")
 	Expect(err).NotTo(HaveOccurred())
-	e := &scaleEvidence{report: report, port: l.Addr().(*net.TCPAddr).Port, pods: map[string]*scalePod{}}
+	e := &scaleEvidence{report: report, invalid: invalidReport(manifestHash), port: l.Addr().(*net.TCPAddr).Port, pods: map[string]*scalePod{}}
 	e.srv = &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	go func() { _ = e.srv.Serve(l) }()
 	return e
@@ -99,8 +102,10 @@ func (e *scaleEvidence) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	e.mu.Lock()
 	p := e.pods[ip]
+	var report []byte
 	if p != nil && !p.hang {
 		p.reads = append(p.reads, time.Now())
+		report = e.reportFor(p)
 	}
 	e.mu.Unlock()
 	switch {
@@ -116,7 +121,7 @@ func (e *scaleEvidence) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done() // until the reader's deadline closes the connection
 	default:
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(e.report)
+		_, _ = w.Write(report)
 	}
 }
 
@@ -165,8 +170,10 @@ type managerProcess struct {
 	cmd                  *exec.Cmd
 	logPath              string
 	metricsURL, pprofURL string
-	exited               chan struct{}
-	exitErr              error
+	// doorbellURL is where the adapters' servers would ring the manager.
+	doorbellURL string
+	exited      chan struct{}
+	exitErr     error
 }
 
 // freeLoopbackAddr is a loopback address with a port free at the time of the call.
@@ -198,13 +205,14 @@ func startManagerProcess(dir string) *managerProcess {
 	Expect(build.Run()).To(Succeed())
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	writeKubeconfig(managerCfg, kubeconfig)
-	metricsAddr, pprofAddr := freeLoopbackAddr(), freeLoopbackAddr()
+	metricsAddr, pprofAddr, doorbellAddr := freeLoopbackAddr(), freeLoopbackAddr(), freeLoopbackAddr()
 	m := &managerProcess{logPath: filepath.Join(dir, "manager.log"), metricsURL: "http://" + metricsAddr + "/metrics",
-		pprofURL: "http://" + pprofAddr + "/debug/pprof/", exited: make(chan struct{})}
+		pprofURL: "http://" + pprofAddr + "/debug/pprof/", doorbellURL: "http://" + doorbellAddr + "/v1/doorbell", exited: make(chan struct{})}
 	logFile, err := os.Create(m.logPath)
 	Expect(err).NotTo(HaveOccurred())
 	m.cmd = exec.Command(bin, "--leader-elect=false", "--metrics-bind-address="+metricsAddr, "--metrics-secure=false",
-		"--pprof-bind-address="+pprofAddr, "--health-probe-bind-address=0", "--token-key-secret="+tokenKeyRef.String())
+		"--pprof-bind-address="+pprofAddr, "--health-probe-bind-address=0", "--token-key-secret="+tokenKeyRef.String(),
+		"--doorbell-bind-address="+doorbellAddr, "--doorbell-url="+m.doorbellURL)
 	// The soft limit the deployed manager runs with: automemlimit sets 90% of the container's
 	// memory limit (config/manager/manager.yaml: 256Mi), and outside a container there is none.
 	softLimit := cmp.Or(os.Getenv("MAO_SCALE_GOMEMLIMIT"), "230MiB")
@@ -598,6 +606,10 @@ var _ = Describe("the controller at scale", Label("scale"), Ordered, func() {
 
 		intervals, short := ev.intervals(steadyFrom)
 		Expect(ev.stray.Load()).To(BeZero(), "evidence reads at an address no adapter pod holds")
+
+		By("evidence that changes: time from the change (and its ring) to Available")
+		verdict := measureVerdictLatency(ctx, ns.Name, k, names, mgr.doorbellURL)
+		Expect(ev.stray.Load()).To(BeZero(), "evidence reads at an address no adapter pod holds")
 		hwm, rss := mgr.status("VmHWM"), mgr.status("VmRSS")
 		mgr.saveProfile("heap", filepath.Join(out, "heap.pprof"))
 		total := metricValues(after, "controller_runtime_reconcile_total", "", `controller="memoryadapter"`)[""]
@@ -613,9 +625,14 @@ var _ = Describe("the controller at scale", Label("scale"), Ordered, func() {
 			toAvailable.Round(time.Second), toUnhealthy.Round(time.Second),
 			total/float64(n), quantile(intervals, 0.5).Round(10*time.Millisecond), quantile(intervals, 0.99).Round(10*time.Millisecond),
 			quantile(intervals, 1).Round(10*time.Millisecond), firstReconcile.Round(time.Millisecond), writes, hwm, rss)
+		fmt.Fprintf(result, "\nverdict after an evidence change, %d adapters at once, each ringing the doorbell (goal p99 ≤ 5 s): Available=False p50 / p99 / max %s / %s / %s; Available=True again %s / %s / %s\n",
+			len(verdict.toFalse), quantile(verdict.toFalse, 0.5).Round(10*time.Millisecond), quantile(verdict.toFalse, 0.99).Round(10*time.Millisecond),
+			quantile(verdict.toFalse, 1).Round(10*time.Millisecond), quantile(verdict.toTrue, 0.5).Round(10*time.Millisecond),
+			quantile(verdict.toTrue, 0.99).Round(10*time.Millisecond), quantile(verdict.toTrue, 1).Round(10*time.Millisecond))
 		fmt.Fprint(GinkgoWriter, result.String())
 		Expect(os.WriteFile(filepath.Join(out, "result.md"), []byte(result.String()), 0o600)).To(Succeed())
-		AddReportEntry("scale", fmt.Sprintf("adapters=%d available_after=%s interval_p50=%s interval_p99=%s intervals=%d short=%d first_reconcile=%s steady_writes=%.0f writes_by_method=%v steady_reconciles=%.0f peak_rss=%s out=%s",
-			n, toAvailable.Round(time.Second), quantile(intervals, 0.5), quantile(intervals, 0.99), len(intervals), short, firstReconcile, writes, writesByMethod, reconciles, hwm, out))
+		AddReportEntry("scale", fmt.Sprintf("adapters=%d available_after=%s interval_p50=%s interval_p99=%s intervals=%d short=%d first_reconcile=%s steady_writes=%.0f writes_by_method=%v steady_reconciles=%.0f peak_rss=%s out=%s verdict_false_p99=%s verdict_true_p99=%s rings=%d",
+			n, toAvailable.Round(time.Second), quantile(intervals, 0.5), quantile(intervals, 0.99), len(intervals), short, firstReconcile, writes, writesByMethod, reconciles, hwm, out,
+			quantile(verdict.toFalse, 0.99), quantile(verdict.toTrue, 0.99), verdict.rings))
 	}, SpecTimeout(120*time.Minute))
 })
