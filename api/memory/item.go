@@ -447,7 +447,8 @@ func decodeOneItem(data []byte) (Item, bool) {
 	if start == len(data) || data[start] != '{' {
 		return Item{}, false
 	}
-	it, end, ok := decodeItem(data, bytes.Clone(data), shareText(data), start, nil)
+	buf := bytes.Clone(data)
+	it, end, ok := decodeItem(data, buf, shareText(buf), start, nil)
 	return it, ok && skipWS(data, end) == len(data)
 }
 

@@ -3,6 +3,7 @@ package memory
 import (
 	"bytes"
 	"encoding/json"
+	"unsafe"
 
 	"github.com/google/uuid"
 )
@@ -32,7 +33,8 @@ func decodeItems(data []byte, i int) ([]Item, bool) {
 	// One copy of the array backs every item's raw values, for a page of usual size one
 	// string every key and tag, and one array every tag list, instead of a few allocations
 	// per item.
-	buf, text := bytes.Clone(data), shareText(data)
+	buf := bytes.Clone(data)
+	text := shareText(buf)
 	// Room for four tags an item; a page with more grows it by append.
 	tags := make([]string, 0, 4*cap(items))
 	if i = skipWS(data, i+1); i < len(data) && data[i] == ']' {
@@ -70,17 +72,22 @@ func unmarshalItemsSlow(data []byte) ([]Item, error) {
 	return items, err
 }
 
-// shareLimit bounds the text whose one copy keys and tags may share: a retained key keeps
-// the whole copy alive, so a large item's keys get copies of their own.
+// shareLimit bounds the copy whose bytes keys and tags may share: a retained key keeps the
+// whole copy alive, so a large item's keys get copies of their own.
 const shareLimit = 64 << 10
 
-// shareText returns a copy of data as a string for keys and tags to slice, or "" when data
-// is over shareLimit.
-func shareText(data []byte) string {
-	if len(data) > shareLimit {
+// shareText returns buf, the decoder's private copy of the input, as a string for keys and
+// tags to slice, or "" when it is over shareLimit. The string shares buf's memory instead of
+// copying it once more. That is sound because nothing can write those bytes afterwards: the
+// decoder hands out buf only as raw values, each a slice capped at its own end (so an append
+// reallocates), and the keys and tags lie outside every raw value handed out (a metadata key
+// inside the metadata object, whose members are handed out, not the object; a tag inside
+// the tags array, which is never a raw value), so no slice a caller holds reaches them.
+func shareText(buf []byte) string {
+	if len(buf) > shareLimit || len(buf) == 0 {
 		return ""
 	}
-	return string(data)
+	return unsafe.String(unsafe.SliceData(buf), len(buf))
 }
 
 // decodeItem decodes an item in one pass from the object at data[start:] and returns the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -180,5 +181,56 @@ func TestPageTagListsDoNotShareCapacity(t *testing.T) {
 	_ = append(items[2].Tags, "y")
 	if !reflect.DeepEqual(items[1].Tags, []string{"c"}) || !reflect.DeepEqual(items[0].Tags, []string{"a", "b"}) {
 		t.Fatalf("an append overwrote another tag list: %q %q", items[0].Tags, items[1].Tags)
+	}
+}
+
+// TestKeysAndTagsSurviveWritesToRawValues: keys and tags share the decoder's copy of the
+// input with the raw values, so no write through a raw value, in place or by append, may
+// change a key or a tag.
+func TestKeysAndTagsSurviveWritesToRawValues(t *testing.T) {
+	page := []byte(`[{"id":"6f1c0f6e-8a55-4c39-9a39-2a0b6f0d4b1e","created_at":1,"metadata":{"ka":"va","kb":[1]},"content":{"kc":"x"},"tags":["ta","tb"]},` +
+		`{"id":"7f1c0f6e-8a55-4c39-9a39-2a0b6f0d4b1e","created_at":2,"content":"ka","metadata":{"kd":{"ke":1}},"tags":["tc"]}]`)
+	items, err := UnmarshalItems(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := UnmarshalItem([]byte(`{"id":"6f1c0f6e-8a55-4c39-9a39-2a0b6f0d4b1e","created_at":1,"metadata":{"ka":"va"},"content":"c","tags":["ta"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	items = append(items, one)
+	type shape struct {
+		keys []string
+		tags []string
+	}
+	before := make([]shape, len(items))
+	scribble := func(b []byte) {
+		for i := range b {
+			b[i] = '#'
+		}
+		_ = append(b, "########"...)
+	}
+	for i, it := range items {
+		for k := range it.Metadata {
+			before[i].keys = append(before[i].keys, strings.Clone(k))
+		}
+		before[i].tags = slices.Clone(it.Tags)
+		slices.Sort(before[i].keys)
+	}
+	for _, it := range items {
+		scribble(it.Content)
+		for _, v := range it.Metadata {
+			scribble(v)
+		}
+	}
+	for i, it := range items {
+		var keys []string
+		for k := range it.Metadata {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		if !slices.Equal(keys, before[i].keys) || !slices.Equal(it.Tags, before[i].tags) {
+			t.Fatalf("item %d: keys %q tags %q, were %q %q", i, keys, it.Tags, before[i].keys, before[i].tags)
+		}
 	}
 }
