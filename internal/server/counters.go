@@ -60,3 +60,6 @@ func isJSONMediaType(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && mt == "application/json"
 }
+
+// recorders recycles instrument's response recorders, one per request otherwise.
+var recorders = sync.Pool{New: func() any { return new(recorder) }}

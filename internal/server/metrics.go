@@ -96,7 +96,8 @@ func (s *Server) instrument(route string, next http.Handler) http.Handler {
 	requests := newRequestCounters(s.metrics.requests, route)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := &recorder{ResponseWriter: w}
+		rec := recorders.Get().(*recorder)
+		rec.ResponseWriter = w
 		defer func() {
 			if p := recover(); p != nil {
 				if err, ok := p.(error); ok && errors.Is(err, http.ErrAbortHandler) {
@@ -116,6 +117,9 @@ func (s *Server) instrument(route string, next http.Handler) http.Handler {
 			if rec.problemType != "" {
 				s.metrics.errors.WithLabelValues(route, rec.problemType).Inc()
 			}
+			// Nothing below keeps the writer past ServeHTTP (traced reads it before this).
+			*rec = recorder{}
+			recorders.Put(rec)
 		}()
 		next.ServeHTTP(rec, r)
 	})
