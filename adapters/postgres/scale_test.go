@@ -69,6 +69,9 @@ func BenchmarkPostgresScale(b *testing.B) {
 		return storetest.ScaleScope{
 			Store:  s,
 			Loader: "COPY and VACUUM ANALYZE",
+			Backend: func(ctx context.Context) (string, error) {
+				return relationSizes(ctx, raw, schema)
+			},
 			Explain: func(ctx context.Context, q memory.Query, path string) error {
 				seqs, err := s.candidates(ctx, raw, q)
 				if err != nil {
@@ -109,6 +112,21 @@ func BenchmarkPostgresScale(b *testing.B) {
 			},
 		}
 	})
+}
+
+// relationSizes describes the on-disk size of the scope's table and of each index table
+// (heap and indexes), which is what the text index costs per item.
+func relationSizes(ctx context.Context, pool *pgxpool.Pool, schema string) (string, error) {
+	var out []string
+	for _, table := range []string{"memory_items", "memory_item_tags", "memory_item_text"} {
+		var heap, indexes int64
+		q := pgx.Identifier{schema, table}.Sanitize()
+		if err := pool.QueryRow(ctx, `SELECT pg_table_size($1::regclass), pg_indexes_size($1::regclass)`, q).Scan(&heap, &indexes); err != nil {
+			return "", fmt.Errorf("size of %s: %w", table, err)
+		}
+		out = append(out, fmt.Sprintf("%s %d MB + indexes %d MB", table, heap>>20, indexes>>20))
+	}
+	return strings.Join(out, ", "), nil
 }
 
 // explainText returns the statement and its EXPLAIN ANALYZE plan: estimated and actual rows
