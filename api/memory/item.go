@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -255,17 +256,17 @@ func appendItem(b *bytes.Buffer, it *Item) (html bool, err error) {
 	b.WriteString(`","created_at":`)
 	b.Write(AppendTimestamp(b.AvailableBuffer(), it.CreatedAt))
 	b.WriteString(`,"metadata":`)
-	// Keys in sorted order, values compacted, as json.Marshal writes a map. The keys of a
-	// usual item fit the array on the stack.
-	var small [8]string
-	keys := small[:0]
-	for k := range it.Metadata {
-		keys = append(keys, k)
+	// Members in key order, values compacted, as json.Marshal writes a map, taken in one walk
+	// of the map (no look-up by key afterwards); a usual item's fit the array on the stack.
+	var small [8]member
+	members := small[:0]
+	for k, v := range it.Metadata {
+		members = append(members, member{k, v})
 	}
-	slices.Sort(keys)
+	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
 	b.WriteByte('{')
-	for i, k := range keys {
-		v := it.Metadata[k]
+	for i, m := range members {
+		k, v := m.key, m.value
 		// encoding/json would replace invalid bytes in a key with U+FFFD and copy them
 		// verbatim in a raw value: either way the reader gets something else than was meant.
 		if !utf8.ValidString(k) {
@@ -307,6 +308,12 @@ func appendItem(b *bytes.Buffer, it *Item) (html bool, err error) {
 	}
 	b.WriteString(`]}`)
 	return html, nil
+}
+
+// member is one metadata key and its value.
+type member struct {
+	key   string
+	value json.RawMessage
 }
 
 // appendRaw writes the raw value v as json.Compact writes it, and reports whether the bytes

@@ -246,9 +246,6 @@ func decodeRawObject(data, buf []byte, text string, start int) (map[string]json.
 		if bytes.IndexByte(key, '\\') >= 0 {
 			return nil, i, false
 		}
-		if _, dup := m[string(key)]; dup {
-			return nil, i, false
-		}
 		if i = skipWS(data, ke); i == len(data) || data[i] != ':' {
 			return nil, i, false
 		}
@@ -257,10 +254,15 @@ func decodeRawObject(data, buf []byte, text string, start int) (map[string]json.
 		if !ok {
 			return nil, vs, false
 		}
+		// A duplicate key leaves the length as it was: one hash of the key, not two.
+		n := len(m)
 		if text != "" {
 			m[text[ks:ke-1]] = buf[vs:ve:ve]
 		} else {
 			m[string(key)] = buf[vs:ve:ve]
+		}
+		if len(m) == n {
+			return nil, i, false
 		}
 		switch i = skipWS(data, ve); {
 		case i < len(data) && data[i] == ',':
