@@ -117,7 +117,9 @@ func startManager() (stop func()) {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	mgr.GetWebhookServer().Register(webhook.Path, &crwebhook.Admission{Handler: stallable{next: &webhook.PodBinder{Decoder: admission.NewDecoder(scheme)}}})
-	Expect((&Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("memory-adapter-operator")}).SetupWithManager(mgr)).To(Succeed())
+	recorder, err := memoryadapter.NewEventRecorder(mgr, "memory-adapter-operator")
+	Expect(err).NotTo(HaveOccurred())
+	Expect((&Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder}).SetupWithManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

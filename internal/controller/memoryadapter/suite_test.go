@@ -147,11 +147,13 @@ func startManagerWith(cfg *rest.Config, evidence health.EvidenceReader) (stop fu
 	Expect(err).NotTo(HaveOccurred())
 	ca, err := credentials.LoadOrCreateCA(keyCtx, mgr.GetAPIReader(), mgr.GetClient(), caRef, 10*365*24*time.Hour)
 	Expect(err).NotTo(HaveOccurred())
+	recorder, err := NewEventRecorder(mgr, "memory-adapter-operator")
+	Expect(err).NotTo(HaveOccurred())
 	Expect((&Reconciler{
 		TokenKey:     key,
 		CA:           ca,
 		Client:       mgr.GetClient(),
-		Recorder:     mgr.GetEventRecorder("memory-adapter-operator"),
+		Recorder:     recorder,
 		Evidence:     evidence,
 		DefaultImage: "ghcr.io/agentmem/memory-adapter:dev",
 		// Nothing here runs pods, so most specs read through the Service's name, which
