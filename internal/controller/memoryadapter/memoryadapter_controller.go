@@ -47,6 +47,10 @@ import (
 type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API server.
 	Client client.Client
+	// APIReader reads from the API server, past the cache: the cache holds the adapter's
+	// objects slim (slimOwned), and ensure reads one whole when it must compare it. nil means
+	// the manager's (SetupWithManager), or Client when there is no manager.
+	APIReader client.Reader
 	// Recorder records an Event for each action and condition transition.
 	Recorder events.EventRecorder
 	// Evidence reads the deployed adapters' evidence.
@@ -85,7 +89,7 @@ type Reconciler struct {
 	// SetupWithManager from Evidence.
 	Prober *health.Prober
 
-	// The four maps below are caches of this process's own writes, never a source of truth:
+	// The five maps below are caches of this process's own writes, never a source of truth:
 	// each bridges the moment between a write and the manager's cache seeing it, so a
 	// reconcile that starts from the older cached copy does not do the same thing twice. A
 	// new process (a restart, a failover) starts with a cache that already holds those writes,
@@ -109,6 +113,10 @@ type Reconciler struct {
 	// process removed, until the cache sees the adapter gone; an adapter's UID is never
 	// reused, and deletions are rare.
 	purged sync.Map
+	// applied maps an adapter to its *appliedObjects: per owned object, the desired digest
+	// and the resourceVersion ensure last left it at, so an object unchanged since is neither
+	// read whole nor written (see createOrUpdate).
+	applied sync.Map
 }
 
 // +kubebuilder:rbac:groups=memory.agentmem.io,resources=memoryadapters,verbs=get;list;watch;patch
@@ -185,6 +193,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 		r.announced.Delete(announcedKey(key, t))
 	}
 	r.announced.Delete(announcedKey(key, recordedRunKey))
+	r.applied.Delete(key)
 }
 
 // recordedRunKey is announced's key, beside the condition types, for the last run recorded.
@@ -336,24 +345,29 @@ func (r *Reconciler) reconcileManifest(_ context.Context, s *scope) error {
 
 // CacheOptions restricts the manager's Pod cache to pods with the adapter label, which the
 // operator's own pods and the agent pods bound to an adapter (docs/gating.md) carry alike, so
-// it does not hold every pod of the cluster in memory. Secrets are not cached at all: the
-// operator writes them and never reads them. The manager and the envtest suites use the same
-// options.
+// it does not hold every pod of the cluster in memory, and keeps Pods, Jobs, Nodes and the
+// adapters' own objects slim. Secrets are not cached at all: the operator writes them and
+// never reads them. The manager and the envtest suites use the same options.
 func CacheOptions() cache.Options {
 	adapterPods, err := labels.NewRequirement(render.LabelAdapter, selection.Exists, nil)
 	if err != nil {
 		// A constant key with Exists and no values always makes a valid requirement.
 		panic(fmt.Sprintf("memoryadapter: pod cache selector: %v", err))
 	}
+	byObject := map[client.Object]cache.ByObject{
+		&corev1.Pod{}:  {Label: labels.NewSelector().Add(*adapterPods), Transform: slimPod},
+		&batchv1.Job{}: {Transform: slimJob},
+		&corev1.Node{}: {Transform: slimNode},
+	}
+	for _, o := range ownedKinds {
+		byObject[o] = cache.ByObject{Transform: slimOwned}
+	}
 	return cache.Options{
 		// managedFields are the largest part of most cached objects, and nothing here reads
 		// them: dropping them is the cheapest cut of the manager's memory at scale.
 		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:  {Label: labels.NewSelector().Add(*adapterPods), Transform: slimPod},
-			&batchv1.Job{}: {Transform: slimJob},
-			&corev1.Node{}: {Transform: slimNode},
-		}}
+		ByObject:         byObject,
+	}
 }
 
 // slimNode keeps of a cached Node its name and Ready condition, all Deployed reads: a node's
@@ -455,6 +469,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	podToAdapter := handler.EnqueueRequestsFromMapFunc(ownPodToAdapter)
 	if r.Prober == nil {
 		r.Prober = &health.Prober{Reader: r.Evidence, Now: r.Now}
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	if err := mgr.Add(r.Prober); err != nil {
 		return fmt.Errorf("add the evidence prober: %w", err)

@@ -35,21 +35,7 @@ import (
 // differs, so a steady adapter causes no writes, and a hand edit of an owned object is
 // reverted on the next reconcile.
 func (r *Reconciler) ensure(ctx context.Context, s *scope, obj client.Object, owned bool, mutate func()) error {
-	res, err := controllerutil.CreateOrUpdate(ctx, r.Client, obj, func() error {
-		mutate()
-		l := obj.GetLabels()
-		if l == nil {
-			l = map[string]string{}
-		}
-		for k, v := range render.CommonLabels(s.ma) {
-			l[k] = v
-		}
-		obj.SetLabels(l)
-		if !owned {
-			return nil
-		}
-		return controllerutil.SetControllerReference(s.ma, obj, r.Client.Scheme())
-	})
+	res, err := r.createOrUpdate(ctx, s, obj, owned, mutate)
 	kind := fmt.Sprintf("%T", obj)
 	kind = kind[strings.LastIndex(kind, ".")+1:]
 	if err != nil {

@@ -1,0 +1,164 @@
+package memoryadapter
+
+import (
+	"context"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/health"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
+)
+
+func TestSlimOwnedKeepsWhatTheControllerReads(t *testing.T) {
+	ours := map[string]string{render.LabelManagedBy: render.ManagedByValue, render.LabelAdapter: "a"}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: ours, Generation: 3, ResourceVersion: "9",
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: ours, Annotations: map[string]string{render.AnnotationRestartedFor: "16.4"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "adapter", Image: "img"}}}}},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 3, AvailableReplicas: 2},
+	}
+	got, err := slimOwned(dep.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := got.(*appsv1.Deployment)
+	if d.Spec.Template.Spec.Containers != nil || *d.Spec.Replicas != 2 || d.Spec.Template.Annotations[render.AnnotationRestartedFor] != "16.4" ||
+		d.Status.AvailableReplicas != 2 || d.Generation != 3 || d.ResourceVersion != "9" || d.Labels != nil || d.ManagedFields != nil {
+		t.Errorf("slim Deployment %+v", d)
+	}
+
+	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: ours},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: ours}}}
+	if got, _ := slimOwned(np); got.(*networkingv1.NetworkPolicy).Spec.PodSelector.MatchLabels != nil {
+		t.Errorf("slim NetworkPolicy kept its spec")
+	}
+	// A claim keeps its labels, which its watch and the node index read, and its node.
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "a-data", Labels: ours,
+		Annotations:     map[string]string{annotationSelectedNode: "n1", "pv.kubernetes.io/bind-completed": "yes"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "memory.agentmem.io/v1alpha1", Kind: "MemoryAdapter", Name: "a", UID: "u"}}},
+		Spec:   corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("local-path")},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
+	got, _ = slimOwned(pvc)
+	if c := got.(*corev1.PersistentVolumeClaim); c.Labels[render.LabelAdapter] != "a" || len(c.Annotations) != 1 || c.Annotations[annotationSelectedNode] != "n1" ||
+		c.Spec.StorageClassName != nil || c.OwnerReferences[0].UID != "u" || c.OwnerReferences[0].Kind != "MemoryAdapter" {
+		t.Errorf("slim claim %+v", c)
+	}
+	// Another's ConfigMap is read whole by whoever reads it: only managedFields go.
+	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
+		Data: map[string]string{"k": "v"}}
+	if got, _ := slimOwned(theirs); got.(*corev1.ConfigMap).Data["k"] != "v" || got.(*corev1.ConfigMap).ManagedFields != nil {
+		t.Errorf("another's ConfigMap changed: %+v", got)
+	}
+	if o, _ := slimOwned("tombstone"); o != "tombstone" {
+		t.Error("a tombstone was changed")
+	}
+	for _, o := range ownedKinds {
+		if ownedSlot(o) < 0 || ownedSlot(o) >= len(appliedObjects{}.slots) {
+			t.Errorf("%T has no slot", o)
+		}
+	}
+}
+
+// countingReader counts the reads that reach the API server.
+type countingReader struct {
+	client.Reader
+	gets int
+}
+
+func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.gets++
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+// TestEnsureReadsWholeOnlyWhatChanged: ensure reads an object whole from the API server only
+// when its resourceVersion is not the one ensure left it at for the same desired object, and
+// still reverts another's edit and follows a change of the desired object.
+func TestEnsureReadsWholeOnlyWhatChanged(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, memoryv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).Build()
+	reader := &countingReader{Reader: c}
+	r := &Reconciler{Client: c, APIReader: reader, Recorder: events.NewFakeRecorder(100), Prober: &health.Prober{}}
+	ma := &memoryv1alpha1.MemoryAdapter{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "u1"}}
+	s := &scope{ma: ma}
+	ctx := context.Background()
+	value := "1"
+	ensure := func() *corev1.ConfigMap {
+		t.Helper()
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-manifest"}}
+		if err := r.ensure(ctx, s, cm, true, func() { cm.Data = map[string]string{"k": value} }); err != nil {
+			t.Fatal(err)
+		}
+		return cm
+	}
+	live := func() *corev1.ConfigMap {
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "a-manifest"}, cm); err != nil {
+			t.Fatal(err)
+		}
+		return cm
+	}
+
+	ensure()
+	if cm := live(); cm.Data["k"] != "1" || !metav1.IsControlledBy(cm, ma) || cm.Labels[render.LabelAdapter] != "a" {
+		t.Fatalf("created %+v", cm)
+	}
+	rv := live().ResourceVersion
+	ensure()
+	if reader.gets != 0 || live().ResourceVersion != rv {
+		t.Errorf("an unchanged object was read whole %d times or written", reader.gets)
+	}
+
+	edited := live()
+	edited.Data["k"] = "by hand"
+	if err := c.Update(ctx, edited); err != nil {
+		t.Fatal(err)
+	}
+	ensure()
+	if reader.gets != 1 || live().Data["k"] != "1" {
+		t.Errorf("a hand edit: %d reads, data %v", reader.gets, live().Data)
+	}
+	ensure()
+	if reader.gets != 1 {
+		t.Errorf("the repaired object was read again")
+	}
+
+	value = "2"
+	ensure()
+	if reader.gets != 2 || live().Data["k"] != "2" {
+		t.Errorf("a new desired object: %d reads, data %v", reader.gets, live().Data)
+	}
+
+	// A fresh process remembers nothing: one read, no write.
+	rv = live().ResourceVersion
+	r2 := &Reconciler{Client: c, APIReader: reader, Recorder: events.NewFakeRecorder(100)}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-manifest"}}
+	if err := r2.ensure(ctx, s, cm, true, func() { cm.Data = map[string]string{"k": value} }); err != nil {
+		t.Fatal(err)
+	}
+	if reader.gets != 3 || live().ResourceVersion != rv {
+		t.Errorf("a fresh process: %d reads, resourceVersion %s → %s", reader.gets, rv, live().ResourceVersion)
+	}
+
+	r.forget(client.ObjectKeyFromObject(ma))
+	if _, ok := r.applied.Load(client.ObjectKeyFromObject(ma)); ok {
+		t.Error("forget kept the adapter's record")
+	}
+}
