@@ -22,10 +22,16 @@ import (
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 )
 
-// scaleVerdictSample is how many healthy adapters the verdict-latency step turns invalid and
-// back: all at once, as a shared backend's outage would, so the figure includes the queueing
-// of that many reads and reconciles.
-const scaleVerdictSample = 200
+// The verdict-latency step turns healthy adapters' evidence invalid and back, each ringing
+// the doorbell as its server would, in two shapes: spread (scaleVerdictSpread adapters, one
+// change every scaleVerdictSpacing: what one adapter's change meets in a steady cluster) and
+// burst (scaleVerdictBurst adapters at once, as a shared backend's outage would: the figure
+// then includes the queueing of that many reads, reconciles and API writes).
+const (
+	scaleVerdictSpread  = 100
+	scaleVerdictSpacing = 250 * time.Millisecond
+	scaleVerdictBurst   = 200
+)
 
 // verdictLatency is the verdict-latency step's outcome.
 type verdictLatency struct {
@@ -59,15 +65,16 @@ func (e *scaleEvidence) reportFor(p *scalePod) []byte {
 	return e.report
 }
 
-// measureVerdictLatency turns scaleVerdictSample healthy adapters' evidence invalid at once,
-// rings the manager's doorbell for each as their servers would, and times each adapter's
-// Available=False from its change (watched, not polled); then the same back to True. It
-// fails loudly when a condition never follows, when a ring is refused, or when the watch ends.
-func measureVerdictLatency(ctx context.Context, ns string, k *scaleKubelet, names []string, doorbellURL string) verdictLatency {
+// measureVerdictLatency turns size healthy adapters' evidence invalid, one every spacing (0:
+// all at once), rings the manager's doorbell for each as their servers would, and times each
+// adapter's Available=False from its own change (watched, not polled); then the same back to
+// True. It fails loudly when a condition never follows, when a ring is refused, or when the
+// watch ends.
+func measureVerdictLatency(ctx context.Context, ns string, k *scaleKubelet, names []string, doorbellURL string, size int, spacing time.Duration) verdictLatency {
 	GinkgoHelper()
 	var sample []string
 	for i, name := range names {
-		if i%scaleHangEvery != scaleHangEvery-1 && len(sample) < scaleVerdictSample {
+		if i%scaleHangEvery != scaleHangEvery-1 && len(sample) < size {
 			sample = append(sample, name)
 		}
 	}
@@ -87,24 +94,40 @@ func measureVerdictLatency(ctx context.Context, ns string, k *scaleKubelet, name
 		for _, name := range sample {
 			pending[name] = true
 		}
-		changed := time.Now()
-		for _, name := range sample {
-			k.ev.setInvalid(podIP(k.index[name]), step.invalid)
-		}
+		changed := map[string]time.Time{}
 		var mu sync.Mutex
-		rings := make([]func(), len(sample))
-		for i, name := range sample {
-			rings[i] = func() {
-				resp, err := http.Post(doorbellURL+"/"+ns+"/"+name, "", nil) //nolint:gosec // the manager's loopback doorbell
-				Expect(err).NotTo(HaveOccurred(), "ring for %s", name)
-				_ = resp.Body.Close()
-				Expect(resp.StatusCode).To(Equal(http.StatusAccepted), "ring for %s", name)
-				mu.Lock()
-				out.rings++
-				mu.Unlock()
-			}
+		ring := func(name string) {
+			k.ev.setInvalid(podIP(k.index[name]), step.invalid)
+			mu.Lock()
+			changed[name] = time.Now()
+			mu.Unlock()
+			resp, err := http.Post(doorbellURL+"/"+ns+"/"+name, "", nil) //nolint:gosec // the manager's loopback doorbell
+			Expect(err).NotTo(HaveOccurred(), "ring for %s", name)
+			_ = resp.Body.Close()
+			Expect(resp.StatusCode).To(Equal(http.StatusAccepted), "ring for %s", name)
+			mu.Lock()
+			out.rings++
+			mu.Unlock()
 		}
-		inParallel(16, rings)
+		// The changes are made (and rung) in the background while the watch below records
+		// each condition, so a spread change's time is its own, not the last one's.
+		go func() {
+			defer GinkgoRecover()
+			if spacing == 0 {
+				tasks := make([]func(), len(sample))
+				for i, name := range sample {
+					tasks[i] = func() { ring(name) }
+				}
+				inParallel(16, tasks)
+				return
+			}
+			t := time.NewTicker(spacing)
+			defer t.Stop()
+			for _, name := range sample {
+				ring(name)
+				<-t.C
+			}
+		}()
 		deadline := time.After(5 * time.Minute)
 		for len(pending) > 0 {
 			select {
@@ -114,8 +137,11 @@ func measureVerdictLatency(ctx context.Context, ns string, k *scaleKubelet, name
 					continue
 				}
 				ma := e.Object.(*memoryv1alpha1.MemoryAdapter)
-				if pending[ma.Name] && conditionOf(ma, memoryv1alpha1.ConditionAvailable).Status == step.want {
-					*step.into = append(*step.into, time.Since(changed))
+				mu.Lock()
+				at, rung := changed[ma.Name]
+				mu.Unlock()
+				if pending[ma.Name] && rung && conditionOf(ma, memoryv1alpha1.ConditionAvailable).Status == step.want {
+					*step.into = append(*step.into, time.Since(at))
 					delete(pending, ma.Name)
 				}
 			case <-deadline:
@@ -126,4 +152,12 @@ func measureVerdictLatency(ctx context.Context, ns string, k *scaleKubelet, name
 		slices.Sort(*step.into)
 	}
 	return out
+}
+
+// describe is one line of the result: the latencies to Available=False and back to True.
+func (v verdictLatency) describe(shape string) string {
+	r := func(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
+	return fmt.Sprintf("%s: Available=False p50 / p99 / max %s / %s / %s, Available=True again %s / %s / %s", shape,
+		r(quantile(v.toFalse, 0.5)), r(quantile(v.toFalse, 0.99)), r(quantile(v.toFalse, 1)),
+		r(quantile(v.toTrue, 0.5)), r(quantile(v.toTrue, 0.99)), r(quantile(v.toTrue, 1)))
 }
