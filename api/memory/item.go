@@ -317,9 +317,10 @@ type member struct {
 }
 
 // appendRaw writes the raw value v as json.Compact writes it, and reports whether the bytes
-// written hold a character json.HTMLEscape changes, whether v is valid JSON (json.Compact's
-// verdict, an empty v being invalid) and whether it is valid UTF-8. The common value, already
-// compact, is checked and copied in one pass (scanValue); anything else takes json.Compact.
+// written may hold a character json.HTMLEscape changes (never false when they do; a false
+// positive only costs the escaping pass), whether v is valid JSON (json.Compact's verdict, an
+// empty v being invalid) and whether it is valid UTF-8. The common value, already compact, is
+// checked and copied in one pass (scanValue); anything else takes json.Compact.
 func appendRaw(b *bytes.Buffer, v []byte) (html, valid, utf bool) {
 	if end, _, flags, ok := scanValue(v, 0); ok && end == len(v) && flags&flagSpace == 0 {
 		b.Write(v)
