@@ -75,6 +75,9 @@ type Store struct {
 	// auth is the request headers of the fixed token (or of none) when there is no
 	// TokenSource.
 	auth *tokenAuth
+	// shareHeaders is set when the client's transport is known to leave request headers as
+	// they are (net/http's, this package's): requests then share tokenAuth's headers.
+	shareHeaders bool
 	// tokens is Options.TokenSource; lastAuth caches the headers of the token it last gave.
 	tokens   TokenSource
 	lastAuth atomic.Pointer[tokenAuth]
@@ -106,8 +109,8 @@ type TokenFunc func() (string, error)
 func (f TokenFunc) Token() (string, error) { return f() }
 
 // tokenAuth is a token and the request headers that carry it, built once per token: a
-// request without a trace context to add shares them, since neither net/http nor anything
-// else in its path writes a request's headers.
+// request without a trace context to add shares them when the transport is one known not to
+// write a request's headers (Store.shareHeaders).
 type tokenAuth struct {
 	token string
 	// get and post are the headers of a request without and with a JSON body.
@@ -191,6 +194,12 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 			}
 		}
 		s.client = &http.Client{Transport: tr}
+	}
+	// A RoundTripper must not modify the request, but one given in Options might; those
+	// get a copy of the headers per request, as before they were shared.
+	switch s.client.Transport.(type) {
+	case nil, *http.Transport, *caTransport:
+		s.shareHeaders = true
 	}
 	m, err := s.FetchManifest(ctx)
 	if err != nil {
@@ -458,10 +467,12 @@ func (s *Store) send(ctx context.Context, method, target, path string, body []by
 			return nil, memory.NewAdapterError("remote: building the request", err)
 		}
 		req.Header = header
-		if trace.SpanContextFromContext(ctx).IsValid() {
+		if traced := trace.SpanContextFromContext(ctx).IsValid(); traced || !s.shareHeaders {
 			// A trace context is the request's own: the shared headers are copied first.
 			req.Header = header.Clone()
-			injectTraceContext(ctx, req.Header)
+			if traced {
+				injectTraceContext(ctx, req.Header)
+			}
 		}
 		return req, nil
 	})

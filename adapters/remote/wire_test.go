@@ -98,3 +98,49 @@ func TestResponseBodyBound(t *testing.T) {
 		hs.Close()
 	}
 }
+
+// mutatingTransport breaks the RoundTripper contract by writing each request's headers,
+// counting the values it finds there first.
+type mutatingTransport struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	seen []int
+}
+
+func (m *mutatingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	m.mu.Lock()
+	m.seen = append(m.seen, len(req.Header.Values("X-Mutated")))
+	m.mu.Unlock()
+	req.Header.Add("X-Mutated", "1")
+	return m.base.RoundTrip(req)
+}
+
+// TestAForeignTransportGetsHeadersOfItsOwn: headers are shared between requests only through
+// transports known to leave them alone; one given in Options that writes them must not see
+// one request's writes in the next.
+func TestAForeignTransportGetsHeadersOfItsOwn(t *testing.T) {
+	store := inmemory.New(inmemory.Options{SupportedFilters: memory.DefaultSupportedFilters()})
+	hs := serve(t, store, "tok")
+	mt := &mutatingTransport{base: http.DefaultTransport.(*http.Transport).Clone()}
+	rs, err := remote.New(context.Background(), remote.Options{BaseURL: hs.URL, Token: "tok", HTTPClient: &http.Client{Transport: mt}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rs.Close() })
+	it := memory.NewItem(json.RawMessage(`1`))
+	for range 3 {
+		if _, err := rs.Store(context.Background(), it); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rs.Retrieve(context.Background(), it.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mt.mu.Lock()
+	defer mt.mu.Unlock()
+	for i, n := range mt.seen {
+		if n != 0 {
+			t.Fatalf("request %d arrived with %d values another request's transport wrote", i, n)
+		}
+	}
+}
