@@ -11,10 +11,14 @@
 //	ix:all         sorted set of indexed ids, scored by first-index position (insertion order)
 //	ix:t:<hash>    sorted set per tag, same scores
 //	ix:f:<hash>    sorted set per (supported filter key, canonical JSON value), same scores
-//	ix:doc:<uuid>  the index memberships last applied for an item, so re-indexing can
-//	               remove stale ones
+//	ix:doc:<uuid>  the index memberships and search text last applied for an item, so
+//	               re-indexing can remove stale ones
+//	ix:g:<hex trigram>:<chunk>  bitmap per trigram of the search text and chunk of 65,536
+//	               positions: bit (position mod 65,536) set for each item holding it
+//	ix:gc          hash: per trigram, how many items hold it
 //	ix:seq         counter handing out insertion positions
-//	config         the scope's fixed settings (layout version, indexed filter keys)
+//	config         the scope's settings (layout version 2, indexed filter keys, whether the
+//	               text index is complete)
 //
 // Store writes the item and appends the stream entry in one MULTI/EXEC transaction, so an
 // acknowledged store is both retrievable at once and queued for indexing. The indexer reads

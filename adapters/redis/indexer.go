@@ -2,12 +2,12 @@ package redis
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -40,6 +40,10 @@ type indexer struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
+	// filling is set while the text index's backfill goroutine runs (wg waits for it).
+	filling atomic.Bool
+	wg      sync.WaitGroup
+
 	mu      sync.Mutex
 	lastErr error
 }
@@ -47,7 +51,7 @@ type indexer struct {
 func newIndexer(s *Store) *indexer {
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), indexerCtxKey{}, true))
 	o := *s.cfg.client
-	o.PoolSize = 2
+	o.PoolSize = 3 // the blocking read, a claim or trim, and a text index backfill
 	return &indexer{s: s, c: goredis.NewClient(&o), ctx: ctx, cancel: cancel, done: make(chan struct{})}
 }
 
@@ -57,6 +61,7 @@ func (ix *indexer) stop() {
 	ix.cancel()
 	_ = ix.c.Close()
 	<-ix.done
+	ix.wg.Wait()
 }
 
 // status returns the last round's error (nil when the last round succeeded).
@@ -90,15 +95,30 @@ func (ix *indexer) run() {
 				continue
 			}
 		}
-		backoff = min(max(backoff*2, indexMinBackoff), indexMaxBackoff)
-		wait := backoff/2 + rand.N(backoff/2+1)
-		t := time.NewTimer(wait)
-		select {
-		case <-ix.ctx.Done():
-			t.Stop()
+		var wait time.Duration
+		backoff, wait = nextBackoff(backoff)
+		if !ix.sleep(wait) {
 			return
-		case <-t.C:
 		}
+	}
+}
+
+// nextBackoff doubles backoff within the indexer's bounds and returns it with the wait
+// before the next attempt (half of it plus up to half again at random).
+func nextBackoff(backoff time.Duration) (next, wait time.Duration) {
+	next = min(max(backoff*2, indexMinBackoff), indexMaxBackoff)
+	return next, next/2 + rand.N(next/2+1)
+}
+
+// sleep waits d, or less if the indexer stops; it reports whether the indexer still runs.
+func (ix *indexer) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ix.ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -114,6 +134,11 @@ func (ix *indexer) round(ownPending *bool, lastClaim, lastTrim *time.Time) error
 	}
 	if time.Since(*lastTrim) >= indexTrimEvery {
 		if err := ix.trim(); err != nil {
+			return err
+		}
+		// After trim, which destroys a layout-1 group that came back and so may have
+		// declared the text index incomplete.
+		if err := ix.maybeBackfill(); err != nil {
 			return err
 		}
 		*lastTrim = time.Now()
@@ -199,6 +224,15 @@ func (ix *indexer) trim() error {
 		return err
 	}
 	for _, g := range groups {
+		if g.Name == legacyGroupName {
+			// A layout-1 instance is indexing (its probe recreated its group); ensureScope
+			// destroys the group and declares the text index incomplete.
+			if err := s.ensureScope(ix.ctx); err != nil {
+				return err
+			}
+		}
+	}
+	for _, g := range groups {
 		if g.Name != groupName {
 			continue
 		}
@@ -220,12 +254,14 @@ func (ix *indexer) trim() error {
 
 // indexDoc is what the index holds for one item after a batch is applied.
 type indexDoc struct {
-	id      uuid.UUID
-	valid   bool
-	members []string // relative keys of tag and filter sets
-	old     []string
-	score   float64
-	hasPos  bool
+	id       uuid.UUID
+	valid    bool
+	members  []string // relative keys of tag and filter sets
+	text     textEntry
+	old      []string
+	oldGrams []string
+	score    float64
+	hasPos   bool
 }
 
 // apply indexes the items named by msgs and acknowledges the entries, in one transaction
@@ -236,7 +272,6 @@ func (ix *indexer) apply(msgs []goredis.XMessage) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	s := ix.s
 	entryIDs := make([]string, 0, len(msgs))
 	var ids []uuid.UUID
 	seen := map[uuid.UUID]bool{}
@@ -250,6 +285,14 @@ func (ix *indexer) apply(msgs []goredis.XMessage) error {
 		seen[id] = true
 		ids = append(ids, id)
 	}
+	return ix.applyIDs(ids, entryIDs)
+}
+
+// applyIDs indexes the current value of each item in ids (distinct) and acknowledges
+// entryIDs (none for a backfill), in one transaction guarded by WATCH on each item and its
+// index record.
+func (ix *indexer) applyIDs(ids []uuid.UUID, entryIDs []string) error {
+	s := ix.s
 	watch := make([]string, 0, 2*len(ids))
 	for _, id := range ids {
 		watch = append(watch, s.k.item(id), s.k.doc(id))
@@ -289,7 +332,7 @@ func (ix *indexer) applyWatched(tx *goredis.Tx, ids []uuid.UUID, entryIDs []stri
 	for i, id := range ids {
 		d := indexDoc{id: id}
 		if err := docs[i].Err(); err == nil {
-			_ = json.Unmarshal([]byte(docs[i].Val()), &d.old)
+			d.old, d.oldGrams = decodeDoc(docs[i].Val())
 		} else if !errors.Is(err, goredis.Nil) {
 			return err
 		}
@@ -308,6 +351,7 @@ func (ix *indexer) applyWatched(tx *goredis.Tx, ids []uuid.UUID, entryIDs []stri
 		if it != nil {
 			d.valid = true
 			d.members = s.membersOf(*it)
+			d.text = textEntryOf(*it)
 			if !d.hasPos {
 				needPos++
 			}
@@ -323,6 +367,7 @@ func (ix *indexer) applyWatched(tx *goredis.Tx, ids []uuid.UUID, entryIDs []stri
 		next = float64(end - int64(needPos) + 1)
 	}
 	_, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		tw := newTextWrites()
 		for i := range plan {
 			d := &plan[i]
 			member := d.id.String()
@@ -332,17 +377,26 @@ func (ix *indexer) applyWatched(tx *goredis.Tx, ids []uuid.UUID, entryIDs []stri
 				}
 			}
 			if !d.valid {
+				if d.hasPos {
+					// A deleted item: clear every bit its last text set.
+					tw.add(int64(d.score), nil, d.oldGrams)
+				}
 				p.ZRem(ctx, s.k.all(), member)
 				p.Del(ctx, s.k.doc(d.id))
 				continue
 			}
 			if !d.hasPos {
-				d.score = next
+				// Bits are only ever set at a position held in ix:all.
+				d.score, d.oldGrams = next, nil
 				next++
 			}
-			s.queueIndexWrites(ctx, p, d.id, d.score, d.members)
+			s.queueIndexWrites(ctx, p, d.id, d.score, d.members, d.text)
+			tw.add(int64(d.score), d.text.grams, d.oldGrams)
 		}
-		p.XAck(ctx, s.k.stream(), groupName, entryIDs...)
+		tw.queue(ctx, p, s.k)
+		if len(entryIDs) > 0 {
+			p.XAck(ctx, s.k.stream(), groupName, entryIDs...)
+		}
 		return nil
 	})
 	return err
@@ -350,16 +404,16 @@ func (ix *indexer) applyWatched(tx *goredis.Tx, ids []uuid.UUID, entryIDs []stri
 
 // queueIndexWrites queues the index entries of one valid item at its search position
 // (score): its member in each of its tag and filter sets and in ix:all (kept if present, so
-// a replaced item keeps its position), and its ix:doc record of those sets, which the next
-// change to the item diffs against.
-func (s *Store) queueIndexWrites(ctx context.Context, p goredis.Pipeliner, id uuid.UUID, score float64, members []string) {
+// a replaced item keeps its position), and its ix:doc record of those sets and of its search
+// text, which the next change to the item diffs against. Its text index bits and counts are
+// the caller's textWrites, queued once per batch.
+func (s *Store) queueIndexWrites(ctx context.Context, p goredis.Pipeliner, id uuid.UUID, score float64, members []string, te textEntry) {
 	z := goredis.Z{Score: score, Member: id.String()}
 	for _, rel := range members {
 		p.ZAdd(ctx, s.k.abs(rel), z)
 	}
 	p.ZAddNX(ctx, s.k.all(), z)
-	b, _ := json.Marshal(members)
-	p.Set(ctx, s.k.doc(id), b, 0)
+	p.Set(ctx, s.k.doc(id), encodeDoc(members, te), 0)
 }
 
 // membersOf lists the index sets an item belongs to: one per distinct tag and one per

@@ -19,12 +19,19 @@ import (
 // identity without it is a foreign record and reads as "not found" (never coerced).
 const itemKind = "mao.memory-item/v1"
 
-// layoutVersion is stored in the scope's config so that a future key layout can refuse to
-// open a scope written by an older one instead of misreading it.
-const layoutVersion = "1"
+// layoutVersion is stored in the scope's config so that a key layout can refuse to open a
+// scope written by another one instead of misreading it. Layout 2 added the text index
+// (textindex.go); Open migrates a layout-1 scope to it (scopeScript), and layout-1
+// instances refuse a layout-2 scope.
+const (
+	layoutVersion       = "2"
+	legacyLayoutVersion = "1"
+)
 
-// groupName is the indexer consumer group; every adapter instance on a scope joins it.
-const groupName = "indexer"
+// groupName is the indexer consumer group; every adapter instance on a scope joins it. It
+// is not layout 1's (legacyGroupName): a layout-1 instance must not take entries from this
+// group, as it would index them without their trigrams.
+const groupName = "indexer2"
 
 // keys computes the key names of one scope.
 type keys struct{ prefix string }
@@ -37,6 +44,7 @@ func (k keys) all() string              { return k.prefix + "ix:all" }
 func (k keys) seq() string              { return k.prefix + "ix:seq" }
 func (k keys) config() string           { return k.prefix + "config" }
 func (k keys) doc(id uuid.UUID) string  { return k.prefix + "ix:doc:" + id.String() }
+func (k keys) gramCounts() string       { return k.prefix + "ix:gc" }
 
 // member keys are stored relative to the prefix in ix:doc, so they stay short.
 func (k keys) abs(rel string) string { return k.prefix + rel }

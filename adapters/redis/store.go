@@ -109,22 +109,21 @@ func (s *Store) setup(ctx context.Context) error {
 }
 
 // ensureScope records the scope's layout and filter set on first use and refuses a scope
-// whose recorded filter set differs (its filter index would not match this manifest), then
-// creates the consumer group. It is idempotent and also used after a scope was dropped.
+// whose recorded filter set differs (its filter index would not match this manifest) or
+// whose layout is unknown, migrates a layout-1 scope (scopeScript), then creates the
+// consumer group. It is idempotent and also used after a scope was dropped, and now and
+// then by the indexer to notice a layout-1 instance that came back.
 func (s *Store) ensureScope(ctx context.Context) error {
 	filtersJSON, _ := json.Marshal(s.cfg.filters)
-	pipe := s.client.Pipeline()
-	pipe.HSetNX(ctx, s.k.config(), "layout", layoutVersion)
-	pipe.HSetNX(ctx, s.k.config(), "filters", string(filtersJSON))
-	got := pipe.HMGet(ctx, s.k.config(), "layout", "filters")
-	if _, err := pipe.Exec(ctx); err != nil {
+	vals, err := scopeScript.Run(ctx, s.client, []string{s.k.config(), s.k.all(), s.k.stream()},
+		layoutVersion, string(filtersJSON), legacyLayoutVersion, legacyGroupName).Slice()
+	if err != nil {
 		return classify("open: scope config", err)
 	}
-	vals := got.Val()
 	if len(vals) != 2 || vals[0] != layoutVersion || vals[1] != string(filtersJSON) {
-		return memory.NewAdapterError(fmt.Sprintf("open: scope %q was created with another layout or filter set (%v); a scope's filter set is fixed at creation", s.cfg.scope, vals[1]), nil)
+		return memory.NewAdapterError(fmt.Sprintf("open: scope %q was created with another layout or filter set (%v); a scope's filter set is fixed at creation", s.cfg.scope, vals), nil)
 	}
-	err := s.client.XGroupCreateMkStream(ctx, s.k.stream(), groupName, "0").Err()
+	err = s.client.XGroupCreateMkStream(ctx, s.k.stream(), groupName, "0").Err()
 	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
 		return classify("open: create consumer group", err)
 	}
@@ -317,7 +316,9 @@ func (s *Store) withReadRetry(ctx context.Context, p memory.RetryPolicy, call fu
 // Search answers from the index only, so an item stored but not yet indexed is missing
 // (eventual consistency). Candidates come in insertion order: tags select the union of the
 // tag sets, filters the intersection of the filter sets (with at most one tag, the smallest
-// of those sets is paged instead), and an empty query walks every
+// of those sets is paged instead), a text of three or more bytes alone takes the items whose
+// bits are set in each of its trigrams' bitmaps (textindex.go; while that index is
+// incomplete, the walk below), and an empty query walks every
 // indexed item from the oldest. Each candidate is fetched by identity and must pass
 // lionagi's predicates in Go, so query text is a literal, case-insensitive substring.
 func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, error) {
@@ -342,7 +343,12 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 		lower = strings.ToLower(*q.Text)
 	}
 	var err error
-	if len(q.Tags) == 0 && len(q.Filters) == 0 {
+	if len(q.Tags) == 0 && len(q.Filters) == 0 && len(lower) >= minIndexedNeedle {
+		out, err = s.scanText(ctx, q, lower)
+		if errors.Is(err, errTextIndexUnusable) {
+			out, err = s.scanSet(ctx, s.k.all(), q, lower)
+		}
+	} else if len(q.Tags) == 0 && len(q.Filters) == 0 {
 		out, err = s.scanSet(ctx, s.k.all(), q, lower)
 	} else {
 		out, err = s.scanCandidates(ctx, q, lower)
