@@ -149,7 +149,8 @@ func TestDoorbellServerListensOnlyWhileRunning(t *testing.T) {
 	if d.Handler.Limit == nil || d.Handler.Limit.Limit() != DefaultDoorbellRate {
 		t.Errorf("the server did not set the default rate")
 	}
-	if _, err := http.Post("http://"+addr+"/v1/doorbell/ns/a", "", nil); err == nil {
+	if resp, err := http.Post("http://"+addr+"/v1/doorbell/ns/a", "", nil); err == nil {
+		_ = resp.Body.Close()
 		t.Error("the doorbell still answers after its runnable stopped")
 	}
 }
