@@ -88,8 +88,7 @@ func measureVerdictLatency(ctx context.Context, ns string, k *scaleKubelet, name
 		want    metav1.ConditionStatus
 		into    *[]time.Duration
 	}{{true, metav1.ConditionFalse, &out.toFalse}, {false, metav1.ConditionTrue, &out.toTrue}} {
-		w, err := wc.Watch(ctx, &memoryv1alpha1.MemoryAdapterList{}, client.InNamespace(ns))
-		Expect(err).NotTo(HaveOccurred())
+		w := watchFromNow(ctx, wc, ns, nil)
 		pending := map[string]bool{}
 		for _, name := range sample {
 			pending[name] = true
@@ -129,20 +128,27 @@ func measureVerdictLatency(ctx context.Context, ns string, k *scaleKubelet, name
 			}
 		}()
 		deadline := time.After(5 * time.Minute)
+		seen := func(ma *memoryv1alpha1.MemoryAdapter) {
+			mu.Lock()
+			at, rung := changed[ma.Name]
+			mu.Unlock()
+			if pending[ma.Name] && rung && conditionOf(ma, memoryv1alpha1.ConditionAvailable).Status == step.want {
+				*step.into = append(*step.into, time.Since(at))
+				delete(pending, ma.Name)
+			}
+		}
 		for len(pending) > 0 {
 			select {
 			case e, ok := <-w.ResultChan():
-				Expect(ok).To(BeTrue(), "the watch ended with %d adapters pending", len(pending))
-				if e.Type != watch.Modified {
+				if !ok || e.Type == watch.Error {
+					// The API server ends watches (a timeout, a slow consumer); a new one starts
+					// from a list, whose adapters count as seen now: never earlier than they were.
+					w.Stop()
+					w = watchFromNow(ctx, wc, ns, seen)
 					continue
 				}
-				ma := e.Object.(*memoryv1alpha1.MemoryAdapter)
-				mu.Lock()
-				at, rung := changed[ma.Name]
-				mu.Unlock()
-				if pending[ma.Name] && rung && conditionOf(ma, memoryv1alpha1.ConditionAvailable).Status == step.want {
-					*step.into = append(*step.into, time.Since(at))
-					delete(pending, ma.Name)
+				if e.Type == watch.Modified {
+					seen(e.Object.(*memoryv1alpha1.MemoryAdapter))
 				}
 			case <-deadline:
 				Fail(fmt.Sprintf("%d of %d adapters not Available=%s 5 minutes after their evidence changed", len(pending), len(sample), step.want))
@@ -160,4 +166,22 @@ func (v verdictLatency) describe(shape string) string {
 	return fmt.Sprintf("%s: Available=False p50 / p99 / max %s / %s / %s, Available=True again %s / %s / %s", shape,
 		r(quantile(v.toFalse, 0.5)), r(quantile(v.toFalse, 0.99)), r(quantile(v.toFalse, 1)),
 		r(quantile(v.toTrue, 0.5)), r(quantile(v.toTrue, 0.99)), r(quantile(v.toTrue, 1)))
+}
+
+// watchFromNow lists the namespace's adapters (handing each to seen, when set) and watches
+// them from the list's resourceVersion, so the watch starts with no synthetic event per
+// existing adapter (thousands of them at scale) and misses no change after the list.
+func watchFromNow(ctx context.Context, wc client.WithWatch, ns string, seen func(*memoryv1alpha1.MemoryAdapter)) watch.Interface {
+	GinkgoHelper()
+	list := &memoryv1alpha1.MemoryAdapterList{}
+	Expect(wc.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+	if seen != nil {
+		for i := range list.Items {
+			seen(&list.Items[i])
+		}
+	}
+	w, err := wc.Watch(ctx, &memoryv1alpha1.MemoryAdapterList{}, client.InNamespace(ns),
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+	Expect(err).NotTo(HaveOccurred())
+	return w
 }
