@@ -120,35 +120,6 @@ func TestWriteProbeOnAReadOnlyVolume(t *testing.T) {
 	if _, err := reopened.Store(ctx, memory.NewItem([]byte(`"refused"`))); !errors.Is(err, memory.ErrUnavailable) {
 		t.Fatalf("a store on the read-only volume: want MemoryAdapterUnavailable, got %v", err)
 	}
-
-	// The volume takes writes again (issue 45): the immutable open never can, so the store
-	// must say it needs opening again, and a store opened read-write never does.
-	if reopened.WritableAgain() {
-		t.Fatal("WritableAgain while the volume is still read-only")
-	}
-	if err := unix.Mount("", clean, "", unix.MS_REMOUNT, ""); err != nil {
-		t.Fatalf("remount the volume read-write: %v", err)
-	}
-	if !reopened.WritableAgain() {
-		t.Fatal("a store opened read-only does not say so once its volume takes writes again")
-	}
-	if _, err := reopened.Store(ctx, memory.NewItem([]byte(`"still refused"`))); !errors.Is(err, memory.ErrUnavailable) {
-		t.Fatalf("the immutable open stores nothing even on a writable volume: want MemoryAdapterUnavailable, got %v", err)
-	}
-	fresh, err := Open(ctx, Options{Path: filepath.Join(clean, "memory.db"), Scope: "agents"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = fresh.Close() }()
-	if fresh.WritableAgain() {
-		t.Fatal("a store opened read-write says it needs reopening")
-	}
-	if got, err := fresh.Retrieve(ctx, item.ID); err != nil || got == nil {
-		t.Fatalf("the item stored before the volume went read-only, after reopening: %v, %v", got, err)
-	}
-	if _, err := fresh.Store(ctx, memory.NewItem([]byte(`"stored after reopening"`))); err != nil {
-		t.Fatalf("a store reopened on the writable volume: %v", err)
-	}
 }
 
 // expectWriteProbeFails checks that s's write probe fails with a detail naming want while the

@@ -79,8 +79,6 @@ type Store struct {
 	// immutable is set when the volume was read-only at Open and the file was opened as
 	// immutable (readOnlyVolume): the journal mode its header records, "wal" or "delete".
 	immutable string
-	// path is the database file's absolute path.
-	path string
 
 	closeOnce sync.Once
 	closeErr  error
@@ -140,7 +138,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	db.SetMaxIdleConns(maxOpen)
 	s := &Store{
 		db: db, scope: opts.Scope, manifest: m, timeout: timeout, maxIdle: maxOpen,
-		rules: relstore.Rules{MaxItemBytes: opts.MaxItemBytes}, trace: opts.trace, immutable: immutable, path: abs,
+		rules: relstore.Rules{MaxItemBytes: opts.MaxItemBytes}, trace: opts.trace, immutable: immutable,
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -183,15 +181,6 @@ func readOnlyVolume(abs string) bool {
 		return false
 	}
 	return errors.Is(unix.Access(filepath.Dir(abs), unix.W_OK), unix.EROFS)
-}
-
-// WritableAgain reports whether the store was opened read-only, as immutable, because its
-// volume was read-only at Open, and the volume now takes writes again. Its connections can
-// then never write (SQLite cannot upgrade an immutable open), so only opening the file again
-// recovers; `memory-adapter serve` exits when it turns true, and the kubelet restarts the
-// container onto the writable volume, without anyone's step.
-func (s *Store) WritableAgain() bool {
-	return s.immutable != "" && unix.Access(filepath.Dir(s.path), unix.W_OK) == nil
 }
 
 // headerJournalMode reads the journal mode a database file's header records: bytes 18 and 19

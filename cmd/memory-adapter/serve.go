@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -224,57 +223,9 @@ func runServe(parent context.Context, f *serveFlags) error {
 	if hstore != nil {
 		return serveWithHarness(ctx, log, srv, hstore, l, t, f)
 	}
-	ctx, reopen := watchReopen(ctx, store, log)
 	if err := srv.Serve(ctx, l, t, f.probePeriod); err != nil {
-		return err
-	}
-	if err := reopen(); err != nil {
 		return err
 	}
 	log.Info("Stopped")
 	return nil
-}
-
-// reopenable is a store that can find itself opened in a way that cannot recover in place
-// (SQLite opened read-only on a volume that became writable again).
-type reopenable interface {
-	WritableAgain() bool
-}
-
-// errReopen ends the server so that the process opens its backend again.
-var errReopen = errors.New("the backend's volume takes writes again, but this process opened it read-only: " +
-	"exiting so that a restart opens it read-write")
-
-// watchReopen returns a context that ends, after a graceful shutdown, once store says only a
-// new process can recover it (checked every server.RecoveryProbePeriod), and a function that
-// then returns errReopen, so that the exit status tells the kubelet (or a supervisor) to
-// restart the adapter.
-func watchReopen(ctx context.Context, store memory.ExternalStore, log *slog.Logger) (context.Context, func() error) {
-	r, ok := store.(reopenable)
-	if !ok {
-		return ctx, func() error { return nil }
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	go func() {
-		t := time.NewTicker(server.RecoveryProbePeriod)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if r.WritableAgain() {
-					log.Warn("Restarting to reopen the backend read-write", "reason", errReopen.Error())
-					cancel(errReopen)
-					return
-				}
-			}
-		}
-	}()
-	return ctx, func() error {
-		if errors.Is(context.Cause(ctx), errReopen) {
-			return errReopen
-		}
-		return nil
-	}
 }
