@@ -402,8 +402,11 @@ return {layout, filters}
 
 // finishScript declares the text index complete (KEYS config, stream; ARGV the textgen read
 // before the backfill pass, legacy group) unless it was declared incomplete since, or a
-// layout-1 group exists; it returns 1 when the index is complete.
+// layout-1 group exists; it returns 1 when the index is complete, and also when the scope's
+// config is gone (the scope was dropped: whoever recreates it decides afresh, and a config
+// holding only this field would look like a scope of no layout).
 var finishScript = goredis.NewScript(`
+if not redis.call('HGET', KEYS[1], 'layout') then return 1 end
 if redis.call('HGET', KEYS[1], 'text') == '1' then return 1 end
 if (redis.call('HGET', KEYS[1], 'textgen') or '') ~= ARGV[1] then return 0 end
 local ok, groups = pcall(redis.call, 'XINFO', 'GROUPS', KEYS[2])
