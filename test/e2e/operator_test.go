@@ -724,6 +724,13 @@ var _ = Describe("the operator loop", func() {
 			// The agent stores every 2 s, so its first success may come after the verdict.
 			Expect(wentTrue.Sub(firstSuccess).Abs()).To(BeNumerically("<=", 10*time.Second),
 				"Available must follow the adapter's first success within seconds")
+
+			By("reading back every write the adapter acknowledged, before, during and after the outage")
+			ids := storedIDs(agentAnswers(ctx, ns, agent, time.Time{}))
+			found, missing := countLostWrites(ctx, c, ns, "pgmem", ids)
+			tl.mark("read back the %d acknowledged writes: %d intact, %d lost", len(ids), found, missing)
+			Expect(missing).To(BeZero(), "an acknowledged write did not survive the outage")
+			Expect(found).To(Equal(len(ids)))
 		}, SpecTimeout(20*time.Minute))
 
 		It("heals a real PostgreSQL minor upgrade in place (17.9 to 17.10) with no step by anyone: one new run, restarted pods, Available again, data kept", longSpec, func(ctx SpecContext) {
