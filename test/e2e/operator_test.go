@@ -930,12 +930,16 @@ var _ = Describe("the operator loop", func() {
 			tl.mark("volume directory read-only on the host (bind mount)")
 			restartPod()
 
-			By("(b) writable again: the bind mount removed and the pod restarted onto it")
+			By("(b) writable again: the bind mount removed, and no step by anyone: the operator replaces the read-only instance's pod")
+			readOnlyPods := adapterPodUIDs(ctx, c, ns, adapter)
 			host(ctx, "umount", dir)
-			kubectl(ctx, "delete", "pod", "-n", ns, "-l", "memory.agentmem.io/adapter="+adapter+",app.kubernetes.io/component=adapter", "--wait=true")
-			tl.mark("bind mount removed, pod deleted")
+			writable := tl.mark("bind mount removed: the volume takes writes again, the running instance still cannot (its mount is read-only)")
 			waitAvailable(ctx, ns, adapter)
-			tl.mark("Available=True")
+			tl.mark("Available=True %s after the volume took writes again", time.Since(writable).Round(100*time.Millisecond))
+			Expect(adapterPodUIDs(ctx, c, ns, adapter)).NotTo(ContainElements(readOnlyPods), "the read-only instance's pod was not replaced")
+			dep := &appsv1.Deployment{}
+			Expect(c.Get(ctx, client.ObjectKeyFromObject(ma), dep)).To(Succeed())
+			Expect(dep.Spec.Template.Annotations).To(HaveKey("memory.agentmem.io/restarted-for-read-only-volume"), "the operator's restart annotation")
 
 			By("(c) the running instance: an error makes the filesystem read-only under it (errors=remount-ro)")
 			st := adapterStore(ctx, c, ns, adapter)
