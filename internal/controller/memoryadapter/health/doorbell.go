@@ -38,10 +38,9 @@ func (p *Prober) Ring(key types.NamespacedName) bool {
 	t.mu.Lock()
 	t.rung = true
 	t.mu.Unlock()
-	select {
-	case t.wake <- struct{}{}:
-	default:
-	}
+	p.mu.Lock()
+	p.wakeLocked(t)
+	p.mu.Unlock()
 	return true
 }
 

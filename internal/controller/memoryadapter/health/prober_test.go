@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -407,5 +408,55 @@ func TestRecordCountsFailuresOncePerPeriodUpToTheThreshold(t *testing.T) {
 	}
 	if !st.LastSuccess.Equal(t0.Add(62*time.Second)) || st.Evidence == nil || st.Addresses != "p (http://p)" || st.Endpoints != 1 {
 		t.Fatalf("the state after the rounds: %+v", st)
+	}
+}
+
+// TestProberGoroutinesDoNotGrowWithAdapters: 1,000 adapters read every 500 ms are each read
+// on their period while the prober's goroutines stay those of its pool, not one per adapter
+// (issue 44 item 5); a dropped adapter is read no more.
+func TestProberGoroutinesDoNotGrowWithAdapters(t *testing.T) {
+	const adapters, period = 1000, 500 * time.Millisecond
+	ev := &memory.EvidenceReport{ServiceVersion: "1", AdapterVersion: "v1", ManifestValid: true}
+	reader := &scriptedReader{answers: map[string]func() (*memory.EvidenceReport, error){}, reads: map[string][]time.Time{}}
+	for i := range adapters {
+		reader.answers[fmt.Sprint("http://a", i)] = func() (*memory.EvidenceReport, error) { return ev, nil }
+	}
+	p := &Prober{Reader: reader, Concurrency: 8}
+	startProber(t, p)
+	before := runtime.NumGoroutine()
+	for i := range adapters {
+		ma := adapterNamed(i)
+		p.Track(ma, specAt(ma, fmt.Sprint("http://a", i), period))
+	}
+	waitFor(t, 20*time.Second, "every adapter read three times", func() bool {
+		for i := range adapters {
+			if reader.count(fmt.Sprint("http://a", i)) < 3 {
+				return false
+			}
+		}
+		return true
+	})
+	// The pool's reads come and go; a goroutine per adapter would add 1,000.
+	if grown := runtime.NumGoroutine() - before; grown > 100 {
+		t.Fatalf("%d more goroutines with %d adapters tracked: the prober keeps one per adapter", grown, adapters)
+	}
+	// Each adapter's reads are about a period apart: none read early.
+	reader.mu.Lock()
+	for url, at := range reader.reads {
+		for i := 1; i < len(at); i++ {
+			if gap := at[i].Sub(at[i-1]); gap < period-50*time.Millisecond {
+				reader.mu.Unlock()
+				t.Fatalf("%s read %v after its previous read, within its period %v", url, gap, period)
+			}
+		}
+	}
+	reader.mu.Unlock()
+
+	p.Forget(types.NamespacedName{Namespace: "ns", Name: "a0"})
+	n := reader.count("http://a0")
+	other := reader.count("http://a1")
+	waitFor(t, 10*time.Second, "another adapter read twice more", func() bool { return reader.count("http://a1") >= other+2 })
+	if got := reader.count("http://a0"); got > n+1 {
+		t.Fatalf("a forgotten adapter was read %d more times", got-n)
 	}
 }
