@@ -127,6 +127,11 @@ func (s *Store) replication(ctx context.Context) (bool, string, error) {
 	n, _ := strconv.Atoi(connected)
 	want := s.cfg.promise.minReplicas
 	detail := fmt.Sprintf("role %s, %d replicas connected; stores wait for %d (min_replicas, wait_timeout %s)", role, n, want, s.cfg.promise.timeout)
+	if n > want {
+		// Sentinel may promote a replica that had not confirmed a write, or the old primary
+		// may keep one replica and acknowledge writes the promotion discards.
+		detail += "; fewer than the replicas connected, so a failover may still lose acknowledged writes"
+	}
 	return role == "master" && n >= want, detail, nil
 }
 
