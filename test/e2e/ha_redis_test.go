@@ -324,6 +324,9 @@ var _ = Describe("Redis with Sentinel", Ordered, Label("ha"), longSpec, func() {
 		}
 		var parts []string
 		for _, rd := range rec.since(start) {
+			if rd.Status != metav1.ConditionTrue {
+				Expect(rd.Reason).NotTo(Or(BeEmpty(), Equal("AdapterAvailable")), "Available=%s must carry an evidence reason: %s", rd.Status, rd.Detail)
+			}
 			parts = append(parts, fmt.Sprintf("%s %s at %+.1fs", rd.Status, rd.Reason, rd.At.Sub(start).Seconds()))
 		}
 		row.available = strings.Join(parts, "; ")
