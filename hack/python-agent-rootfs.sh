@@ -60,40 +60,10 @@ tmp=$(mktemp -d "$(dirname "$out")/.$(basename "$out").XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 chmod 755 "$tmp"
 
-# copy_path PATH copies PATH into the tree at its canonical place (its directory's real path,
-# so /lib/x86_64-linux-gnu/x lands in usr/lib/x86_64-linux-gnu/x beside the merged-/usr
-# links); a symlink is copied as a symlink and its target copied too, down the chain.
-declare -A copied=()
-copy_path() {
-  local p=$1 dir dest target
-  dir=$(realpath "$(dirname "$p")")
-  dest="$tmp$dir/$(basename "$p")"
-  [[ -n ${copied[$dest]:-} ]] && return 0
-  copied[$dest]=1
-  mkdir -p "$tmp$dir"
-  if [[ -L $p ]]; then
-    target=$(readlink "$p")
-    ln -s "$target" "$dest"
-    [[ $target == /* ]] || target="$(dirname "$p")/$target"
-    copy_path "$target"
-  else
-    cp -p "$p" "$dest"
-  fi
-}
-
-# libs_of FILE copies every shared library ldd reports for FILE (and the loader).
-libs_of() {
-  local line lib
-  while IFS= read -r line; do
-    case $line in
-      *"not found"*) say "$1: $line"; exit 1 ;;
-      *"=> /"*) lib=${line#*=> }; lib=${lib%% (*} ;;
-      [[:space:]]/*) lib=${line#"${line%%/*}"}; lib=${lib%% (*} ;;
-      *) continue ;;
-    esac
-    copy_path "$lib"
-  done < <(ldd "$1")
-}
+# copy_path and libs_of (hack/lib/rootfs.sh) fill the tree named by ROOTFS_TREE.
+ROOTFS_TREE=$tmp
+# shellcheck source=lib/rootfs.sh
+source hack/lib/rootfs.sh
 
 mkdir -p "$tmp/usr/bin" "$tmp/usr/lib" "$tmp/usr/lib64"
 for l in bin lib lib64; do ln -s "usr/$l" "$tmp/$l"; done

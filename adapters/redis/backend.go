@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/spf13/pflag"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/backend"
@@ -47,11 +48,14 @@ func (o *ConnOptions) Validate() error {
 }
 
 // ApplyConnection sets the database (the URL path), TLS (the scheme) and pool_size
-// (go-redis's URL parameter) on a redis:// URL or a bare host:port. Its errors never quote
-// conn: it may hold a password.
+// (go-redis's URL parameter) on a redis:// URL or a bare host:port, and the database and
+// pool_size on a redis-sentinel:// URL. Its errors never quote conn: it may hold a password.
 func (o *ConnOptions) ApplyConnection(conn string) (string, error) {
 	if o.DB < 0 && o.TLS == "" && o.PoolSize == 0 {
 		return conn, nil
+	}
+	if isSentinelURL(conn) {
+		return o.applySentinel(conn)
 	}
 	if !strings.Contains(conn, "://") {
 		conn = "redis://" + conn
@@ -77,6 +81,28 @@ func (o *ConnOptions) ApplyConnection(conn string) (string, error) {
 	return u.String(), nil
 }
 
+func (o *ConnOptions) applySentinel(conn string) (string, error) {
+	if o.TLS == "required" {
+		return "", backend.Usagef("redis: TLS through Sentinel (" + SentinelScheme + "://) is not supported yet")
+	}
+	u, err := splitSentinelURL(conn)
+	if err != nil {
+		return "", backend.Usagef("redis: the connection is not a valid %s:// URL: %v", SentinelScheme, err)
+	}
+	if o.DB >= 0 {
+		u.path = "/" + strconv.Itoa(o.DB)
+	}
+	if o.PoolSize != 0 {
+		q, err := url.ParseQuery(u.query)
+		if err != nil {
+			return "", backend.Usagef("redis: the connection's query is not valid")
+		}
+		q.Set("pool_size", strconv.Itoa(o.PoolSize))
+		u.query = q.Encode()
+	}
+	return u.join(), nil
+}
+
 // connectionArgs renders spec.backend.redis as the flags above.
 func connectionArgs(spec *memoryv1alpha1.BackendSpec) []string {
 	o := spec.Redis
@@ -96,11 +122,19 @@ func connectionArgs(spec *memoryv1alpha1.BackendSpec) []string {
 	return args
 }
 
-// target splits the connection string, a redis:// URL or a bare host:port, into what the
-// store and the harness take. Parse errors never echo the string: it may hold a password.
+// target splits the connection string, a redis:// URL, a redis-sentinel:// URL or a bare
+// host:port, into what the store and the harness take. Parse errors never echo the string:
+// it may hold a password.
 func target(conn string) (addr, username, password, rawURL string, err error) {
 	if conn == "" {
-		return "", "", "", "", backend.Usagef("redis: no connection (--connection-file or $MEMORY_ADAPTER_CONNECTION: a redis:// URL or host:port)")
+		return "", "", "", "", backend.Usagef("redis: no connection (--connection-file or $MEMORY_ADAPTER_CONNECTION: a redis:// or %s:// URL, or host:port)", SentinelScheme)
+	}
+	if isSentinelURL(conn) {
+		// Validated whole here, so a bad one is a usage error at start, not at first use.
+		if _, _, err := sentinelTarget(conn); err != nil {
+			return "", "", "", "", err
+		}
+		return "", "", "", conn, nil
 	}
 	if !strings.Contains(conn, "://") {
 		return conn, "", "", "", nil
@@ -114,6 +148,40 @@ func target(conn string) (addr, username, password, rawURL string, err error) {
 		password, _ = u.User.Password()
 	}
 	return u.Host, username, password, conn, nil
+}
+
+// sentinelTarget parses a redis-sentinel:// connection, the adapter's own parameters
+// included.
+func sentinelTarget(conn string) (*goredis.FailoverOptions, replicaPromise, error) {
+	rest, p, err := splitPromise(conn)
+	if err != nil {
+		return nil, p, backend.Usagef("redis: %v", err)
+	}
+	fo, err := parseSentinelURL(rest)
+	if err != nil {
+		return nil, p, backend.Usagef("redis: %v", err)
+	}
+	return fo, p, nil
+}
+
+// harnessTarget is the server the conformance harness talks to: the connection's own, or
+// for a redis-sentinel:// connection the primary the sentinels name now (the harness cuts
+// one address's transport, so it cannot follow a failover; a run during one fails and is
+// repeated by the operator).
+func harnessTarget(ctx context.Context, conn string) (addr, username, password string, err error) {
+	if !isSentinelURL(conn) {
+		addr, username, password, _, err = target(conn)
+		return addr, username, password, err
+	}
+	fo, _, err := sentinelTarget(conn)
+	if err != nil {
+		return "", "", "", err
+	}
+	addr, err = resolveMaster(ctx, fo)
+	if err != nil {
+		return "", "", "", fmt.Errorf("redis: conformance harness: %w", err)
+	}
+	return addr, fo.Username, fo.Password, nil
 }
 
 // storeOptions addresses the server of c, by URL when the connection is one.
@@ -160,14 +228,14 @@ func init() {
 		// The matrix runs in a disposable scope on the same server (an empty scope means a
 		// fresh random "conformance-…" scope, dropped at the end).
 		Harness: func(ctx context.Context, c backend.Config) (conformance.Harness, error) {
-			addr, user, pass, rawURL, err := target(c.Connection)
-			if err != nil {
-				return nil, err
-			}
-			if strings.HasPrefix(rawURL, "rediss://") {
+			if strings.HasPrefix(c.Connection, "rediss://") {
 				// The harness reaches the server through a plain TCP proxy to cut the
 				// transport; saying so beats a handshake error in the first case.
 				return nil, backend.Usagef("redis: the conformance harness does not speak TLS yet (rediss://, --redis-tls required)")
+			}
+			addr, user, pass, err := harnessTarget(ctx, c.Connection)
+			if err != nil {
+				return nil, err
 			}
 			// The logical database and pool size do not matter to the matrix: it runs in a
 			// disposable scope of its own.

@@ -13,9 +13,12 @@ import (
 // now" rather than "the service refused this request": the dataset is loading, a script
 // blocks the server, the replica lost its primary, the cluster is down, or our credentials
 // were refused (the service is unusable for this adapter until an operator fixes them).
+// READONLY is a write that reached a replica (a primary demoted by a failover, before the
+// client learns of the new one) and NOREPLICAS a primary refusing writes under its own
+// min-replicas-to-write: both pass once the replicas are back in order.
 var unavailablePrefixes = []string{
 	"LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "NOAUTH", "WRONGPASS",
-	"NOPERM", "READONLY",
+	"NOPERM", "READONLY", "NOREPLICAS",
 }
 
 // classify maps a go-redis failure to the contract's stable errors, keeping the native cause

@@ -50,9 +50,8 @@ type indexer struct {
 
 func newIndexer(s *Store) *indexer {
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), indexerCtxKey{}, true))
-	o := *s.cfg.client
-	o.PoolSize = 3 // the blocking read, a claim or trim, and a text index backfill
-	return &indexer{s: s, c: goredis.NewClient(&o), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	// Three connections: the blocking read, a claim or trim, and a text index backfill.
+	return &indexer{s: s, c: newClient(s.cfg, 3), ctx: ctx, cancel: cancel, done: make(chan struct{})}
 }
 
 // stop cancels the indexer, closes its pool (interrupting a blocked read) and waits for

@@ -52,7 +52,10 @@ type Options struct {
 	// Addr is host:port of the Redis server.
 	Addr string
 	// URL is a redis:// or rediss:// URL; it may carry the user, database and TLS choice.
-	// A password inside the URL is honoured but never logged.
+	// A password inside the URL is honoured but never logged. A redis-sentinel:// URL
+	// (SentinelScheme) names the sentinels of a Sentinel-managed primary instead, which
+	// the store follows through failovers. Either form may carry min_replicas and
+	// wait_timeout, MinReplicas and WaitTimeout below.
 	URL string
 	// Username is the ACL user, if any.
 	Username string
@@ -94,11 +97,23 @@ type Options struct {
 	// ConsumerName names this instance's indexer in the consumer group; empty means the
 	// host name plus a random suffix.
 	ConsumerName string
+	// MinReplicas, when positive, makes acknowledged mean replicated: every store waits
+	// (WAIT, on the connection that wrote) until that many replicas confirm it, and answers
+	// MemoryAdapterUnavailable when fewer do within WaitTimeout (the write may then exist,
+	// but it was not acknowledged). It overrides the URL's min_replicas.
+	MinReplicas int
+	// WaitTimeout bounds that wait; zero means the URL's wait_timeout, else
+	// DefaultWaitTimeout. It must be shorter than the request timeout.
+	WaitTimeout time.Duration
 }
 
 // config is Options after validation and defaulting.
 type config struct {
+	// client holds the connection settings; for a Sentinel-managed primary, failover is set
+	// too and newClient uses it (client then only carries the shared settings).
 	client      *goredis.Options
+	failover    *goredis.FailoverOptions
+	promise     replicaPromise
 	scope       string
 	filters     []string
 	adapterID   string
@@ -120,18 +135,34 @@ func (o Options) resolve() (config, error) {
 		errs = append(errs, err)
 	}
 	var ro *goredis.Options
+	var fo *goredis.FailoverOptions
+	var promise replicaPromise
 	switch {
 	case o.Addr != "" && o.URL != "":
 		errs = append(errs, errors.New("set exactly one of addr and url"))
 	case o.Addr != "":
 		ro = &goredis.Options{Addr: o.Addr}
 	case o.URL != "":
-		parsed, err := goredis.ParseURL(o.URL)
-		if err != nil {
-			// The URL may hold a password: never echo it.
-			errs = append(errs, errors.New("url: not a valid redis:// or rediss:// URL"))
-		} else {
-			ro = parsed
+		rest, p, err := splitPromise(o.URL)
+		promise = p
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case isSentinelURL(rest):
+			fo, err = parseSentinelURL(rest)
+			if err != nil {
+				errs = append(errs, err)
+			} else {
+				ro = &goredis.Options{}
+			}
+		default:
+			parsed, err := goredis.ParseURL(rest)
+			if err != nil {
+				// The URL may hold a password: never echo it.
+				errs = append(errs, errors.New("url: not a valid redis://, rediss:// or "+SentinelScheme+":// URL"))
+			} else {
+				ro = parsed
+			}
 		}
 	default:
 		errs = append(errs, errors.New("set exactly one of addr and url"))
@@ -171,6 +202,18 @@ func (o Options) resolve() (config, error) {
 	}
 	dial := positive(o.DialTimeout, DefaultDialTimeout)
 	req := positive(o.RequestTimeout, DefaultRequestTimeout)
+	if o.MinReplicas < 0 || o.MinReplicas > maxMinReplicas {
+		return c, fmt.Errorf("min replicas %d is outside 0-%d", o.MinReplicas, maxMinReplicas)
+	}
+	if o.MinReplicas > 0 {
+		promise.minReplicas = o.MinReplicas
+	}
+	promise.timeout = positive(o.WaitTimeout, positive(promise.timeout, DefaultWaitTimeout))
+	if promise.minReplicas > 0 && promise.timeout >= req {
+		// The request's deadline would end the wait first and turn "too few replicas" into a
+		// timeout that says less.
+		return c, fmt.Errorf("wait timeout %s must be shorter than the request timeout %s", promise.timeout, req)
+	}
 	ro.DialTimeout = dial
 	ro.ReadTimeout = req
 	ro.WriteTimeout = req
@@ -184,8 +227,20 @@ func (o Options) resolve() (config, error) {
 	ro.Protocol = 2
 	ro.DisableIdentity = true
 	ro.ContextTimeoutEnabled = true
+	if fo != nil {
+		if o.Username != "" {
+			fo.Username = o.Username
+		}
+		if password != "" {
+			fo.Password = password
+		}
+		// ro carries the settings newClient shares between both kinds of client.
+		ro.Username, ro.Password, ro.DB, ro.PoolSize = fo.Username, fo.Password, fo.DB, fo.PoolSize
+	}
 	c = config{
 		client:      ro,
+		failover:    fo,
+		promise:     promise,
 		scope:       o.Scope,
 		filters:     filters,
 		adapterID:   o.AdapterID,
@@ -264,4 +319,31 @@ func readBounded(path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("longer than %d bytes", limit)
 	}
 	return b, nil
+}
+
+// newClient is the one place a go-redis client of the adapter is made (the store's, its
+// indexer's, a purge's): a plain client of one server, or, for a redis-sentinel:// URL, a
+// failover client that asks the sentinels for the primary and follows it when they
+// promote another. Both carry the same timeouts, retry and protocol settings. A positive
+// poolSize overrides the configured pool size.
+func newClient(c config, poolSize int) *goredis.Client {
+	r := c.client
+	if c.failover == nil {
+		o := *r
+		if poolSize > 0 {
+			o.PoolSize = poolSize
+		}
+		return goredis.NewClient(&o)
+	}
+	fo := *c.failover
+	fo.Username, fo.Password = r.Username, r.Password
+	fo.DialTimeout, fo.ReadTimeout, fo.WriteTimeout = r.DialTimeout, r.ReadTimeout, r.WriteTimeout
+	fo.MaxRetries = r.MaxRetries
+	fo.DialerRetries, fo.DialerRetryTimeout = r.DialerRetries, r.DialerRetryTimeout
+	fo.Protocol, fo.DisableIdentity, fo.ContextTimeoutEnabled = r.Protocol, r.DisableIdentity, r.ContextTimeoutEnabled
+	fo.PoolSize = r.PoolSize
+	if poolSize > 0 {
+		fo.PoolSize = poolSize
+	}
+	return goredis.NewFailoverClient(&fo)
 }

@@ -114,6 +114,27 @@ func (s *Store) serverVersion(ctx context.Context) (string, error) {
 	return v, nil
 }
 
+// replication checks that the server is a primary with at least min_replicas replicas
+// connected: otherwise every store would wait for them and answer unavailable, which the
+// verdict should say before a workload finds out.
+func (s *Store) replication(ctx context.Context) (bool, string, error) {
+	info, err := s.client.Info(ctx, "replication").Result()
+	if err != nil {
+		return false, "", classify("probe replication", err)
+	}
+	role, _ := infoField(info, "role")
+	connected, _ := infoField(info, "connected_slaves")
+	n, _ := strconv.Atoi(connected)
+	want := s.cfg.promise.minReplicas
+	detail := fmt.Sprintf("role %s, %d replicas connected; stores wait for %d (min_replicas, wait_timeout %s)", role, n, want, s.cfg.promise.timeout)
+	if n > want {
+		// Sentinel may promote a replica that had not confirmed a write, or the old primary
+		// may keep one replica and acknowledge writes the promotion discards.
+		detail += "; fewer than the replicas connected, so a failover may still lose acknowledged writes"
+	}
+	return role == "master" && n >= want, detail, nil
+}
+
 func infoField(info, name string) (string, bool) {
 	for line := range strings.SplitSeq(info, "\n") {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
@@ -254,6 +275,13 @@ func (s *Store) Probe(ctx context.Context) (memory.Evidence, error) {
 		return ev, err
 	}
 	add("persistence_unchanged", p == s.openPersistence, "opened with "+s.openPersistence.String()+", now "+p.String()+"; a crash loses "+p.CrashLoss())
+	if s.cfg.promise.minReplicas > 0 {
+		ok, detail, err := s.replication(ctx)
+		if err != nil {
+			return ev, err
+		}
+		add("replicas", ok, detail)
+	}
 	st, err := s.IndexStatus(ctx)
 	if err != nil {
 		return ev, err

@@ -79,7 +79,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s := &Store{
 		cfg:      cfg,
 		k:        newKeys(cfg.scope),
-		client:   goredis.NewClient(cfg.client),
+		client:   newClient(cfg, 0),
 		manifest: Manifest(cfg.adapterID, cfg.filters),
 	}
 	if err := s.setup(ctx); err != nil {
@@ -187,17 +187,65 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 	if err != nil {
 		return uuid.Nil, err
 	}
-	pipe := s.client.TxPipeline()
-	pipe.HSet(ctx, s.k.item(item.ID), "kind", itemKind, "json", data)
-	xadd := pipe.XAdd(ctx, &goredis.XAddArgs{Stream: s.k.stream(), Values: []string{"id", item.ID.String()}})
-	if _, err := pipe.Exec(ctx); err != nil {
-		return uuid.Nil, classify("store", err)
+	c := s.client.TxPipeline()
+	var cn *goredis.Conn
+	if s.cfg.promise.minReplicas > 0 {
+		// WAIT counts the replicas that reached this connection's last write: it must run
+		// on the connection that wrote, and go-redis pools connections, so pin one.
+		cn = s.client.Conn()
+		defer func() { _ = cn.Close() }()
+		c = cn.TxPipeline()
+	}
+	c.HSet(ctx, s.k.item(item.ID), "kind", itemKind, "json", data)
+	xadd := c.XAdd(ctx, &goredis.XAddArgs{Stream: s.k.stream(), Values: []string{"id", item.ID.String()}})
+	if cmds, err := c.Exec(ctx); err != nil {
+		return uuid.Nil, classify("store", queuedErr(cmds, err))
 	}
 	if xadd.Val() == "" {
 		return uuid.Nil, memory.NewAdapterError("store: the server acknowledged the transaction without a stream entry id", nil)
 	}
+	if cn != nil {
+		if err := s.awaitReplicas(ctx, cn); err != nil {
+			return uuid.Nil, err
+		}
+	}
 	return item.ID, nil
 }
+
+// awaitReplicas is the replication promise of a store just written on cn: WAIT until
+// min_replicas replicas confirm it, else MemoryAdapterUnavailable. The write is applied on
+// the primary either way; what the caller learns is that it was not acknowledged, so a
+// failover may lose it (a repeat of the same store is idempotent).
+func (s *Store) awaitReplicas(ctx context.Context, cn *goredis.Conn) error {
+	p := s.cfg.promise
+	n, err := cn.Wait(ctx, p.minReplicas, p.timeout).Result()
+	if err != nil {
+		return classify("store: written on the primary, but waiting for its replicas failed", err)
+	}
+	if n < int64(p.minReplicas) {
+		return memory.NewUnavailable(fmt.Sprintf("store: written on the primary, but %d of the %d replicas required confirmed it within %s: not acknowledged", n, p.minReplicas, p.timeout), errTooFewReplicas)
+	}
+	return nil
+}
+
+// queuedErr returns, for a transaction the server discarded (EXECABORT), the error of the
+// first command it refused to queue: that says why (READONLY from a demoted primary is an
+// outage, where EXECABORT alone would read as a rejected request).
+func queuedErr(cmds []goredis.Cmder, err error) error {
+	if !isServerReply(err) || !strings.HasPrefix(err.Error(), "EXECABORT") {
+		return err
+	}
+	for _, c := range cmds {
+		if cerr := c.Err(); cerr != nil && isServerReply(cerr) && !strings.HasPrefix(cerr.Error(), "EXECABORT") {
+			return fmt.Errorf("%w (%w)", cerr, err)
+		}
+	}
+	return err
+}
+
+// errTooFewReplicas is the cause of a store answered unavailable because WAIT counted
+// fewer replicas than the promise requires.
+var errTooFewReplicas = errors.New("too few replicas acknowledged the write")
 
 // encode validates the item before any I/O and returns the exact bytes to store. It
 // decodes its own output and compares it with the input, so nothing is ever written that
