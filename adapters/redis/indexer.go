@@ -51,7 +51,7 @@ type indexer struct {
 func newIndexer(s *Store) *indexer {
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), indexerCtxKey{}, true))
 	// Three connections: the blocking read, a claim or trim, and a text index backfill.
-	return &indexer{s: s, c: newClient(s.cfg, 3), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	return &indexer{s: s, c: newClient(s.cfg, 3, nil), ctx: ctx, cancel: cancel, done: make(chan struct{})}
 }
 
 // stop cancels the indexer, closes its pool (interrupting a blocked read) and waits for

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -325,13 +326,17 @@ func readBounded(path string, limit int64) ([]byte, error) {
 // indexer's, a purge's): a plain client of one server, or, for a redis-sentinel:// URL, a
 // failover client that asks the sentinels for the primary and follows it when they
 // promote another. Both carry the same timeouts, retry and protocol settings. A positive
-// poolSize overrides the configured pool size.
-func newClient(c config, poolSize int) *goredis.Client {
+// poolSize overrides the configured pool size; onConnect, when not nil, runs on every new
+// connection (the store's version pin).
+func newClient(c config, poolSize int, onConnect func(context.Context, *goredis.Conn) error) *goredis.Client {
 	r := c.client
 	if c.failover == nil {
 		o := *r
 		if poolSize > 0 {
 			o.PoolSize = poolSize
+		}
+		if onConnect != nil {
+			o.OnConnect = onConnect
 		}
 		return goredis.NewClient(&o)
 	}
@@ -344,6 +349,9 @@ func newClient(c config, poolSize int) *goredis.Client {
 	fo.PoolSize = r.PoolSize
 	if poolSize > 0 {
 		fo.PoolSize = poolSize
+	}
+	if onConnect != nil {
+		fo.OnConnect = onConnect
 	}
 	return goredis.NewFailoverClient(&fo)
 }

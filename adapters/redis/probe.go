@@ -250,11 +250,13 @@ func (s *Store) Probe(ctx context.Context) (memory.Evidence, error) {
 	if err := s.checkOpen("probe"); err != nil {
 		return memory.Evidence{}, err
 	}
+	ctx = probing(ctx)
 	ev := memory.Evidence{ObservedAt: time.Now().UTC()}
 	version, err := s.serverVersion(ctx)
 	if err != nil {
 		return ev, err
 	}
+	s.pin.saw(version)
 	ev.ServiceVersion = "Redis " + version
 	add := func(name string, ok bool, detail string) {
 		ev.Probes = append(ev.Probes, memory.ProbeResult{Name: name, OK: ok, Detail: detail})

@@ -40,7 +40,7 @@ func PurgeScope(ctx context.Context, opts Options) (PurgeResult, error) {
 	if err != nil {
 		return res, memory.NewAdapterError("purge: invalid options", err)
 	}
-	c := newClient(cfg, 0)
+	c := newClient(cfg, 0, nil)
 	defer func() { _ = c.Close() }()
 	k := newKeys(cfg.scope)
 	var cursor uint64

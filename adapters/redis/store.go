@@ -31,7 +31,9 @@ type Store struct {
 
 	// openVersion and openPersistence are what the server reported at Open; a later probe
 	// that sees different values reports the manifest's evidence as invalidated.
-	openVersion     string
+	openVersion string
+	// pin refuses data calls while the server runs another version than openVersion.
+	pin             *versionPin
 	openPersistence Persistence
 
 	ix *indexer
@@ -79,9 +81,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s := &Store{
 		cfg:      cfg,
 		k:        newKeys(cfg.scope),
-		client:   newClient(cfg, 0),
+		pin:      &versionPin{},
 		manifest: Manifest(cfg.adapterID, cfg.filters),
 	}
+	s.client = newClient(cfg, 0, s.pin.onConnect)
+	s.client.AddHook(pinHook{s.pin})
 	if err := s.setup(ctx); err != nil {
 		_ = s.client.Close()
 		return nil, err
@@ -100,6 +104,7 @@ func (s *Store) setup(ctx context.Context) error {
 		return memory.NewAdapterError(fmt.Sprintf("open: Redis %s is too old: 6.2 or later is required (ZUNION, ZINTER, XAUTOCLAIM)", version), nil)
 	}
 	s.openVersion = version
+	s.pin.pin(version)
 	p, err := s.persistence(ctx)
 	if err != nil {
 		return err
