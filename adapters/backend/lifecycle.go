@@ -53,3 +53,9 @@ func Lifecycle(request, connect time.Duration, retry *memoryv1alpha1.RetryPolici
 		Retry:                retry,
 	}
 }
+
+// WithFailover is l stating what a failover of the backend's servers can lose.
+func WithFailover(l memoryv1alpha1.LifecycleSpec, loss string) memoryv1alpha1.LifecycleSpec {
+	l.Failover = loss
+	return l
+}

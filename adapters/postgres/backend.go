@@ -101,6 +101,12 @@ func needConnection(c backend.Config) error {
 	return nil
 }
 
+// FailoverLoss is what status.lifecycle.failover says of PostgreSQL (docs/adapters/postgres.md).
+const FailoverLoss = "A store is acknowledged when the server commits it, so what a failover loses is the server's " +
+	"replication setting: with asynchronous replication (the default of streaming replication) a commit acknowledged " +
+	"before it reached the standby that is promoted is lost; with synchronous replication (Patroni's synchronous_mode, " +
+	"CloudNativePG's minSyncReplicas, synchronous_commit on or remote_apply) it is not."
+
 func init() {
 	retry := backend.RetryPolicyOf(DefaultRetry)
 	backend.Register(backend.Backend{
@@ -108,8 +114,8 @@ func init() {
 		Type: memoryv1alpha1.BackendPostgres,
 		// One retry, after 50-100 ms, when pgx reports the failure happened before the
 		// statement was sent (DefaultRetry).
-		Lifecycle: backend.Lifecycle(DefaultRequestTimeout, DefaultConnectTimeout,
-			&memoryv1alpha1.RetryPolicies{Store: retry, Retrieve: retry.DeepCopy(), Search: retry.DeepCopy()}),
+		Lifecycle: backend.WithFailover(backend.Lifecycle(DefaultRequestTimeout, DefaultConnectTimeout,
+			&memoryv1alpha1.RetryPolicies{Store: retry, Retrieve: retry.DeepCopy(), Search: retry.DeepCopy()}), FailoverLoss),
 		RepeatedCalls:  backend.Calls[:],
 		DuplicateID:    conformance.DuplicateOverwrite,
 		ConnectionArgs: connectionArgs,

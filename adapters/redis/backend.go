@@ -199,6 +199,12 @@ func storeOptions(c backend.Config) (Options, error) {
 	return opts, nil
 }
 
+// FailoverLoss is what status.lifecycle.failover says of Redis (docs/adapters/redis.md,
+// "Redis with Sentinel").
+const FailoverLoss = "Redis replicates asynchronously: a store acknowledged before it reached the replica a Sentinel failover " +
+	"promotes is lost, and so is one the demoted primary took before it learnt of the promotion. With min_replicas set to " +
+	"every replica in a redis-sentinel:// connection, a store is acknowledged only once WAIT saw it on that many replicas."
+
 func init() {
 	read := backend.RetryPolicyOf(DefaultReadRetry)
 	backend.Register(backend.Backend{
@@ -206,8 +212,8 @@ func init() {
 		Type: memoryv1alpha1.BackendRedis,
 		// Reads retry twice after a transport error; a write is never retried inside the
 		// adapter because a reply lost after EXEC leaves it applied.
-		Lifecycle: backend.Lifecycle(DefaultRequestTimeout, DefaultDialTimeout,
-			&memoryv1alpha1.RetryPolicies{Store: backend.Once(), Retrieve: read, Search: read.DeepCopy()}),
+		Lifecycle: backend.WithFailover(backend.Lifecycle(DefaultRequestTimeout, DefaultDialTimeout,
+			&memoryv1alpha1.RetryPolicies{Store: backend.Once(), Retrieve: read, Search: read.DeepCopy()}), FailoverLoss),
 		RepeatedCalls:  []string{backend.CallRetrieve, backend.CallSearch},
 		DuplicateID:    conformance.DuplicateOverwrite,
 		ConnectionArgs: connectionArgs,

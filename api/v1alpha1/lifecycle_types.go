@@ -89,6 +89,15 @@ type LifecycleSpec struct {
 	// under an id it already holds: Overwrite, Reject or Duplicate.
 	// +optional
 	DuplicateIDBehaviour DuplicateIDBehaviour `json:"duplicateIdBehaviour,omitempty"`
+
+	// failover says which acknowledged writes a failover of the backend's
+	// servers can lose when the connection configures no promise against
+	// it, and the setting that keeps them; empty for a backend of one
+	// server. It describes the adapter; for a built-in backend it may only
+	// repeat what that backend states.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Failover string `json:"failover,omitempty"`
 }
 
 // RetryPolicies holds one retry policy per memory operation, because a

@@ -93,6 +93,9 @@ func effectiveLifecycle(t memoryv1alpha1.BackendType, user *memoryv1alpha1.Lifec
 	if user.DuplicateIDBehaviour != "" {
 		l.DuplicateIDBehaviour = user.DuplicateIDBehaviour
 	}
+	if user.Failover != "" {
+		l.Failover = user.Failover
+	}
 	if r := user.Retry; r != nil {
 		if r.Store != nil {
 			l.Retry.Store = r.Store
@@ -126,6 +129,7 @@ var describedFields = []describedField{
 		return fmt.Sprint(*l.ConcurrencySafe)
 	}},
 	{"duplicateIdBehaviour", func(l *memoryv1alpha1.LifecycleSpec) string { return string(l.DuplicateIDBehaviour) }},
+	{"failover", func(l *memoryv1alpha1.LifecycleSpec) string { return l.Failover }},
 }
 
 // namedRetryPolicy is one call's retry policy with the name its flag and its field use.
@@ -164,7 +168,12 @@ func LifecycleErr(t memoryv1alpha1.BackendType, user *memoryv1alpha1.LifecycleSp
 	doc := b.DocumentedLifecycle()
 	name := b.Name
 	for _, f := range describedFields {
-		if got, want := f.value(user), f.value(&doc); got != "" && got != want {
+		got, want := f.value(user), f.value(&doc)
+		if got != "" && want == "" {
+			return fmt.Errorf("spec.lifecycle.%s is %s, but the %s adapter states none: the field describes the adapter and cannot change it (docs/adapters/%s.md); remove it",
+				f.name, got, name, name)
+		}
+		if got != "" && got != want {
 			return fmt.Errorf("spec.lifecycle.%s is %s, but the %s adapter's is %s: the field describes the adapter and cannot change it (docs/adapters/%s.md); remove it or state %s",
 				f.name, got, name, want, name, want)
 		}
