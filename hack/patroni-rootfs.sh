@@ -129,8 +129,10 @@ find "$root$SITE" -name __pycache__ -prune -exec rm -rf {} +
 while IFS= read -r so; do
   add_libs "${so#"$root"}"
 done < <(find "$root$SITE" -name '*.so')
-printf '#!/usr/bin/python3\nfrom patroni.__main__ import main\nmain()\n' >"$root/usr/bin/patroni"
-printf '#!/usr/bin/python3\nfrom patroni.ctl import ctl\nctl(obj={})\n' >"$root/usr/bin/patronictl"
+# The guard matters: Patroni starts the postmaster through multiprocessing's spawn, which
+# imports the entry script again as __mp_main__.
+printf '#!/usr/bin/python3\nif __name__ == "__main__":\n    from patroni.__main__ import main\n    main()\n' >"$root/usr/bin/patroni"
+printf '#!/usr/bin/python3\nif __name__ == "__main__":\n    from patroni.ctl import ctl\n    ctl(obj={})\n' >"$root/usr/bin/patronictl"
 chmod 755 "$root/usr/bin/patroni" "$root/usr/bin/patronictl"
 
 # PostgreSQL's server, its modules and data files.
