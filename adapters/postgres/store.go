@@ -93,6 +93,7 @@ func (queryTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndDa
 // for concurrent use. The zero value is not usable; call Open.
 type Store struct {
 	pool     *pgxpool.Pool
+	pin      *versionPin
 	scope    string
 	table    string // quoted schema.memory_items
 	schema   string
@@ -156,12 +157,14 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.trace != nil {
 		cfg.ConnConfig.Tracer = queryTracer{opts.trace}
 	}
+	pin := &versionPin{}
+	cfg.PrepareConn = pin.prepare
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, memory.NewUnavailable("postgres: create pool", redacted(err))
 	}
 	s := &Store{
-		pool: pool, scope: opts.Scope, schema: schema, manifest: m, versions: schemaOf(schema),
+		pool: pool, pin: pin, scope: opts.Scope, schema: schema, manifest: m, versions: schemaOf(schema),
 		table:   pgx.Identifier{schema, "memory_items"}.Sanitize(),
 		timeout: orDefault(opts.RequestTimeout, DefaultRequestTimeout),
 		retries: retries,
@@ -953,7 +956,7 @@ var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 // Probe reports the server version and checks the encoding, exact jsonb numerics, the
 // schema version and that a write is durable (writeProbe).
 func (s *Store) Probe(ctx context.Context) (memory.Evidence, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := context.WithTimeout(probing(ctx), s.timeout)
 	defer cancel()
 	ev := memory.Evidence{ObservedAt: time.Now().UTC()}
 	var version string

@@ -36,6 +36,9 @@ type agentCheckFlags struct {
 	// connections between calls as a pooled client does.
 	readBack  bool
 	keepAlive bool
+	// retrieveIDs: read back these items, which an earlier watch stored (runRetrieveIDs),
+	// instead of one check.
+	retrieveIDs []string
 }
 
 // newAgentCheckCommand is the sample agent workload (docs/gating.md): it reaches its adapter
@@ -54,7 +57,13 @@ failure, 2 on a usage error.
 With --watch it instead stores an item every --interval until --timeout and prints one line per
 call: "agent-check watch: <time the call was made> store <status> <media type> <problem type>", or
 "... store error: <error>" when no answer came (a refused connection); it exits 0 at the end.
---read-back adds a "retrieve" line per stored item; --keep-alive reuses connections between calls.`,
+--read-back adds a "retrieve" line per stored item; --keep-alive reuses connections between calls.
+A 201 store line ends in " | id=<id>".
+
+With --retrieve-ids=ID,ID,... it instead retrieves each of those items (ids an earlier --watch
+acknowledged) once and prints "agent-check retrieve: <id> found|missing|mismatch|error: ..." per
+id and "agent-check retrieve: N ids, F found, M missing, X mismatched, E errors"; it exits 1 when
+any item is missing, mismatched or could not be read: the lost-write count of a failover.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.adapter == "" {
@@ -64,6 +73,16 @@ call: "agent-check watch: <time the call was made> store <status> <media type> <
 			defer cancel()
 			if !f.watch && (f.readBack || f.keepAlive) {
 				return usageError("--read-back and --keep-alive shape --watch; pass --watch too")
+			}
+			if len(f.retrieveIDs) > 0 {
+				if f.watch {
+					return usageError("--retrieve-ids and --watch are two modes; pass one")
+				}
+				ids, err := parseRetrieveIDs(f.retrieveIDs)
+				if err != nil {
+					return err
+				}
+				return runRetrieveIDs(ctx, cmd.OutOrStdout(), os.Getenv("SERVICE_BINDING_ROOT"), f.adapter, ids)
 			}
 			if f.watch {
 				if f.interval <= 0 {
@@ -80,6 +99,7 @@ call: "agent-check watch: <time the call was made> store <status> <media type> <
 	cmd.Flags().BoolVar(&f.watch, "watch", false, "store an item every --interval until --timeout and print each answer's status, media type and problem type, one line each")
 	cmd.Flags().DurationVar(&f.interval, "interval", 2*time.Second, "with --watch, the time between calls")
 	cmd.Flags().BoolVar(&f.readBack, "read-back", false, "with --watch, retrieve each stored item at once and print a retrieve line (\"mismatch\" when it came back different)")
+	cmd.Flags().StringSliceVar(&f.retrieveIDs, "retrieve-ids", nil, "retrieve each of these item ids (comma-separated, at most 20000) once, print found/missing per id and a summary, exit 1 if any is not found intact")
 	cmd.Flags().BoolVar(&f.keepAlive, "keep-alive", false, "with --watch, keep connections between calls as a pooled client does (by default every call dials afresh)")
 	return cmd
 }
@@ -98,16 +118,22 @@ func bindingPath(root, adapter string) (string, error) {
 	return filepath.Join(root, adapter), nil
 }
 
+// boundStore opens the Go client on the adapter's binding under root, and says where that is.
+func boundStore(ctx context.Context, root, adapter string) (*remote.Store, string, error) {
+	dir, err := bindingPath(root, adapter)
+	if err != nil {
+		return nil, "", err
+	}
+	st, err := remote.FromBinding(ctx, dir)
+	return st, dir, err
+}
+
 func runAgentCheck(ctx context.Context, out io.Writer, root string, f *agentCheckFlags) error {
 	reqs, err := requirements.Parse(f.requires)
 	if err != nil {
 		return usageError("--requires: %w", err)
 	}
-	dir, err := bindingPath(root, f.adapter)
-	if err != nil {
-		return err
-	}
-	st, err := remote.FromBinding(ctx, dir)
+	st, dir, err := boundStore(ctx, root, f.adapter)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
@@ -223,5 +226,92 @@ func TestAgentWatchReadBackKeepAlive(t *testing.T) {
 	}
 	if _, _, err := execute(t, "agent-check", "--adapter", "mem", "--read-back"); err == nil {
 		t.Fatal("--read-back without --watch was accepted")
+	}
+}
+
+// TestAgentRetrieveIDs: the ids a watch acknowledged read back as found from the adapter that
+// stored them, as missing from one that lost them (a fresh store), as mismatched from one that
+// answers other content, and as errors from one that answers 503; only the first exits 0.
+func TestAgentRetrieveIDs(t *testing.T) {
+	stored, lost := inmemoryServer(t), inmemoryServer(t)
+	t.Setenv("SERVICE_BINDING_ROOT", bindingDir(t, "mem", stored.URL, "tk"))
+	out, _, err := execute(t, "agent-check", "--adapter", "mem", "--watch", "--interval", "20ms", "--timeout", "200ms")
+	if err != nil {
+		t.Fatalf("agent-check --watch: %v", err)
+	}
+	var ids []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		_, id, ok := strings.Cut(l, " store 201 application/json - | id=")
+		if !ok {
+			t.Fatalf("a store line without its id: %q", l)
+		}
+		ids = append(ids, id)
+	}
+	if len(ids) < 2 {
+		t.Fatalf("the watch stored %d items, want at least 2:\n%s", len(ids), out)
+	}
+	// The item asked for, with other content.
+	lying := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id, ok := strings.CutPrefix(r.URL.Path, "/v1/items/"); ok && r.Method == http.MethodGet {
+			it := memory.NewItem([]byte(`"someone else's"`))
+			it.ID = uuid.MustParse(id)
+			body, err := memory.MarshalItem(it)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(body)
+			return
+		}
+		stored.Config.Handler.ServeHTTP(w, r)
+	}))
+	defer lying.Close()
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/items/") {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"type":"unavailable","title":"down","status":503}`))
+			return
+		}
+		stored.Config.Handler.ServeHTTP(w, r)
+	}))
+	defer down.Close()
+
+	n := len(ids)
+	for _, tt := range []struct {
+		name, url, perID, summary string
+		ok                        bool
+	}{
+		{"the adapter that stored them", stored.URL, "found", fmt.Sprintf("%d ids, %d found, 0 missing, 0 mismatched, 0 errors", n, n), true},
+		{"an adapter that lost them", lost.URL, "missing", fmt.Sprintf("%d ids, 0 found, %d missing, 0 mismatched, 0 errors", n, n), false},
+		{"an adapter answering other content", lying.URL, "mismatch", fmt.Sprintf("%d ids, 0 found, 0 missing, %d mismatched, 0 errors", n, n), false},
+		{"an adapter answering 503", down.URL, "error: ", fmt.Sprintf("%d ids, 0 found, 0 missing, 0 mismatched, %d errors", n, n), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("SERVICE_BINDING_ROOT", bindingDir(t, "mem", tt.url, "tk"))
+			out, _, err := execute(t, "agent-check", "--adapter", "mem", "--retrieve-ids", strings.Join(ids, ","))
+			if (err == nil) != tt.ok {
+				t.Fatalf("err = %v, want success %t\n%s", err, tt.ok, out)
+			}
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if len(lines) != n+1 || lines[n] != "agent-check retrieve: "+tt.summary {
+				t.Fatalf("want %d id lines and the summary %q, got:\n%s", n, tt.summary, out)
+			}
+			for i, id := range ids {
+				if !strings.HasPrefix(lines[i], "agent-check retrieve: "+id+" "+tt.perID) {
+					t.Fatalf("line %d is %q, want %s %s", i, lines[i], id, tt.perID)
+				}
+			}
+		})
+	}
+	for _, args := range [][]string{
+		{"--retrieve-ids", "not-an-id"},
+		{"--retrieve-ids", ids[0] + "," + ids[0]},
+		{"--retrieve-ids", ids[0], "--watch"},
+	} {
+		if _, _, err := execute(t, append([]string{"agent-check", "--adapter", "mem"}, args...)...); err == nil {
+			t.Fatalf("agent-check %v was accepted", args)
+		}
 	}
 }

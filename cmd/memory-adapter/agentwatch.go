@@ -18,6 +18,9 @@ import (
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
+// watchContent is the content of every item the watch stores; --retrieve-ids expects it back.
+const watchContent = `{"note":"stored by agent-check --watch"}`
+
 // watchBodyLimit bounds how much of an answer's body the watch reads: a problem document is
 // small, and the watch only wants its type.
 const watchBodyLimit = 64 << 10
@@ -27,6 +30,7 @@ const watchBodyLimit = 64 << 10
 // line each:
 //
 //	agent-check watch: <RFC 3339 time the call was made> store <status> <media type> <problem type or -> [| <problem detail>]
+//	agent-check watch: <RFC 3339 time the call was made> store 201 <media type> - | id=<the stored item's id>
 //	agent-check watch: <RFC 3339 time the call was made> store error: <transport error> [<where it stopped>]
 //	agent-check watch: <RFC 3339 time the call was made> retrieve <status> <media type> <problem type or ->
 //
@@ -92,9 +96,10 @@ func runAgentWatch(ctx context.Context, out io.Writer, root string, f *agentChec
 
 // watchStore stores one fresh item and describes the answer: "<status> <media type>
 // <problem type or ->", or "error: ..." when no answer came. It returns the item when the
-// adapter acknowledged it (201).
+// adapter acknowledged it (201), whose line then ends in " | id=<id>": the acknowledged ids
+// are what a failover spec reads back afterwards (--retrieve-ids) to count lost writes.
 func watchStore(ctx context.Context, client *http.Client, b *remote.Binding) (string, *memory.Item) {
-	it := memory.NewItem([]byte(`{"note":"stored by agent-check --watch"}`), "agent-check")
+	it := memory.NewItem([]byte(watchContent), "agent-check")
 	body, err := memory.MarshalItem(it)
 	if err != nil {
 		return "error: " + err.Error(), nil
@@ -103,7 +108,7 @@ func watchStore(ctx context.Context, client *http.Client, b *remote.Binding) (st
 	if status != http.StatusCreated {
 		return answer, nil
 	}
-	return answer, &it
+	return answer + " | id=" + it.ID.String(), &it
 }
 
 // watchRetrieve reads the item back and describes the answer as watchStore does; a 200 whose

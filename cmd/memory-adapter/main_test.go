@@ -87,8 +87,10 @@ func TestConformanceWritesParseableReports(t *testing.T) {
 	}
 }
 
-func testConformanceCommand(t *testing.T, backend string) {
-	dir := t.TempDir()
+// inmemoryServer is an adapter server over a fresh in-memory store with the token "tk",
+// probed once as serve does at start, listening until the test ends.
+func inmemoryServer(t *testing.T) *httptest.Server {
+	t.Helper()
 	srv, err := server.New(server.Config{Store: inmemory.New(inmemory.Options{}), Token: []byte("tk")})
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +98,12 @@ func testConformanceCommand(t *testing.T, backend string) {
 	srv.Refresh(context.Background(), true)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
+	return hs
+}
+
+func testConformanceCommand(t *testing.T, backend string) {
+	dir := t.TempDir()
+	hs := inmemoryServer(t)
 	tokenFile := filepath.Join(dir, "token")
 	if err := os.WriteFile(tokenFile, []byte("tk\n"), 0o600); err != nil {
 		t.Fatal(err)

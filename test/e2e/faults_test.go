@@ -207,6 +207,55 @@ func agentAnswers(ctx context.Context, ns, pod string, since time.Time) []agentA
 	return out
 }
 
+// storedIDs are the ids of the items the agent's answers acknowledged (201 store lines end in
+// " | id=<id>").
+func storedIDs(answers []agentAnswer) []string {
+	var ids []string
+	for _, a := range answers {
+		if id, ok := strings.CutPrefix(a.Detail, "id="); ok && a.Op == "store" && strings.HasPrefix(a.Answer, "201 ") {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// countLostWrites reads back every acknowledged id through adapter from a one-shot bound pod
+// (agent-check --retrieve-ids) and returns how many came back intact and how many are gone
+// or changed: the lost writes of a fault. A run in which some call failed (the adapter not
+// yet serving again) proves nothing and is made again, for up to three minutes.
+func countLostWrites(ctx context.Context, c client.Client, ns, adapter string, ids []string) (found, missing int) {
+	GinkgoHelper()
+	Expect(ids).NotTo(BeEmpty(), "no acknowledged write to read back")
+	attempt := 0
+	Eventually(func(g Gomega) {
+		attempt++
+		pod := agentPod(ns, fmt.Sprintf("%s-readback-%d", adapter, attempt), adapter, adapterImage,
+			[]string{"agent-check", "--adapter=" + adapter, "--retrieve-ids=" + strings.Join(ids, ","), "--timeout=2m"})
+		// Bound with no requirement: it reads whatever the adapter claims.
+		pod.Annotations["memory.agentmem.io/requires"] = ""
+		g.Expect(c.Create(ctx, pod)).To(Succeed())
+		defer func() { _ = c.Delete(context.Background(), pod) }()
+		g.Eventually(func(g Gomega) {
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+			g.Expect(pod.Status.Phase).To(BeElementOf(corev1.PodSucceeded, corev1.PodFailed))
+		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		raw, err := clientset.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		var n, f, m, x, e int
+		var summary string
+		for _, line := range strings.Split(string(raw), "\n") {
+			if _, err := fmt.Sscanf(line, "agent-check retrieve: %d ids, %d found, %d missing, %d mismatched, %d errors", &n, &f, &m, &x, &e); err == nil {
+				summary = line
+			}
+		}
+		g.Expect(summary).NotTo(BeEmpty(), "no summary line in the read-back pod's log:\n%s", raw)
+		g.Expect(n).To(Equal(len(ids)), summary)
+		g.Expect(e).To(BeZero(), "some reads failed, so they prove nothing: %s\n%s", summary, raw)
+		found, missing = f, m+x
+	}).WithContext(ctx).WithTimeout(6 * time.Minute).WithPolling(5 * time.Second).Should(Succeed())
+	return found, missing
+}
+
 // typedUnavailable is the answer the contract promises a workload while its adapter's
 // manifest is invalidated: 503 with an application/problem+json body of type unavailable.
 const typedUnavailable = "503 application/problem+json unavailable"

@@ -724,6 +724,13 @@ var _ = Describe("the operator loop", func() {
 			// The agent stores every 2 s, so its first success may come after the verdict.
 			Expect(wentTrue.Sub(firstSuccess).Abs()).To(BeNumerically("<=", 10*time.Second),
 				"Available must follow the adapter's first success within seconds")
+
+			By("reading back every write the adapter acknowledged, before, during and after the outage")
+			ids := storedIDs(agentAnswers(ctx, ns, agent, time.Time{}))
+			found, missing := countLostWrites(ctx, c, ns, "pgmem", ids)
+			tl.mark("read back the %d acknowledged writes: %d intact, %d lost", len(ids), found, missing)
+			Expect(missing).To(BeZero(), "an acknowledged write did not survive the outage")
+			Expect(found).To(Equal(len(ids)))
 		}, SpecTimeout(20*time.Minute))
 
 		It("heals a real PostgreSQL minor upgrade in place (17.9 to 17.10) with no step by anyone: one new run, restarted pods, Available again, data kept", longSpec, func(ctx SpecContext) {
@@ -757,10 +764,14 @@ var _ = Describe("the operator loop", func() {
 			Expect(err).NotTo(HaveOccurred())
 			oldPods := adapterPodUIDs(ctx, c, ns, adapter)
 			Expect(oldPods).To(HaveLen(1))
+			// A bound agent storing and reading back every 200 ms through the whole upgrade: no
+			// store may be acknowledged by 17.10 before a run has verified it (issue 45 item 4).
+			agent := startAgentPod(ctx, c, agentPod(ns, adapter+"-watcher", adapter, adapterImage,
+				[]string{"agent-check", "--adapter=" + adapter, "--watch", "--interval=200ms", "--read-back", "--timeout=30m"}), "")
 
 			By("upgrading the server in place: fast shutdown, the same data directory, address and port, the 17.10 binaries")
 			pg.do(ctx, "upgrade", to)
-			tl.mark("server upgraded to %s (hack/postgres-server.sh upgrade)", to)
+			upgraded := tl.mark("server upgraded to %s (hack/postgres-server.sh upgrade)", to)
 
 			By("the operator alone: ServiceVersionChanged naming both versions")
 			Eventually(func(g Gomega) {
@@ -798,6 +809,30 @@ var _ = Describe("the operator loop", func() {
 				g.Expect(r.Message).To(BeEmpty())
 			}).WithTimeout(availableDeadline).WithPolling(time.Second).Should(Succeed())
 			tl.mark("job %s passed %d cases (%d not applicable) for %q", newRun, ma.Status.Conformance.Passed, ma.Status.Conformance.NotApplicable, toSvc)
+			// Until the run's Job completed no pod can run on 17.10 as verified (the operator
+			// restarts them after it has read the result), so the instance pinned to 17.9
+			// answered every store since the server came back on 17.10 with the typed 503,
+			// never a 201. The Job's completion time is in whole seconds, rounded down: the
+			// window ends no later than the run did.
+			var verified time.Time
+			for _, j := range jobsOf(ctx, c, ns, adapter) {
+				if j.Name == newRun && j.Status.CompletionTime != nil {
+					verified = j.Status.CompletionTime.Time
+				}
+			}
+			Expect(verified).NotTo(BeZero(), "job %s has no completion time", newRun)
+			var unverified []agentAnswer
+			for _, a := range agentAnswers(ctx, ns, agent, upgraded) {
+				if a.At.Before(verified) && a.Op == "store" {
+					unverified = append(unverified, a)
+				}
+			}
+			tl.mark("the agent's stores between the server's return on %s and the run's pass: %s", to, summarizeAnswers(unverified))
+			Expect(unverified).NotTo(BeEmpty(), "the agent made no call while 17.10 was unverified")
+			for _, a := range unverified {
+				Expect(a.Answer).To(Equal(typedUnavailable), "a store at %s was answered %q (%s) by PostgreSQL 17.10 before any run verified it",
+					a.At.Format("15:04:05.000"), a.Answer, a.Detail)
+			}
 
 			By("the adapter pods restarted by the operator")
 			Eventually(func(g Gomega) {
@@ -821,6 +856,12 @@ var _ = Describe("the operator loop", func() {
 				g.Expect(string(got.Content)).To(Equal(`"stored on 17.9"`))
 			}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 			tl.mark("the item stored on 17.9 read back on 17.10")
+
+			By("reading back every write the agent saw acknowledged, on either version")
+			ids := storedIDs(agentAnswers(ctx, ns, agent, time.Time{}))
+			found, missing := countLostWrites(ctx, c, ns, adapter, ids)
+			tl.mark("read back the %d acknowledged writes: %d intact, %d lost", len(ids), found, missing)
+			Expect(missing).To(BeZero(), "an acknowledged write did not survive the upgrade")
 		}, SpecTimeout(25*time.Minute))
 
 		It("invalidates an SQLite adapter whose volume stops taking writes, under the running instance and under a fresh one, and recovers", longSpec, func(ctx SpecContext) {
@@ -889,12 +930,16 @@ var _ = Describe("the operator loop", func() {
 			tl.mark("volume directory read-only on the host (bind mount)")
 			restartPod()
 
-			By("(b) writable again: the bind mount removed and the pod restarted onto it")
+			By("(b) writable again: the bind mount removed, and no step by anyone: the operator replaces the read-only instance's pod")
+			readOnlyPods := adapterPodUIDs(ctx, c, ns, adapter)
 			host(ctx, "umount", dir)
-			kubectl(ctx, "delete", "pod", "-n", ns, "-l", "memory.agentmem.io/adapter="+adapter+",app.kubernetes.io/component=adapter", "--wait=true")
-			tl.mark("bind mount removed, pod deleted")
+			writable := tl.mark("bind mount removed: the volume takes writes again, the running instance still cannot (its mount is read-only)")
 			waitAvailable(ctx, ns, adapter)
-			tl.mark("Available=True")
+			tl.mark("Available=True %s after the volume took writes again", time.Since(writable).Round(100*time.Millisecond))
+			Expect(adapterPodUIDs(ctx, c, ns, adapter)).NotTo(ContainElements(readOnlyPods), "the read-only instance's pod was not replaced")
+			dep := &appsv1.Deployment{}
+			Expect(c.Get(ctx, client.ObjectKeyFromObject(ma), dep)).To(Succeed())
+			Expect(dep.Spec.Template.Annotations).To(HaveKey("memory.agentmem.io/restarted-for-read-only-volume"), "the operator's restart annotation")
 
 			By("(c) the running instance: an error makes the filesystem read-only under it (errors=remount-ro)")
 			st := adapterStore(ctx, c, ns, adapter)

@@ -117,7 +117,7 @@ func startManager() (stop func()) {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	mgr.GetWebhookServer().Register(webhook.Path, &crwebhook.Admission{Handler: stallable{next: &webhook.PodBinder{Decoder: admission.NewDecoder(scheme)}}})
-	recorder, err := memoryadapter.NewEventRecorder(mgr, "memory-adapter-operator")
+	recorder, err := memoryadapter.NewEventRecorder(mgr, nil, "memory-adapter-operator")
 	Expect(err).NotTo(HaveOccurred())
 	Expect((&Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder}).SetupWithManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())

@@ -176,7 +176,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		s.orig = ma.DeepCopy()
 	}
 	var errs []error
-	for _, phase := range []func(context.Context, *scope) error{r.reconcileManifest, r.reconcileDeploy, r.reconcileHealth, r.reconcileConformance} {
+	for _, phase := range []func(context.Context, *scope) error{r.reconcileManifest, r.reconcileDeploy, r.reconcileHealth, r.reconcileReadOnlyVolume, r.reconcileConformance} {
 		if err := phase(ctx, s); err != nil {
 			errs = append(errs, err)
 		}

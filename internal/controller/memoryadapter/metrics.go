@@ -38,10 +38,14 @@ var (
 		Help:    "Wall time of finished conformance Jobs, from start to completion.",
 		Buckets: prometheus.ExponentialBuckets(5, 2, 9),
 	})
+	readOnlyRestarts = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "memory_adapter_operator_read_only_restarts_total",
+		Help: "Restarts of volume-backed adapters' pods because their write probe found the database read-only (reconcileReadOnlyVolume).",
+	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(conformanceRuns, conformanceDuration)
+	metrics.Registry.MustRegister(conformanceRuns, conformanceDuration, readOnlyRestarts)
 }
 
 // conditionCollector makes memory_adapter_operator_adapter_condition from the MemoryAdapters

@@ -149,9 +149,12 @@ func (r *Reconciler) ensureDeployment(ctx context.Context, s *scope) (*appsv1.De
 	wantDep := render.Deployment(s.ma, s.settings)
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: wantDep.Name, Namespace: s.ma.Namespace}}
 	err := r.ensure(ctx, s, dep, true, func() {
-		// A restart ordered after a verified version change stays in the template.
-		if v := dep.Spec.Template.Annotations[render.AnnotationRestartedFor]; v != "" {
-			wantDep.Spec.Template.Annotations[render.AnnotationRestartedFor] = v
+		// A restart ordered after a verified version change, or on a read-only volume, stays
+		// in the template.
+		for _, a := range []string{render.AnnotationRestartedFor, render.AnnotationRestartedForReadOnly} {
+			if v := dep.Spec.Template.Annotations[a]; v != "" {
+				wantDep.Spec.Template.Annotations[a] = v
+			}
 		}
 		if dep.CreationTimestamp.IsZero() {
 			dep.Spec = wantDep.Spec

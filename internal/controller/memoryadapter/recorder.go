@@ -85,11 +85,15 @@ type recordJob struct {
 var _ events.EventRecorder = (*EventRecorder)(nil)
 
 // NewEventRecorder returns a recorder reporting as controller (the instance is controller,
-// "-" and the host name, as client-go names it) that writes with mgr's client, and adds it to
-// mgr, which starts its workers.
-func NewEventRecorder(mgr ctrl.Manager, controller string) (*EventRecorder, error) {
+// "-" and the host name, as client-go names it) that writes with c (mgr's client when nil),
+// and adds it to mgr, which starts its workers. A client of its own, with its own rate
+// limiter, keeps a burst of Events from delaying the status writes that carry the verdict.
+func NewEventRecorder(mgr ctrl.Manager, c client.Client, controller string) (*EventRecorder, error) {
+	if c == nil {
+		c = mgr.GetClient()
+	}
 	hostname, _ := os.Hostname()
-	r := &EventRecorder{client: mgr.GetClient(), scheme: mgr.GetScheme(), controller: controller, instance: controller + "-" + hostname,
+	r := &EventRecorder{client: c, scheme: mgr.GetScheme(), controller: controller, instance: controller + "-" + hostname,
 		queue: make(chan recordJob, recorderQueue), recent: make(map[eventKey]*recentEvent, recorderSeries), ring: make([]eventKey, recorderSeries)}
 	if err := mgr.Add(r); err != nil {
 		return nil, fmt.Errorf("add the event recorder: %w", err)

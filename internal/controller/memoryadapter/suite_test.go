@@ -147,7 +147,7 @@ func startManagerWith(cfg *rest.Config, evidence health.EvidenceReader) (stop fu
 	Expect(err).NotTo(HaveOccurred())
 	ca, err := credentials.LoadOrCreateCA(keyCtx, mgr.GetAPIReader(), mgr.GetClient(), caRef, 10*365*24*time.Hour)
 	Expect(err).NotTo(HaveOccurred())
-	recorder, err := NewEventRecorder(mgr, "memory-adapter-operator")
+	recorder, err := NewEventRecorder(mgr, nil, "memory-adapter-operator")
 	Expect(err).NotTo(HaveOccurred())
 	Expect((&Reconciler{
 		TokenKey:     key,

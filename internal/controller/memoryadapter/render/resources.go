@@ -38,6 +38,9 @@ const (
 	// AnnotationRestartedFor is set on the adapter pod template to restart the pods after a
 	// run verified a new service version: the server's version invalidation is sticky.
 	AnnotationRestartedFor = "memory.agentmem.io/restarted-for-service-version"
+	// AnnotationRestartedForReadOnly is set on the adapter pod template, to the time, to
+	// replace the pods of an adapter whose database was opened on a read-only volume.
+	AnnotationRestartedForReadOnly = "memory.agentmem.io/restarted-for-read-only-volume"
 	// AnnotationRunKey records the run key on a conformance Job.
 	AnnotationRunKey = "memory.agentmem.io/run-key"
 	// annotationRerunToken records the rerun annotation value a Job answers.
