@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -575,7 +577,7 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 		return err
 	})
 	if err != nil {
-		return uuid.Nil, classify("store", err)
+		return uuid.Nil, s.failed("store", err)
 	}
 	if n == 0 {
 		return uuid.Nil, relstore.NotWritten()
@@ -629,7 +631,7 @@ func (s *Store) Retrieve(ctx context.Context, id uuid.UUID) (*memory.Item, error
 		return err
 	})
 	if err != nil {
-		return nil, classify("retrieve", err)
+		return nil, s.failed("retrieve", err)
 	}
 	if !found || kind != kindMemoryItem {
 		return nil, nil
@@ -713,7 +715,7 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 		return nil
 	})
 	if err != nil {
-		return nil, classify("search", err)
+		return nil, s.failed("search", err)
 	}
 	return out, nil
 }
@@ -962,7 +964,7 @@ func (s *Store) Probe(ctx context.Context) (memory.Evidence, error) {
 	var version string
 	var num int
 	if err := s.pool.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('server_version_num')::int`).Scan(&version, &num); err != nil {
-		return ev, classify("probe", err)
+		return ev, s.failed("probe", err)
 	}
 	ev.ServiceVersion = "PostgreSQL " + version
 	ev.Probes = append(ev.Probes, memory.ProbeResult{Name: "server_version_num", OK: num >= 120000,
@@ -990,6 +992,7 @@ func (s *Store) writeProbe(ctx context.Context) memory.ProbeResult {
 	table := pgx.Identifier{s.schema, "memory_write_probe"}.Sanitize()
 	token := uuid.NewString()
 	fail := func(step string, err error) memory.ProbeResult {
+		s.dropIfGone(err)
 		return memory.ProbeResult{Name: "write", OK: false, Detail: fmt.Sprintf("%s a probe row: %v", step, redacted(err))}
 	}
 	key := probeRowKey(s.scope, token)
@@ -1029,12 +1032,58 @@ func classify(op string, err error) error {
 			strings.HasPrefix(pe.Code, "53"),                           // insufficient resources
 			strings.HasPrefix(pe.Code, "58"),                           // system error
 			pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03", // shutdown / starting up
+			pe.Code == "25006", // read_only_sql_transaction: the server is a standby now
 			pe.Code == "57014": // query canceled (statement timeout)
 			return memory.NewUnavailable("postgres: "+op, err)
 		}
 		return memory.NewAdapterError("postgres: "+op, err)
 	}
 	return memory.NewUnavailable("postgres: "+op, err)
+}
+
+// failed is classify for the Store's calls, which also drops the pool's connections when err
+// says their server stopped being a primary or is going away (serverGone), so the next call
+// connects again through the connection string: behind an HA engine's primary Service, or a
+// multi-host string with target_session_attrs=read-write, that reaches the new primary with
+// no restart. Without it a connection to a demoted server, which a promotion leaves open and
+// healthy, would answer every store with SQLSTATE 25006 for as long as the pool kept it.
+func (s *Store) failed(op string, err error) error {
+	s.dropIfGone(err)
+	return classify(op, err)
+}
+
+// dropIfGone resets the pool when serverGone(err): idle connections close now, those in use
+// when they are released.
+func (s *Store) dropIfGone(err error) {
+	if serverGone(err) {
+		s.pool.Reset()
+	}
+}
+
+// serverGone reports whether err says the pool's server cannot take this connection's writes
+// any more: it became a standby (25006), it is shutting down or was terminated by an
+// administrator (57P01, 57P02), it is not accepting connections yet (57P03), or the
+// connection broke under the call (reset, broken pipe, end of stream). The other connections
+// of the pool lead to that same server. A statement timeout, a cancelled call or a refused
+// new connection is not such a sign: the pool then holds nothing to drop.
+func serverGone(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "25006", "57P01", "57P02", "57P03":
+			return true
+		}
+		return false
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // redacted drops a *pgconn.ConnectError's config from the message path; pgx already omits the
