@@ -117,14 +117,19 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// applyManifest creates every object of a multi-document YAML file in ns.
-func applyManifest(ctx context.Context, c client.Client, ns, path string) {
+// applyManifest creates every object of a multi-document YAML file in ns, each pair of
+// replace (placeholder, value) substituted first, and deletes them at cleanup.
+func applyManifest(ctx context.Context, c client.Client, ns, path string, replace ...string) {
 	GinkgoHelper()
 	raw, err := os.ReadFile(path)
 	Expect(err).NotTo(HaveOccurred())
+	Expect(len(replace)%2).To(BeZero(), "replace takes placeholder, value pairs")
+	for i := 0; i < len(replace); i += 2 {
+		raw = bytes.ReplaceAll(raw, []byte(replace[i]), []byte(replace[i+1]))
+	}
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
 	for {
-		var obj unstructured.Unstructured
+		obj := &unstructured.Unstructured{}
 		err := dec.Decode(&obj.Object)
 		if errors.Is(err, io.EOF) {
 			return
@@ -134,7 +139,8 @@ func applyManifest(ctx context.Context, c client.Client, ns, path string) {
 			continue
 		}
 		obj.SetNamespace(ns)
-		Expect(c.Create(ctx, &obj)).To(Succeed(), "creating %s %s", obj.GetKind(), obj.GetName())
+		Expect(c.Create(ctx, obj)).To(Succeed(), "creating %s %s", obj.GetKind(), obj.GetName())
+		DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, obj) })
 	}
 }
 

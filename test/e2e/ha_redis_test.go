@@ -3,14 +3,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,9 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
@@ -58,31 +50,6 @@ func buildRedisImage(ctx context.Context) string {
 		ref+"=%"+root+":/usr/bin/redis-server")
 	Expect(err).NotTo(HaveOccurred(), "building/loading %s", ref)
 	return ref
-}
-
-// applyRedisSentinel creates the objects of testdata/redis-sentinel in ns with the images
-// filled in, and deletes them at cleanup.
-func applyRedisSentinel(ctx context.Context, c client.Client, ns, redisImage string) {
-	GinkgoHelper()
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "test", "e2e", "testdata", "redis-sentinel", "redis-sentinel.yaml"))
-	Expect(err).NotTo(HaveOccurred())
-	raw = bytes.ReplaceAll(raw, []byte("REDIS_IMAGE"), []byte(redisImage))
-	raw = bytes.ReplaceAll(raw, []byte("HELPER_IMAGE"), []byte(helperImage))
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
-	for {
-		obj := &unstructured.Unstructured{}
-		err := dec.Decode(&obj.Object)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		Expect(err).NotTo(HaveOccurred())
-		if len(obj.Object) == 0 {
-			continue
-		}
-		obj.SetNamespace(ns)
-		Expect(c.Create(ctx, obj)).To(Succeed(), "creating %s %s", obj.GetKind(), obj.GetName())
-		DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, obj) })
-	}
 }
 
 // sentinelCLI runs redis-cli against the sentinel in pod sentinel-<i> (its REDISCLI_AUTH
@@ -213,15 +180,13 @@ var _ = Describe("Redis with Sentinel", Ordered, Label("ha"), longSpec, func() {
 		redisImage := buildRedisImage(ctx)
 		tl.mark("image %s built and loaded", redisImage)
 
-		var pw [18]byte
-		_, err := rand.Read(pw[:])
-		Expect(err).NotTo(HaveOccurred())
-		password := hex.EncodeToString(pw[:])
+		password := randomHex(18)
 		auth := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "redis-auth"},
 			StringData: map[string]string{"password": password}}
 		Expect(c.Create(ctx, auth)).To(Succeed())
 		DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, auth) })
-		applyRedisSentinel(ctx, c, ns, redisImage)
+		applyManifest(ctx, c, ns, filepath.Join(repoRoot, "test", "e2e", "testdata", "redis-sentinel", "redis-sentinel.yaml"),
+			"REDIS_IMAGE", redisImage, "HELPER_IMAGE", helperImage)
 
 		By("three data pods and three sentinels ready, the sentinels agreeing on two replicas")
 		Eventually(func(g Gomega) {
