@@ -129,7 +129,7 @@ EST_LINT="4-10 min cold on 2 cores, less warm"
 EST_LINT_KAL="seconds"
 EST_LINT_LOGCHECK="under 1.5 min"
 # apt installing PostgreSQL and Redis: 17 s on a fresh machine.
-EST_BACKENDS="under 1 min with apt on a fresh machine, seconds after"
+EST_BACKENDS="1-2 min with apt and npm on a fresh machine, seconds after"
 # go vet ./...: 41 s cold.
 EST_VET="under 1 min"
 # go test -race ./...: 8m10s cold (idle); warm not timed on its own (it is most of make test's

