@@ -212,8 +212,11 @@ func (s *sentinelSet) kill(port int) {
 func TestSentinelFailoverLive(t *testing.T) {
 	set := startSentinelSet(t)
 	ctx := testCtx(t)
-	url := fmt.Sprintf("redis-sentinel://%s/0?master_name=m&min_replicas=1&wait_timeout=300ms", set.addr(set.sent))
-	s, err := Open(ctx, Options{URL: url, Scope: "failover"})
+	// A replica confirms a write when the primary asks it (REPLCONF GETACK, sent as WAIT
+	// begins), which under the race detector on a loaded 2-core machine took over 300 ms
+	// once (make ci, 2026-12-06): the wait allows 3 s, inside a 10 s request budget.
+	url := fmt.Sprintf("redis-sentinel://%s/0?master_name=m&min_replicas=1&wait_timeout=3s", set.addr(set.sent))
+	s, err := Open(ctx, Options{URL: url, Scope: "failover", RequestTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatalf("open through sentinel: %v", err)
 	}
