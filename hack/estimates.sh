@@ -59,7 +59,7 @@ EST_DEMO_WARM="1-3 min"
 # idle) and the policy agent's (about 11 min); lint's and the tests' cold builds now happen
 # beside the suite. The cold figure is that sum, not a measured run with hack/ci.sh.
 EST_CI_COLD="50-70 min"
-EST_CI_WARM="18-22 min"
+EST_CI_WARM="20-24 min"
 
 # --- make demo's and make cluster-up's steps ------------------------------------------------
 # The cluster from nothing: Kubernetes, CoreDNS and local-path-provisioner built 12m50s in the
