@@ -252,27 +252,21 @@ func TestSentinelFailoverLive(t *testing.T) {
 		return err == nil && hp[1] == strconv.Itoa(set.replica)
 	}
 	// Store continuously through the switchover until a store succeeds after the promotion.
-	deadline := time.Now().Add(30 * time.Second)
 	var unavailable int
-	for {
+	eventually(t, 30*time.Second, "a store acknowledged after the promotion", func() bool {
 		was := promoted()
 		err := store()
 		switch {
-		case err == nil && was:
 		case err == nil:
-			continue
+			return was
 		case errors.Is(err, memory.ErrUnavailable):
 			unavailable++
-			if time.Now().After(deadline) {
-				t.Fatalf("no store succeeded within 30 s of the switchover; last: %v", err)
-			}
-			time.Sleep(20 * time.Millisecond)
-			continue
+			return false
 		default:
 			t.Fatalf("a store during the switchover failed with a non-unavailable error: %v", err)
+			return false
 		}
-		break
-	}
+	})
 	t.Logf("switchover: %d stores answered unavailable, %d acknowledged in all", unavailable, len(acked))
 	new := goredis.NewClient(&goredis.Options{Addr: set.addr(set.replica)})
 	defer new.Close()

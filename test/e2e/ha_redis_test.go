@@ -60,6 +60,18 @@ func sentinelCLI(ctx context.Context, ns string, i int, args ...string) (string,
 	return strings.TrimSpace(out), err
 }
 
+// newPrimary waits up to a minute for the sentinels to name a primary other than before,
+// and returns it.
+func newPrimary(ctx context.Context, ns, before string) string {
+	GinkgoHelper()
+	var after string
+	Eventually(func() string {
+		after = currentPrimary(ctx, ns)
+		return after
+	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(100 * time.Millisecond).ShouldNot(Or(BeEmpty(), Equal(before)))
+	return after
+}
+
 // currentPrimary is the primary's address as a sentinel that answers names it.
 func currentPrimary(ctx context.Context, ns string) string {
 	for i := range 3 {
@@ -311,11 +323,7 @@ var _ = Describe("Redis with Sentinel", Ordered, Label("ha"), longSpec, func() {
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(out).To(Equal("OK"))
 		start := tl.mark("SENTINEL FAILOVER %s (primary %s)", sentinelMaster, before)
-		var after string
-		Eventually(func() string {
-			after = currentPrimary(ctx, ns)
-			return after
-		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(100 * time.Millisecond).ShouldNot(Or(BeEmpty(), Equal(before)))
+		after := newPrimary(ctx, ns, before)
 		promoted := tl.mark("the sentinels name %s", after)
 		rows = append(rows, measure(ctx, tl, "planned switchover (SENTINEL FAILOVER)", start, promoted))
 	})
@@ -336,11 +344,7 @@ var _ = Describe("Redis with Sentinel", Ordered, Label("ha"), longSpec, func() {
 		podName := pod.Name
 		Expect(c.Delete(ctx, pod, client.GracePeriodSeconds(0))).To(Succeed())
 		start := tl.mark("pod %s (the primary) deleted with grace 0", podName)
-		var after string
-		Eventually(func() string {
-			after = currentPrimary(ctx, ns)
-			return after
-		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(100 * time.Millisecond).ShouldNot(Or(BeEmpty(), Equal(before)))
+		after := newPrimary(ctx, ns, before)
 		promoted := tl.mark("the sentinels name %s", after)
 		rows = append(rows, measure(ctx, tl, "primary's pod killed (grace 0)", start, promoted))
 
