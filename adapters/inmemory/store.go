@@ -29,9 +29,12 @@ type Store struct {
 	mu    sync.RWMutex
 	order []uuid.UUID
 	items map[uuid.UUID]memory.Item
+
+	// scopes are the other scopes InScope served, shared by every view of one New.
+	scopes *scopes
 }
 
-var _ memory.ExternalStore = (*Store)(nil)
+var _ memory.ScopedStore = (*Store)(nil)
 
 // Manifest returns the full-fidelity, immediate manifest for the given filter keys.
 func Manifest(supportedFilters []string) memory.Manifest {
@@ -44,7 +47,7 @@ func New(opts Options) *Store {
 	if filters == nil {
 		filters = memory.DefaultSupportedFilters()
 	}
-	return &Store{manifest: Manifest(filters), items: map[uuid.UUID]memory.Item{}}
+	return &Store{manifest: Manifest(filters), items: map[uuid.UUID]memory.Item{}, scopes: &scopes{}}
 }
 
 // Manifest implements memory.ExternalStore.

@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
+	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
@@ -528,4 +529,9 @@ func TestReferenceAppliesTheContractLimits(t *testing.T) {
 	if _, err := s.Store(ctx, ok); err != nil {
 		t.Errorf("an item at the limits was refused: %v", err)
 	}
+}
+
+// TestSubScopes: views of other scopes hold their own items (storetest.SubScopes).
+func TestSubScopes(t *testing.T) {
+	storetest.SubScopes(t, inmemory.New(inmemory.Options{}), "agents")
 }

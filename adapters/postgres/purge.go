@@ -9,8 +9,8 @@ import (
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
-// PurgeScope deletes every memory item of opts.Scope from <schema>.memory_items in one
-// statement, and returns how many it deleted. Only opts.URL, Scope, Schema and
+// PurgeScope deletes every memory item of opts.Scope and of its sub-scopes from
+// <schema>.memory_items in one statement, and returns how many it deleted. Only opts.URL, Scope, Schema and
 // ConnectTimeout are used. Rows of the scope of another kind (records other software keeps in
 // the same table, which retrieve never coerces) and every other scope are left alone. A
 // server where the adapter's table was never created holds nothing to purge: 0, no error,
@@ -51,7 +51,10 @@ func PurgeScope(ctx context.Context, opts Options) (int64, error) {
 	if !exists {
 		return 0, nil
 	}
-	tag, err := conn.Exec(ctx, `DELETE FROM `+table+` WHERE scope = $1 AND kind = $2`, opts.Scope, kindMemoryItem)
+	// The scope's sub-scopes (memory.SubScope: the scope, the separator, a name) go with it;
+	// the separator is outside every scope's alphabet, so no other scope starts like them.
+	tag, err := conn.Exec(ctx, `DELETE FROM `+table+` WHERE (scope = $1 OR starts_with(scope, $1 || $3)) AND kind = $2`,
+		opts.Scope, kindMemoryItem, memory.SubScopeSeparator)
 	if err != nil {
 		return 0, classify(fmt.Sprintf("purge: delete the items of scope %q", opts.Scope), err)
 	}

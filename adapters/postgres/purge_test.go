@@ -24,6 +24,20 @@ func TestPurgeScopeDeletesOnlyItsItems(t *testing.T) {
 		mustStore(t, s, it)
 		mine = append(mine, it.ID)
 	}
+	// A sub-scope's items go with the scope (memory.SubScope).
+	sub, err := memory.SubScope(h.Scope(), "planner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	view, err := s.InScope(ctx, sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		it := memory.NewItem([]byte(`"in a sub-scope"`))
+		mustStore(t, view, it)
+		mine = append(mine, it.ID)
+	}
 	foreign, err := h.MakeWrongKindRecord(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -43,11 +57,15 @@ func TestPurgeScopeDeletesOnlyItsItems(t *testing.T) {
 	}
 
 	n, err := PurgeScope(ctx, Options{URL: testURL, Schema: h.Schema(), Scope: h.Scope()})
-	if err != nil || n != 3 {
-		t.Fatalf("PurgeScope = %d, %v; want 3 items deleted", n, err)
+	if err != nil || n != 5 {
+		t.Fatalf("PurgeScope = %d, %v; want 5 items deleted (3 of the scope, 2 of its sub-scope)", n, err)
 	}
 	for _, id := range mine {
-		if got, err := s.Retrieve(ctx, id); err != nil || got != nil {
+		got, err := s.Retrieve(ctx, id)
+		if err == nil && got == nil {
+			got, err = view.Retrieve(ctx, id)
+		}
+		if err != nil || got != nil {
 			t.Errorf("item %s after the purge: %v, %v", id, got, err)
 		}
 	}

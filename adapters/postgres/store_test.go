@@ -206,3 +206,10 @@ func TestExactTextBesideJSONB(t *testing.T) {
 		t.Fatalf("version-1 row differs in %v", old.Diff(small))
 	}
 }
+
+// TestSubScopes: views of other scopes on the same pool hold their own rows
+// (storetest.SubScopes).
+func TestSubScopes(t *testing.T) {
+	s := newStore(t, newHarness(t))
+	storetest.SubScopes(t, s, s.scope)
+}

@@ -134,9 +134,18 @@ func (h *Harness) Reset(ctx context.Context) error {
 }
 
 func (h *Harness) drop(ctx context.Context) error {
+	for _, pattern := range []string{h.k.pattern(), h.k.subScopesPattern()} {
+		if err := h.dropMatching(ctx, pattern); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (h *Harness) dropMatching(ctx context.Context, pattern string) error {
 	var cursor uint64
 	for {
-		ks, next, err := h.admin.Scan(ctx, cursor, h.k.pattern(), 1000).Result()
+		ks, next, err := h.admin.Scan(ctx, cursor, pattern, 1000).Result()
 		if err != nil {
 			return fmt.Errorf("harness: drop scope: %w", err)
 		}

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
 // itemKind marks a hash as a memory record written by this adapter. A key at an item's
@@ -51,6 +53,21 @@ func (k keys) abs(rel string) string { return k.prefix + rel }
 
 // pattern matches every key of the scope; the scope alphabet has no glob metacharacters.
 func (k keys) pattern() string { return k.prefix + "*" }
+
+// subScopesPattern matches every key of the scope's sub-scopes (memory.SubScope), whose
+// prefixes are the scope's with the separator and a name before the closing brace.
+func (k keys) subScopesPattern() string {
+	return strings.TrimSuffix(k.prefix, "}:") + memory.SubScopeSeparator + "*"
+}
+
+// keysOfKey is the keys of the scope a key belongs to: its prefix runs to the first "}:",
+// since no scope name contains a brace.
+func keysOfKey(key string) keys {
+	if i := strings.Index(key, "}:"); i >= 0 {
+		return keys{prefix: key[:i+2]}
+	}
+	return keys{prefix: key}
+}
 
 func tagRel(tag string) string { return "ix:t:" + digest("t", tag) }
 

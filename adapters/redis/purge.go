@@ -22,7 +22,8 @@ type PurgeResult struct {
 	Keys int64
 }
 
-// PurgeScope deletes every memory item of opts.Scope and the scope's own bookkeeping (the
+// PurgeScope deletes every memory item of opts.Scope and of its sub-scopes, and their own
+// bookkeeping (the
 // search index, the index stream with its consumer group, the config), so a later adapter
 // on the scope starts empty. Connection options and Scope are used as Open uses them; the
 // rest is ignored. No indexer is started. Other scopes are never touched: every key of a
@@ -43,26 +44,44 @@ func PurgeScope(ctx context.Context, opts Options) (PurgeResult, error) {
 	c := newClient(cfg, 0, nil)
 	defer func() { _ = c.Close() }()
 	k := newKeys(cfg.scope)
+	if err := purgeMatching(ctx, c, k.pattern(), func(string) keys { return k }, &res); err != nil {
+		return res, err
+	}
+	// The scope's sub-scopes (memory.SubScope) go with it. Their prefixes start with the
+	// scope's name and the separator, which no scope's own name contains, so the pattern
+	// matches them and nothing else; each key is judged under its own sub-scope's prefix.
+	return res, purgeMatching(ctx, c, k.subScopesPattern(), keysOfKey, &res)
+}
+
+// purgeMatching unlinks what purgeable picks of every key matching pattern, judging each key
+// under the keys keysOf gives it, and adds the counts to res.
+func purgeMatching(ctx context.Context, c *goredis.Client, pattern string, keysOf func(key string) keys, res *PurgeResult) error {
 	var cursor uint64
 	for {
-		batch, next, err := c.Scan(ctx, cursor, k.pattern(), purgeBatch).Result()
+		batch, next, err := c.Scan(ctx, cursor, pattern, purgeBatch).Result()
 		if err != nil {
-			return res, classify("purge: scan", err)
+			return classify("purge: scan", err)
 		}
-		doomed, items, err := purgeable(ctx, c, k, batch)
-		if err != nil {
-			return res, err
+		byScope := map[keys][]string{}
+		for _, key := range batch {
+			byScope[keysOf(key)] = append(byScope[keysOf(key)], key)
 		}
-		if len(doomed) > 0 {
-			n, err := c.Unlink(ctx, doomed...).Result()
+		for k, keysOfScope := range byScope {
+			doomed, items, err := purgeable(ctx, c, k, keysOfScope)
 			if err != nil {
-				return res, classify("purge: unlink", err)
+				return err
 			}
-			res.Keys += n
-			res.Items += items
+			if len(doomed) > 0 {
+				n, err := c.Unlink(ctx, doomed...).Result()
+				if err != nil {
+					return classify("purge: unlink", err)
+				}
+				res.Keys += n
+				res.Items += items
+			}
 		}
 		if next == 0 {
-			return res, nil
+			return nil
 		}
 		cursor = next
 	}

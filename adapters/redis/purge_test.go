@@ -43,6 +43,23 @@ func TestPurgeScopeDeletesOnlyItsItems(t *testing.T) {
 	if err := s.WaitIndexed(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// A sub-scope's items and index go with the scope (memory.SubScope).
+	sub, err := memory.SubScope(h.Scope(), "planner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	view, err := s.InScope(ctx, sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		it := memory.NewItem(json.RawMessage(`"in a sub-scope"`))
+		mustStore(t, view, it)
+		mine = append(mine, it.ID)
+	}
+	if err := view.(*Store).WaitIndexed(ctx); err != nil {
+		t.Fatal(err)
+	}
 	// The purge runs when no instance writes to the scope; a live indexer would recreate the
 	// scope's config and consumer group when it sees them gone.
 	if err := s.Close(); err != nil {
@@ -84,8 +101,11 @@ func TestPurgeScopeDeletesOnlyItsItems(t *testing.T) {
 	}
 
 	res, err := PurgeScope(ctx, Options{Addr: redisAddr, Scope: h.Scope()})
-	if err != nil || res.Items != 3 || res.Keys <= 3 {
-		t.Fatalf("PurgeScope = %+v, %v; want 3 items and their index keys", res, err)
+	if err != nil || res.Items != 5 || res.Keys <= 5 {
+		t.Fatalf("PurgeScope = %+v, %v; want 5 items (3 of the scope, 2 of its sub-scope) and their index keys", res, err)
+	}
+	if left := scopeKeys(t, h, sub); len(left) != 0 {
+		t.Errorf("keys left in the purged sub-scope: %q", left)
 	}
 	left := scopeKeys(t, h, h.Scope())
 	want := []string{h.k.item(foreign), h.k.item(occupied.ID)}

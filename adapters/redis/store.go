@@ -38,6 +38,12 @@ type Store struct {
 
 	ix *indexer
 
+	// views are the stores InScope made on this store's client, closed with it; a view
+	// itself has parent set and closes only its own indexer.
+	viewsMu sync.Mutex
+	views   []*Store
+	parent  *Store
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -148,6 +154,7 @@ func (s *Store) Scope() string { return s.cfg.scope }
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		s.closeViews()
 		s.ix.stop()
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTO)
 		defer cancel()
@@ -155,6 +162,9 @@ func (s *Store) Close() error {
 		// pending entries must stay so that XAUTOCLAIM can hand them to a live instance.
 		if n, err := s.consumerPending(ctx); err == nil && n == 0 {
 			_ = s.client.XGroupDelConsumer(ctx, s.k.stream(), groupName, s.cfg.consumer).Err()
+		}
+		if s.parent != nil {
+			return // the client is the parent's
 		}
 		if err := s.client.Close(); err != nil && !errors.Is(err, goredis.ErrClosed) {
 			s.closeErr = memory.NewAdapterError("close", err)

@@ -662,3 +662,10 @@ func TestConcurrentOverwritesConverge(t *testing.T) {
 // TestHostileData covers the Redis report (a value nested deeper than 256 was refused as "would
 // not read back exactly"): too-deep values are now refused with the contract's message.
 func TestHostileData(t *testing.T) { storetest.HostileData(t, factory, storetest.HostileOptions{}) }
+
+// TestSubScopes: views of other scopes on the same client hold their own keys and indexes
+// (storetest.SubScopes), and the harness's drop removes them with its scope.
+func TestSubScopes(t *testing.T) {
+	_, s := openStore(t)
+	storetest.SubScopes(t, s, s.Scope())
+}

@@ -195,3 +195,11 @@ func TestLegacyDeepRowDoesNotPoisonFilters(t *testing.T) {
 		t.Fatalf("legacy row by id: %v, %v", got, err)
 	}
 }
+
+// TestSubScopes: views of other scopes on the same file hold their own rows
+// (storetest.SubScopes).
+func TestSubScopes(t *testing.T) {
+	h := newHarness(t)
+	s := storetest.Open(t, h).(*Store)
+	storetest.SubScopes(t, s, s.Scope())
+}

@@ -3,6 +3,7 @@ package memory
 import (
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 // The limits shared by the wire, the server and every backend. They live here, once, so that
@@ -44,13 +45,60 @@ const (
 	// starting with a letter. It is safe as part of a Redis key, a SQL literal, a file name
 	// and a log line, so no backend needs its own escaping or its own rule.
 	ScopePattern = `^[a-z][a-z0-9_.-]*$`
+	// SubScopeSeparator joins a scope and one of its sub-scopes (SubScope). It is outside
+	// ScopePattern's alphabet, so no scope a user names can equal or start like another
+	// scope's sub-scope, and a purge of a scope can find its sub-scopes by prefix.
+	SubScopeSeparator = "~"
+	// MaxSubScopeLength bounds a sub-scope's own name: a ServiceAccount's name fits when it
+	// is a DNS label.
+	MaxSubScopeLength = 63
+	// SubScopePattern is the syntax of a sub-scope's own name: a ServiceAccount name's
+	// alphabet (lower-case letters, digits, '-' and '.'), starting and ending alphanumeric.
+	SubScopePattern = `^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`
 )
 
-var scopeRE = regexp.MustCompile(ScopePattern)
+var (
+	scopeRE    = regexp.MustCompile(ScopePattern)
+	subScopeRE = regexp.MustCompile(SubScopePattern)
+)
+
+// SubScope names the sub-scope sub of scope: a scope of its own to every backend (its items
+// are invisible from scope and from every other sub-scope), whose name says whose it is.
+func SubScope(scope, sub string) (string, error) {
+	if err := checkBaseScope(scope); err != nil {
+		return "", err
+	}
+	if err := CheckSubScopeName(sub); err != nil {
+		return "", err
+	}
+	return scope + SubScopeSeparator + sub, nil
+}
+
+// CheckSubScopeName reports whether sub is a valid sub-scope name: 1 to MaxSubScopeLength
+// bytes matching SubScopePattern.
+func CheckSubScopeName(sub string) error {
+	if sub == "" || len(sub) > MaxSubScopeLength {
+		return fmt.Errorf("sub-scope must be 1 to %d characters", MaxSubScopeLength)
+	}
+	if !subScopeRE.MatchString(sub) {
+		return fmt.Errorf("sub-scope %q must match %s", sub, SubScopePattern)
+	}
+	return nil
+}
 
 // CheckScope reports whether scope is a valid scope name: 1 to MaxScopeLength bytes matching
-// ScopePattern.
+// ScopePattern, or such a scope and a sub-scope joined by SubScopeSeparator (SubScope).
 func CheckScope(scope string) error {
+	if base, sub, ok := strings.Cut(scope, SubScopeSeparator); ok {
+		if err := checkBaseScope(base); err != nil {
+			return err
+		}
+		return CheckSubScopeName(sub)
+	}
+	return checkBaseScope(scope)
+}
+
+func checkBaseScope(scope string) error {
 	if scope == "" || len(scope) > MaxScopeLength {
 		return fmt.Errorf("scope must be 1 to %d characters", MaxScopeLength)
 	}

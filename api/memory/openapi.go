@@ -20,6 +20,9 @@ const (
 	ProblemInvalidRequest ProblemType = "invalid_request"
 	// ProblemUnauthorized (401): missing or wrong bearer token.
 	ProblemUnauthorized ProblemType = "unauthorized"
+	// ProblemForbidden (403): a valid token whose binding may not make this call (a
+	// read-only binding's store).
+	ProblemForbidden ProblemType = "forbidden"
 	// ProblemNotFound (404): unknown item id, or an unknown route.
 	ProblemNotFound ProblemType = "not_found"
 	// ProblemMethodNotAllowed (405): a known route with another method.

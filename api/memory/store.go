@@ -28,3 +28,14 @@ type ExternalStore interface {
 	// Manifest returns the instance's immutable fidelity manifest.
 	Manifest() Manifest
 }
+
+// ScopedStore is an ExternalStore that can serve other scopes of its backend over the same
+// connections: the server's sub-scopes (SubScope), one per isolated binding, without a
+// connection pool each.
+type ScopedStore interface {
+	ExternalStore
+	// InScope returns a store for scope, which must pass CheckScope, with the same manifest.
+	// The view shares the receiver's connections: closing the receiver ends it, and its own
+	// Close (when it has one) releases only what the view added.
+	InScope(ctx context.Context, scope string) (ExternalStore, error)
+}

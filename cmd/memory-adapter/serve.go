@@ -60,7 +60,7 @@ func newServeCommand() *cobra.Command {
 	fs.StringVar(&f.metricsListen, "metrics-listen", "",
 		"also serve GET /metrics alone, in plain HTTP, on this address (the operator sets :9090, the port a monitoring namespace may reach); empty: /metrics only on --listen")
 	fs.StringVar(&f.tokenFile, "token-file", "",
-		"file holding the bearer tokens /v1 routes accept, one a line (at most 4), re-read when it changes so a rotation needs no restart (required unless --insecure-no-token)")
+		"file holding the bearer tokens /v1 routes accept, one a line (at most 256; a token or sha256:HEX of it, then optionally read-only and sub-scope=NAME), re-read when it changes so a rotation needs no restart (required unless --insecure-no-token)")
 	fs.BoolVar(&f.insecureNoToken, "insecure-no-token", false, "serve /v1 without authentication, for local development only")
 	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "request body limit; larger bodies get 413")
 	fs.DurationVar(&f.operationTimeout, "operation-timeout", server.DefaultOperationTimeout, "bound on one backend call")
@@ -173,7 +173,7 @@ func runServe(parent context.Context, f *serveFlags) error {
 	cfg := server.Config{
 		Store: store, AdapterVersion: adapterVersion(), Tokens: tokens,
 		MaxBodyBytes: f.maxBodyBytes, OperationTimeout: f.operationTimeout,
-		MaxIndexLag: f.maxIndexLag, Logger: log,
+		MaxIndexLag: f.maxIndexLag, Logger: log, Scope: f.backend.config().Scope,
 	}
 	if p, ok := store.(memory.Prober); ok && (hstore == nil || hstore.CanProbe()) {
 		cfg.Prober = p

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -57,7 +58,7 @@ func (h *harnessFlags) resolve(fs *pflag.FlagSet, dataTokenFile string, producti
 	// A data token file that does not read is refused by serve itself, with its own message.
 	if dataTokenFile != "" {
 		data, _ := server.ReadTokenFile(dataTokenFile)
-		if slices.ContainsFunc(data, func(d []byte) bool { return string(d) == s }) {
+		if slices.ContainsFunc(data, func(g server.Grant) bool { return g.Digest == sha256.Sum256([]byte(s)) }) {
 			return usageError("--harness-token-file must hold another token than --token-file: a data client must not be able to reset the scope")
 		}
 	}

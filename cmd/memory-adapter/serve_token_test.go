@@ -41,10 +41,11 @@ func TestServeFollowsARotatedTokenFile(t *testing.T) {
 func TestServeRefusesATokenFileWithoutAcceptableTokens(t *testing.T) {
 	dir := t.TempDir()
 	for name, content := range map[string]string{
-		"empty":           "",
-		"blank lines":     "\n  \n",
-		"five tokens":     "a\nb\nc\nd\ne\n",
-		"a token too big": strings.Repeat("t", 513) + "\n",
+		"empty":             "",
+		"blank lines":       "\n  \n",
+		"257 tokens":        strings.Repeat("a\n", 257),
+		"a token too big":   strings.Repeat("t", 513) + "\n",
+		"an unknown option": "a read-write\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := writeFile(t, dir, strings.ReplaceAll(name, " ", "-"), content)

@@ -75,7 +75,10 @@ type fixture struct {
 }
 
 type fixtureOpts struct {
-	token   string
+	token string
+	// tokens and scope, when set, replace token: a token file's grants over scope.
+	tokens  server.TokenSource
+	scope   string
 	prober  memory.Prober
 	maxBody int64
 	backend memory.ExternalStore
@@ -90,7 +93,7 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 	cs := &countingStore{ExternalStore: backend}
 	s, err := server.New(server.Config{
 		Store: cs, Prober: o.prober, AdapterVersion: "test-1", Token: []byte(o.token),
-		MaxBodyBytes: o.maxBody,
+		MaxBodyBytes: o.maxBody, Tokens: o.tokens, Scope: o.scope,
 	})
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
@@ -166,4 +169,14 @@ func itemJSON(t *testing.T, it memory.Item) string {
 		t.Fatalf("marshal item: %v", err)
 	}
 	return string(b)
+}
+
+// InScope hands out the backend's sub-scope views, uncounted, so that the fixture serves
+// sub-scope grants when its backend does.
+func (c *countingStore) InScope(ctx context.Context, scope string) (memory.ExternalStore, error) {
+	ss, ok := c.ExternalStore.(memory.ScopedStore)
+	if !ok {
+		return nil, memory.NewAdapterError("the test backend has no sub-scopes", nil)
+	}
+	return ss.InScope(ctx, scope)
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,6 +67,10 @@ type Config struct {
 	// Tracing gives each data call and its backend call a span; the zero value traces
 	// nothing.
 	Tracing Tracing
+	// Scope is the scope Store serves: the name sub-scope grants are formed from
+	// (memory.SubScope). A grant with a sub-scope needs it and a Store that is a
+	// memory.ScopedStore.
+	Scope string
 	// Doorbell, if set, is rung whenever the evidence's verdict inputs change (Serve rings
 	// it), so that the operator reads the change at once instead of at its next period.
 	Doorbell Doorbell
@@ -81,6 +86,10 @@ type Server struct {
 	now      func() time.Time
 	// tokens is nil when /v1 is open (no Token, no Tokens).
 	tokens TokenSource
+
+	// scopedMu guards scoped, the stores of the sub-scopes grants have named so far.
+	scopedMu sync.Mutex
+	scoped   map[string]memory.ExternalStore
 
 	registry *prometheus.Registry
 	metrics  *metrics
@@ -346,23 +355,95 @@ func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	s.problem(w, http.StatusMethodNotAllowed, memory.ProblemMethodNotAllowed, "method "+r.Method+" is not allowed here", nil)
 }
 
+// grantKey is the request context key of the caller's Grant.
+type grantKey struct{}
+
 func (s *Server) requireToken(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.tokens != nil && !s.tokenOK(r.Header.Get("Authorization")) {
+		if s.tokens == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		g, ok := s.grantOf(r.Header.Get("Authorization"))
+		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="memory-adapter"`)
 			s.problem(w, http.StatusUnauthorized, memory.ProblemUnauthorized, "missing or wrong bearer token", nil)
 			return
+		}
+		if g != (Grant{}) {
+			g.Digest = [sha256.Size]byte{} // what the handlers need is the rights, not the token
+			r = r.WithContext(context.WithValue(r.Context(), grantKey{}, g))
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-func (s *Server) tokenOK(header string) bool {
+// grantOf returns the grant of the bearer token in an Authorization header. A source
+// without grants gives every token it accepts full access.
+func (s *Server) grantOf(header string) (Grant, bool) {
 	scheme, tok, ok := strings.Cut(header, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
+		return Grant{}, false
 	}
-	return tokenMatches([]byte(strings.TrimSpace(tok)), s.tokens.TokenDigests())
+	presented := []byte(strings.TrimSpace(tok))
+	if gs, ok := s.tokens.(GrantSource); ok {
+		return matchGrant(presented, gs.Grants())
+	}
+	return Grant{}, tokenMatches(presented, s.tokens.TokenDigests())
+}
+
+// requestGrant is the grant the request's token carries; the zero Grant (full access to the
+// scope) when it carries none or /v1 is open.
+func requestGrant(r *http.Request) Grant {
+	g, _ := r.Context().Value(grantKey{}).(Grant)
+	return g
+}
+
+// maxSubScopes bounds the sub-scope stores a server keeps open: a token file names at most
+// maxTokens of them at a time, and this leaves room for the file to change a few times.
+const maxSubScopes = 4 * maxTokens
+
+// storeFor returns the store a request works in: the server's own, or the sub-scope its
+// grant names, opened on first use and kept for the server's life. It answers the problem
+// itself and returns nil when there is none.
+func (s *Server) storeFor(w http.ResponseWriter, r *http.Request) memory.ExternalStore {
+	g := requestGrant(r)
+	if g.SubScope == "" {
+		return s.store
+	}
+	s.scopedMu.Lock()
+	defer s.scopedMu.Unlock()
+	if st, ok := s.scoped[g.SubScope]; ok {
+		return st
+	}
+	fail := func(detail string) memory.ExternalStore {
+		s.problem(w, http.StatusBadGateway, memory.ProblemAdapterError, detail, nil)
+		return nil
+	}
+	scoper, ok := s.cfg.Store.(memory.ScopedStore)
+	if !ok {
+		return fail("the token's binding has a sub-scope, and this backend does not serve sub-scopes")
+	}
+	if len(s.scoped) >= maxSubScopes {
+		return fail(fmt.Sprintf("more than %d sub-scopes were named since the server started", maxSubScopes))
+	}
+	name, err := memory.SubScope(s.cfg.Scope, g.SubScope)
+	if err != nil {
+		return fail("the token's sub-scope: " + err.Error())
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.OperationTimeout)
+	defer cancel()
+	st, err := scoper.InScope(ctx, name)
+	if err != nil {
+		s.backendError(w, err)
+		return nil
+	}
+	if s.scoped == nil {
+		s.scoped = map[string]memory.ExternalStore{}
+	}
+	st = traceStore(st, s.cfg.Tracing)
+	s.scoped[g.SubScope] = st
+	return st
 }
 
 func (s *Server) getManifest(w http.ResponseWriter, _ *http.Request) {
@@ -413,6 +494,12 @@ func (s *Server) checkValid(w http.ResponseWriter) bool {
 }
 
 func (s *Server) storeItem(w http.ResponseWriter, r *http.Request) {
+	if requestGrant(r).ReadOnly {
+		// Refused before the body is read: a read-only binding learns nothing from a store,
+		// and the backend sees nothing.
+		s.problem(w, http.StatusForbidden, memory.ProblemForbidden, "this token's binding is read-only: it may retrieve and search, not store", nil)
+		return
+	}
 	buf := getBuffer()
 	defer putBuffer(buf)
 	body, ok := s.readBody(w, r, buf)
@@ -429,8 +516,12 @@ func (s *Server) storeItem(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.OperationTimeout)
 	defer cancel()
+	st := s.storeFor(w, r)
+	if st == nil {
+		return
+	}
 	s.metrics.backendCalls.WithLabelValues("store").Inc()
-	id, err := s.store.Store(ctx, item)
+	id, err := st.Store(ctx, item)
 	if err != nil {
 		s.backendError(w, err)
 		return
@@ -458,8 +549,12 @@ func (s *Server) retrieveItem(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.OperationTimeout)
 	defer cancel()
+	st := s.storeFor(w, r)
+	if st == nil {
+		return
+	}
 	s.metrics.backendCalls.WithLabelValues("retrieve").Inc()
-	it, err := s.store.Retrieve(ctx, id)
+	it, err := st.Retrieve(ctx, id)
 	if err != nil {
 		s.backendError(w, err)
 		return
@@ -506,8 +601,12 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.OperationTimeout)
 	defer cancel()
+	st := s.storeFor(w, r)
+	if st == nil {
+		return
+	}
 	s.metrics.backendCalls.WithLabelValues("search").Inc()
-	items, err := s.store.Search(ctx, q)
+	items, err := st.Search(ctx, q)
 	if err != nil {
 		s.backendError(w, err)
 		return
@@ -656,6 +755,7 @@ func truncateDetail(s string) string {
 var titles = map[memory.ProblemType]string{
 	memory.ProblemInvalidRequest:       "Invalid request",
 	memory.ProblemUnauthorized:         "Unauthorized",
+	memory.ProblemForbidden:            "Forbidden",
 	memory.ProblemNotFound:             "Not found",
 	memory.ProblemMethodNotAllowed:     "Method not allowed",
 	memory.ProblemPayloadTooLarge:      "Payload too large",

@@ -17,31 +17,51 @@ import (
 	"github.com/agentmem/memory-adapter-operator/internal/server/tokentest"
 )
 
-func TestParseTokens(t *testing.T) {
+func TestParseGrants(t *testing.T) {
 	long := strings.Repeat("x", maxTokenBytes)
+	d := func(tok string) [sha256.Size]byte { return sha256.Sum256([]byte(tok)) }
+	hexOf := func(tok string) string { h := d(tok); return fmt.Sprintf("%x", h[:]) }
+	many := strings.Repeat("t\n", maxTokens)
 	for name, tc := range map[string]struct {
 		file string
-		want []string // nil: refused
+		want []Grant // nil: refused
 	}{
-		"one token":                         {"tok\n", []string{"tok"}},
-		"one token without a newline":       {"tok", []string{"tok"}},
-		"two tokens":                        {"current\nnext\n", []string{"current", "next"}},
-		"whitespace and blank lines":        {"\n  a \r\n\n\tb\t\n \n", []string{"a", "b"}},
-		"four tokens":                       {"a\nb\nc\nd\n", []string{"a", "b", "c", "d"}},
-		"a token of the largest size":       {long + "\n", []string{long}},
-		"empty":                             {"", nil},
-		"only whitespace":                   {" \n\t\r\n\n", nil},
-		"five tokens":                       {"a\nb\nc\nd\ne\n", nil},
-		"a token over the size":             {"a\n" + long + "x\n", nil},
-		"blank lines do not count as token": {"a\n\n\n\nb\n\n\nc\n\nd\n", []string{"a", "b", "c", "d"}},
+		"one token":                   {"tok\n", []Grant{{Digest: d("tok")}}},
+		"one token without a newline": {"tok", []Grant{{Digest: d("tok")}}},
+		"two tokens":                  {"current\nnext\n", []Grant{{Digest: d("current")}, {Digest: d("next")}}},
+		"whitespace and blank lines":  {"\n  a \r\n\n\tb\t\n \n", []Grant{{Digest: d("a")}, {Digest: d("b")}}},
+		"a token of the largest size": {long + "\n", []Grant{{Digest: d(long)}}},
+		"the most tokens":             {many, nil},
+		"read-only":                   {"a read-only\n", []Grant{{Digest: d("a"), ReadOnly: true}}},
+		"a sub-scope":                 {"a sub-scope=planner\n", []Grant{{Digest: d("a"), SubScope: "planner"}}},
+		"both options, any order":     {"a sub-scope=p.q read-only\n", []Grant{{Digest: d("a"), ReadOnly: true, SubScope: "p.q"}}},
+		"a digest":                    {"sha256:" + hexOf("secret") + " read-only\n", []Grant{{Digest: d("secret"), ReadOnly: true}}},
+		"empty":                       {"", nil},
+		"only whitespace":             {" \n\t\r\n\n", nil},
+		"one token too many":          {many + "u\n", nil},
+		"a token over the size":       {"a\n" + long + "x\n", nil},
+		"an unknown option":           {"a xxxx\n", nil},
+		"read-only with a value":      {"a read-only=xxxx\n", nil},
+		"read-only twice":             {"a read-only read-only\n", nil},
+		"an invalid sub-scope":        {"a sub-scope=XXXX\n", nil},
+		"an empty sub-scope":          {"a sub-scope=\n", nil},
+		"two sub-scopes":              {"a sub-scope=b sub-scope=c\n", nil},
+		"a short digest":              {"sha256:abcd\n", nil},
+		"a digest that is not hex":    {"sha256:" + strings.Repeat("xx", sha256.Size) + "\n", nil},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got, err := parseTokens([]byte(tc.file))
+			got, err := parseGrants([]byte(tc.file))
+			if name == "the most tokens" {
+				if err != nil || len(got) != maxTokens {
+					t.Fatalf("%d grants, %v; want %d", len(got), err, maxTokens)
+				}
+				return
+			}
 			if tc.want == nil {
 				if err == nil {
-					t.Fatalf("accepted %q", got)
+					t.Fatalf("accepted %+v", got)
 				}
-				if strings.Contains(err.Error(), "xxxx") {
+				if strings.Contains(err.Error(), "xxxx") || strings.Contains(err.Error(), "XXXX") {
 					t.Errorf("the error quotes the file: %v", err)
 				}
 				return
@@ -49,10 +69,31 @@ func TestParseTokens(t *testing.T) {
 			if err != nil {
 				t.Fatalf("refused: %v", err)
 			}
-			if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", tc.want) {
-				t.Errorf("tokens %q, want %q", got, tc.want)
+			if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", tc.want) {
+				t.Errorf("grants %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestMatchGrant: the grant of the token presented, whichever its position; none for a
+// token not listed.
+func TestMatchGrant(t *testing.T) {
+	grants := []Grant{
+		{Digest: sha256.Sum256([]byte("rw"))},
+		{Digest: sha256.Sum256([]byte("ro")), ReadOnly: true},
+		{Digest: sha256.Sum256([]byte("sub")), SubScope: "planner"},
+	}
+	for tok, want := range map[string]Grant{"rw": grants[0], "ro": grants[1], "sub": grants[2]} {
+		if got, ok := matchGrant([]byte(tok), grants); !ok || got != want {
+			t.Errorf("matchGrant(%q) = %+v, %v; want %+v", tok, got, ok, want)
+		}
+	}
+	if got, ok := matchGrant([]byte("other"), grants); ok {
+		t.Errorf("matchGrant(other) = %+v, true", got)
+	}
+	if _, ok := matchGrant([]byte("rw"), nil); ok {
+		t.Error("matchGrant with no grants matched")
 	}
 }
 
@@ -206,7 +247,8 @@ func TestTokenFileKeepsThePreviousSetAndSaysSoOncePerChange(t *testing.T) {
 	for name, content := range map[string]string{
 		"empty, caught between two writes": "",
 		"blank lines only":                 "\n \n",
-		"too many tokens":                  "token-c\ntoken-d\ntoken-e\ntoken-f\ntoken-g\n",
+		"too many tokens":                  strings.Repeat("token-c\n", maxTokens+1),
+		"an unknown option":                "token-c read-write\n",
 		"a token over the size":            "token-c\n" + strings.Repeat("y", maxTokenBytes+1) + "\n",
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -257,11 +299,11 @@ func TestTokenFileKeepsThePreviousSetAndSaysSoOncePerChange(t *testing.T) {
 func TestLoadTokenFileRefusesAFileWithoutAcceptableTokens(t *testing.T) {
 	dir := t.TempDir()
 	for name, content := range map[string]string{
-		"empty":        "",
-		"whitespace":   " \n\n",
-		"five tokens":  "a\nb\nc\nd\ne\n",
-		"a long token": strings.Repeat("z", maxTokenBytes+1),
-		"over 64 KiB":  strings.Repeat("\n", maxTokenFileBytes) + "a",
+		"empty":           "",
+		"whitespace":      " \n\n",
+		"too many tokens": strings.Repeat("a\n", maxTokens+1),
+		"a long token":    strings.Repeat("z", maxTokenBytes+1),
+		"over 64 KiB":     strings.Repeat("\n", maxTokenFileBytes) + "a",
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))

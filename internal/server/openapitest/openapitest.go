@@ -160,6 +160,7 @@ func CheckResponse(in *openapi3filter.RequestValidationInput, resp *http.Respons
 var statusOf = map[memory.ProblemType]int{
 	memory.ProblemInvalidRequest:       400,
 	memory.ProblemUnauthorized:         401,
+	memory.ProblemForbidden:            403,
 	memory.ProblemNotFound:             404,
 	memory.ProblemMethodNotAllowed:     405,
 	memory.ProblemPayloadTooLarge:      413,
