@@ -420,7 +420,10 @@ func setupWebhook(mgr ctrl.Manager, f managerFlags) (healthz.Checker, error) {
 	}
 	register := func() healthz.Checker {
 		srv := mgr.GetWebhookServer()
-		srv.Register(podwebhook.Path, &webhook.Admission{Handler: &podwebhook.PodBinder{Decoder: admission.NewDecoder(scheme)}})
+		// The adapter is read from the API server, not the cache: a pod's binding is decided
+		// once, at its creation, so it should see spec.access as it is, and the webhook
+		// serves before the manager's caches have synced.
+		srv.Register(podwebhook.Path, &webhook.Admission{Handler: &podwebhook.PodBinder{Decoder: admission.NewDecoder(scheme), Adapters: mgr.GetAPIReader()}})
 		return srv.StartedChecker()
 	}
 	if !f.rotateCerts {

@@ -7,6 +7,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // +kubebuilder:validation:XValidation:rule="(self.backend.type != 'SQLite' && self.backend.type != 'Khive') || !has(self.replicas) || self.replicas <= 1",message="replicas must be at most 1 when backend.type is 'SQLite' or 'Khive': one database file has one writer"
 // +kubebuilder:validation:XValidation:rule="self.backend.type != 'Khive' || has(self.image)",message="image is required when backend.type is 'Khive': the operator's adapter image has no kkernel, so name an image holding memory-adapter and kkernel"
 // +kubebuilder:validation:XValidation:rule="self.backend.type != 'External' || has(self.image)",message="image is required when backend.type is 'External': name the image of the server you bring"
+// +kubebuilder:validation:XValidation:rule="self.backend.type != 'External' || !has(self.access)",message="access is not supported when backend.type is 'External': the operator cannot make a server it does not build enforce per-ServiceAccount rights"
 // +kubebuilder:validation:XValidation:rule="self.backend.type != 'External' || !has(self.deletionPolicy) || self.deletionPolicy != 'Delete'",message="deletionPolicy Delete is not supported when backend.type is 'External': the operator cannot remove a foreign server's items"
 type MemoryAdapterSpec struct {
 	// manifest is the fidelity manifest the adapter publishes (lionagi
@@ -91,6 +92,13 @@ type MemoryAdapterSpec struct {
 	// with OTLP over HTTP to tracing.endpoint. Omitted, the adapter traces nothing.
 	// +optional
 	Tracing *AdapterTracing `json:"tracing,omitempty"`
+
+	// access gives each listed ServiceAccount of the bound workloads its own token, with
+	// ReadWrite or ReadOnly rights and optionally an isolated sub-scope (docs/operator.md,
+	// Access per ServiceAccount). Omitted, every bound workload shares the adapter's token:
+	// read and write access to the whole scope.
+	// +optional
+	Access *AccessSpec `json:"access,omitempty"`
 }
 
 // TokenSpec controls the adapter's bearer token. The token is derived from
@@ -342,6 +350,10 @@ type MemoryAdapterStatus struct {
 	// token is where the adapter's token rotation stands.
 	// +optional
 	Token *TokenStatus `json:"token,omitempty"`
+
+	// access is where spec.access stands on the adapter's pods; absent without spec.access.
+	// +optional
+	Access *AccessStatus `json:"access,omitempty"`
 
 	// workloads counts the pods bound to this adapter through the
 	// memory.agentmem.io/adapter label and requires annotation

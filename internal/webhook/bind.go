@@ -5,11 +5,13 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/agentmem/memory-adapter-operator/api/requirements"
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 )
 
@@ -38,11 +40,32 @@ var adapterName = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
 // VolumeName is the name of the binding volume for the adapter.
 func VolumeName(adapter string) string { return volumePrefix + adapter }
 
+// ServiceAccountOf is the ServiceAccount a pod runs as: spec.serviceAccountName, or the
+// namespace's "default" that the API server sets when it is empty.
+func ServiceAccountOf(pod *corev1.Pod) string {
+	if pod.Spec.ServiceAccountName != "" {
+		return pod.Spec.ServiceAccountName
+	}
+	return "default"
+}
+
+// BindingSecretFor is the binding Secret a pod running as serviceAccount mounts: with
+// spec.access (access non-nil) its ServiceAccount's own, else the adapter's.
+func BindingSecretFor(adapter, serviceAccount string, access *memoryv1alpha1.AccessSpec) string {
+	if access != nil {
+		return render.AccessBindingName(adapter, serviceAccount)
+	}
+	return render.BindingSecretName(adapter)
+}
+
 // Bind mutates pod in place as the webhook admits it, and reports whether it applies at all:
 // a pod without the requires annotation (or without the adapter label) is left untouched. An
 // error means the pod must be rejected; its message is the user's. Bind is idempotent, so a
 // reinvocation after another webhook added containers only mounts the binding into those.
-func Bind(pod *corev1.Pod) (bool, error) {
+// access is the named adapter's spec.access as the webhook last saw it (nil without it, or
+// when the adapter does not exist yet): it decides which binding Secret the pod mounts, and
+// the gate holds a pod whose Secret does not match the adapter it finds.
+func Bind(pod *corev1.Pod, access *memoryv1alpha1.AccessSpec) (bool, error) {
 	adapter, labelled := pod.Labels[render.LabelAdapter]
 	raw, annotated := pod.Annotations[requirements.AnnotationRequires]
 	if !labelled || !annotated {
@@ -59,7 +82,7 @@ func Bind(pod *corev1.Pod) (bool, error) {
 		return false, fmt.Errorf("label %s is %q but label %s names %q: a pod binds to one adapter",
 			render.LabelBoundTo, v, render.LabelAdapter, adapter)
 	}
-	if err := addVolume(pod, adapter); err != nil {
+	if err := addVolume(pod, adapter, BindingSecretFor(adapter, ServiceAccountOf(pod), access)); err != nil {
 		return false, err
 	}
 	for i := range pod.Spec.InitContainers {
@@ -79,14 +102,15 @@ func Bind(pod *corev1.Pod) (bool, error) {
 	return true, nil
 }
 
-// addVolume adds the binding Secret's volume unless this webhook added it already.
-func addVolume(pod *corev1.Pod, adapter string) error {
-	name, secret := VolumeName(adapter), render.BindingSecretName(adapter)
+// addVolume adds the binding Secret's volume unless this webhook added it already (a
+// reinvocation keeps the Secret the first pass chose, even if the adapter changed between).
+func addVolume(pod *corev1.Pod, adapter, secret string) error {
+	name := VolumeName(adapter)
 	for _, v := range pod.Spec.Volumes {
 		if v.Name != name {
 			continue
 		}
-		if v.Secret != nil && v.Secret.SecretName == secret {
+		if v.Secret != nil && isBindingSecret(adapter, v.Secret.SecretName) {
 			return nil
 		}
 		return fmt.Errorf("volume %q already exists and is not the binding Secret %q", name, secret)
@@ -129,4 +153,21 @@ func mount(c *corev1.Container, adapter string) error {
 	}
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: VolumeName(adapter), MountPath: at, ReadOnly: true})
 	return nil
+}
+
+// isBindingSecret reports whether secret is one of adapter's binding Secrets: its own or a
+// ServiceAccount's.
+func isBindingSecret(adapter, secret string) bool {
+	return secret == render.BindingSecretName(adapter) || strings.HasPrefix(secret, render.AccessBindingName(adapter, ""))
+}
+
+// MountedBindingSecret is the binding Secret the webhook mounted into pod for adapter, or ""
+// when it has none. A pod's volumes are immutable, so this is what it runs with.
+func MountedBindingSecret(pod *corev1.Pod, adapter string) string {
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == VolumeName(adapter) && v.Secret != nil {
+			return v.Secret.SecretName
+		}
+	}
+	return ""
 }

@@ -6,6 +6,8 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 )
 
 func agentPod(labels, annotations map[string]string, mutate ...func(*corev1.Pod)) *corev1.Pod {
@@ -36,7 +38,7 @@ func TestBindLeavesUnboundPodsAlone(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			before := pod.DeepCopy()
-			applies, err := Bind(pod)
+			applies, err := Bind(pod, nil)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(applies).To(BeFalse())
 			g.Expect(pod).To(Equal(before))
@@ -47,7 +49,7 @@ func TestBindLeavesUnboundPodsAlone(t *testing.T) {
 func TestBindGatesAndProjects(t *testing.T) {
 	g := NewWithT(t)
 	pod := agentPod(map[string]string{"memory.agentmem.io/adapter": "sqlite-memory"}, requires("searchConsistency=immediate"))
-	applies, err := Bind(pod)
+	applies, err := Bind(pod, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(applies).To(BeTrue())
 	g.Expect(pod.Spec.SchedulingGates).To(Equal([]corev1.PodSchedulingGate{{Name: "memory.agentmem.io/adapter-ready"}}))
@@ -66,13 +68,13 @@ func TestBindGatesAndProjects(t *testing.T) {
 	g.Expect(side.VolumeMounts).To(ConsistOf(corev1.VolumeMount{Name: v.Name, MountPath: "/srv/bindings/sqlite-memory", ReadOnly: true}))
 
 	once := pod.DeepCopy()
-	applies, err = Bind(pod)
+	applies, err = Bind(pod, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(applies).To(BeTrue())
 	g.Expect(pod).To(Equal(once), "a reinvocation changes nothing")
 
 	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "injected"})
-	_, err = Bind(pod)
+	_, err = Bind(pod, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(pod.Spec.Containers[2].VolumeMounts).To(HaveLen(1), "a container added by a later webhook is bound on reinvocation")
 	g.Expect(pod.Spec.Volumes).To(HaveLen(1))
@@ -104,8 +106,36 @@ func TestBindRejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			_, err := Bind(tt.pod)
+			_, err := Bind(tt.pod, nil)
 			g.Expect(err).To(MatchError(ContainSubstring(tt.msg)))
 		})
 	}
+}
+
+// TestBindWithAccessMountsTheServiceAccountsSecret: under spec.access a pod mounts its
+// ServiceAccount's binding Secret ("default" when it names none), and a reinvocation after
+// the adapter changed keeps the Secret the first pass chose.
+func TestBindWithAccessMountsTheServiceAccountsSecret(t *testing.T) {
+	g := NewWithT(t)
+	access := &memoryv1alpha1.AccessSpec{ServiceAccounts: []memoryv1alpha1.ServiceAccountAccess{{Name: "planner", Rights: memoryv1alpha1.AccessReadWrite}}}
+	pod := agentPod(map[string]string{"memory.agentmem.io/adapter": "sqlite-memory"}, requires(""), func(p *corev1.Pod) { p.Spec.ServiceAccountName = "planner" })
+	applies, err := Bind(pod, access)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(applies).To(BeTrue())
+	g.Expect(MountedBindingSecret(pod, "sqlite-memory")).To(Equal("sqlite-memory-binding.planner"))
+	_, err = Bind(pod, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pod.Spec.Volumes).To(HaveLen(1))
+	g.Expect(MountedBindingSecret(pod, "sqlite-memory")).To(Equal("sqlite-memory-binding.planner"))
+
+	unnamed := agentPod(map[string]string{"memory.agentmem.io/adapter": "sqlite-memory"}, requires(""))
+	_, err = Bind(unnamed, access)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(MountedBindingSecret(unnamed, "sqlite-memory")).To(Equal("sqlite-memory-binding.default"))
+
+	foreign := agentPod(map[string]string{"memory.agentmem.io/adapter": "sqlite-memory"}, requires(""), func(p *corev1.Pod) {
+		p.Spec.Volumes = []corev1.Volume{{Name: "memory-binding-sqlite-memory", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "other-binding.planner"}}}}
+	})
+	_, err = Bind(foreign, access)
+	g.Expect(err).To(MatchError(ContainSubstring("is not the binding Secret")))
 }

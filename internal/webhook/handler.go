@@ -3,12 +3,16 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 )
 
@@ -27,6 +31,9 @@ const Path = "/mutate-v1-pod"
 type PodBinder struct {
 	// Decoder decodes the admitted pod.
 	Decoder admission.Decoder
+	// Adapters reads the named MemoryAdapter (the manager's cache): its spec.access decides
+	// which binding Secret the pod mounts. Nil binds every pod to the adapter's own Secret.
+	Adapters client.Reader
 }
 
 // Handle implements admission.Handler: it applies Bind and answers with the JSON patch, or
@@ -36,7 +43,11 @@ func (b *PodBinder) Handle(ctx context.Context, req admission.Request) admission
 	if err := b.Decoder.Decode(req, pod); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	applies, err := Bind(pod)
+	access, err := b.access(ctx, req.Namespace, pod)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	applies, err := Bind(pod, access)
 	if err != nil {
 		return admission.Denied(err.Error())
 	}
@@ -50,4 +61,23 @@ func (b *PodBinder) Handle(ctx context.Context, req admission.Request) admission
 	ctrl.LoggerFrom(ctx).V(1).Info("Binding pod", "namespace", req.Namespace, "name", pod.Name, "generateName", pod.GenerateName,
 		"MemoryAdapter", pod.Labels[render.LabelAdapter])
 	return admission.PatchResponseFromRaw(req.Object.Raw, out)
+}
+
+// access is the spec.access of the adapter the pod names, nil when it has none, does not
+// exist yet or the pod names none. A stale cache can only bind a pod to the wrong Secret,
+// which the gate then refuses to release, never grant it more.
+func (b *PodBinder) access(ctx context.Context, namespace string, pod *corev1.Pod) (*memoryv1alpha1.AccessSpec, error) {
+	name := pod.Labels[render.LabelAdapter]
+	if b.Adapters == nil || name == "" || !adapterName.MatchString(name) {
+		return nil, nil
+	}
+	ma := &memoryv1alpha1.MemoryAdapter{}
+	err := b.Adapters.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, ma)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read MemoryAdapter %s/%s: %w", namespace, name, err)
+	}
+	return ma.Spec.Access, nil
 }

@@ -2,6 +2,8 @@ package gate
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -9,6 +11,7 @@ import (
 	"github.com/agentmem/memory-adapter-operator/api/requirements"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter"
+	"github.com/agentmem/memory-adapter-operator/internal/webhook"
 )
 
 // Event reasons on gated pods.
@@ -28,9 +31,19 @@ type verdict struct {
 	message string
 }
 
-// decide is the whole gating policy. ma is the named adapter, nil when it does not exist;
-// requires is the pod's annotation value.
-func decide(name string, ma *memoryv1alpha1.MemoryAdapter, requires string) verdict {
+// boundPod is what the policy reads of a gated pod.
+type boundPod struct {
+	// requires is the pod's requires annotation.
+	requires string
+	// serviceAccount is the ServiceAccount it runs as.
+	serviceAccount string
+	// secret is the binding Secret the webhook mounted.
+	secret string
+}
+
+// decide is the whole gating policy. ma is the named adapter, nil when it does not exist.
+func decide(name string, ma *memoryv1alpha1.MemoryAdapter, pod boundPod) verdict {
+	requires := pod.requires
 	reqs, err := requirements.Parse(requires)
 	if err != nil {
 		return verdict{message: "the requirement list no longer parses: " + err.Error()}
@@ -57,6 +70,7 @@ func decide(name string, ma *memoryv1alpha1.MemoryAdapter, requires string) verd
 	if unmet := reqs.Unmet(ma.Spec.Manifest.ToMemory()); len(unmet) > 0 {
 		why = append(why, "does not meet: "+strings.Join(unmet, "; "))
 	}
+	why = append(why, accessReasons(name, ma, pod)...)
 	if len(why) > 0 {
 		return verdict{message: fmt.Sprintf("MemoryAdapter %q %s", name, strings.Join(why, " and "))}
 	}
@@ -69,4 +83,30 @@ func verifiedHash(ma *memoryv1alpha1.MemoryAdapter) string {
 		return r.ManifestHash
 	}
 	return ""
+}
+
+// accessReasons say why spec.access holds the pod: its ServiceAccount is not listed, the pod
+// mounts another binding Secret than its ServiceAccount's now is (it was created before the
+// adapter, or before spec.access changed: only a new pod can mount another Secret), or the
+// adapter's pods do not enforce its grant yet (status.access).
+func accessReasons(name string, ma *memoryv1alpha1.MemoryAdapter, pod boundPod) []string {
+	want := webhook.BindingSecretFor(name, pod.serviceAccount, ma.Spec.Access)
+	var why []string
+	if a := ma.Spec.Access; a != nil && !slices.ContainsFunc(a.ServiceAccounts, func(g memoryv1alpha1.ServiceAccountAccess) bool { return g.Name == pod.serviceAccount }) {
+		why = append(why, fmt.Sprintf("grants ServiceAccount %q no access (spec.access lists %s)", pod.serviceAccount, listedAccounts(a)))
+	} else if ma.Spec.Access != nil && (ma.Status.Access == nil || !slices.Contains(ma.Status.Access.ServiceAccounts, pod.serviceAccount)) {
+		why = append(why, fmt.Sprintf("does not enforce ServiceAccount %q's grant on every adapter pod yet", pod.serviceAccount))
+	}
+	if pod.secret != want {
+		why = append(why, fmt.Sprintf("binds ServiceAccount %q with Secret %s, but the pod mounts %s (created before its adapter or before spec.access changed): delete the pod so that its replacement mounts the right one", pod.serviceAccount, want, pod.secret))
+	}
+	return why
+}
+
+func listedAccounts(a *memoryv1alpha1.AccessSpec) string {
+	names := make([]string, len(a.ServiceAccounts))
+	for i, g := range a.ServiceAccounts {
+		names[i] = strconv.Quote(g.Name)
+	}
+	return strings.Join(names, ", ")
 }

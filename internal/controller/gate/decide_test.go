@@ -64,10 +64,54 @@ func TestDecide(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			v := decide("mem", tt.ma, tt.requires)
+			pod := boundPod{requires: tt.requires, serviceAccount: "default", secret: "mem-binding"}
+			v := decide("mem", tt.ma, pod)
 			g.Expect(v.release).To(Equal(tt.release))
 			g.Expect(v.message).To(ContainSubstring(tt.message))
-			g.Expect(decide("mem", tt.ma, tt.requires)).To(Equal(v), "the same inputs give the same message: no new Event")
+			g.Expect(decide("mem", tt.ma, pod)).To(Equal(v), "the same inputs give the same message: no new Event")
+		})
+	}
+}
+
+// TestDecideAccess: under spec.access a pod is released only when its ServiceAccount is
+// listed, every adapter pod enforces its grant (status.access) and it mounts its
+// ServiceAccount's Secret; a pod that mounts another Secret is told to make way for a new one.
+func TestDecideAccess(t *testing.T) {
+	withAccess := func(enforced ...string) *memoryv1alpha1.MemoryAdapter {
+		ma := adapter("immediate", "True", "AdapterAvailable", true)
+		ma.Spec.Access = &memoryv1alpha1.AccessSpec{ServiceAccounts: []memoryv1alpha1.ServiceAccountAccess{
+			{Name: "planner", Rights: memoryv1alpha1.AccessReadWrite, SubScope: "plans"},
+			{Name: "recaller", Rights: memoryv1alpha1.AccessReadOnly, SubScope: "plans"},
+		}}
+		if enforced != nil {
+			ma.Status.Access = &memoryv1alpha1.AccessStatus{ServiceAccounts: enforced}
+		}
+		return ma
+	}
+	tests := []struct {
+		name    string
+		ma      *memoryv1alpha1.MemoryAdapter
+		pod     boundPod
+		release bool
+		message string
+	}{
+		{"listed, enforced, its own Secret", withAccess("planner", "recaller"), boundPod{serviceAccount: "recaller", secret: "mem-binding.recaller"}, true, "meets every requirement"},
+		{"not listed", withAccess("planner", "recaller"), boundPod{serviceAccount: "default", secret: "mem-binding.default"}, false,
+			`grants ServiceAccount "default" no access (spec.access lists "planner", "recaller")`},
+		{"listed, not enforced yet", withAccess("planner"), boundPod{serviceAccount: "recaller", secret: "mem-binding.recaller"}, false,
+			`does not enforce ServiceAccount "recaller"'s grant on every adapter pod yet`},
+		{"no status.access yet", withAccess(), boundPod{serviceAccount: "planner", secret: "mem-binding.planner"}, false, "does not enforce"},
+		{"bound before access was set", withAccess("planner", "recaller"), boundPod{serviceAccount: "planner", secret: "mem-binding"}, false,
+			"binds ServiceAccount \"planner\" with Secret mem-binding.planner, but the pod mounts mem-binding"},
+		{"bound under access that is gone", adapter("immediate", "True", "AdapterAvailable", true), boundPod{serviceAccount: "planner", secret: "mem-binding.planner"}, false,
+			"with Secret mem-binding, but the pod mounts mem-binding.planner"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			v := decide("mem", tt.ma, tt.pod)
+			g.Expect(v.release).To(Equal(tt.release))
+			g.Expect(v.message).To(ContainSubstring(tt.message))
 		})
 	}
 }

@@ -74,14 +74,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			counts.Gated++
 			continue
 		}
-		v := decide(req.Name, ma, pod.Annotations[requirements.AnnotationRequires])
+		bp := boundPod{requires: pod.Annotations[requirements.AnnotationRequires],
+			serviceAccount: webhook.ServiceAccountOf(pod), secret: webhook.MountedBindingSecret(pod, req.Name)}
+		v := decide(req.Name, ma, bp)
 		if v.release && !confirmed {
 			live, err := r.liveAdapter(ctx, req.NamespacedName)
 			if err != nil {
 				return ctrl.Result{}, err
 			}
 			ma, confirmed = live, true
-			v = decide(req.Name, ma, pod.Annotations[requirements.AnnotationRequires])
+			v = decide(req.Name, ma, bp)
 		}
 		released, err := r.apply(ctx, pod, ma, v)
 		if err != nil {

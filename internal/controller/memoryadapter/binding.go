@@ -3,6 +3,7 @@ package memoryadapter
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +40,7 @@ func (r *Reconciler) ensureBinding(ctx context.Context, s *scope) (render.TokenP
 		nextAccepted, serving = r.Prober.NextTokenState(ma.UID)
 	}
 	tokens := render.PlanTokens(r.TokenKey, ma, nextAccepted, serving, s.now)
+	ma.Status.Access = accessStatus(ma, tokens, nextAccepted)
 	if tokens.RecheckAfter > 0 {
 		s.requeue(tokens.RecheckAfter)
 	}
@@ -70,6 +72,18 @@ func (r *Reconciler) ensureBinding(ctx context.Context, s *scope) (render.TokenP
 	default:
 		return render.TokenPlan{}, fmt.Errorf("create Secret %s: %w", sec.Name, err)
 	}
+	// Each ServiceAccount's Secret after the adapter's: the token file that accepts a
+	// ServiceAccount's token is written first, and the gate waits until every adapter pod
+	// reads it (status.access) before a pod of that ServiceAccount starts.
+	for _, t := range tokens.Access {
+		if err := r.Client.Apply(ctx, render.AccessBindingApply(ma, t, caPEM), client.FieldOwner(render.FieldOwner), client.ForceOwnership); err != nil {
+			return render.TokenPlan{}, fmt.Errorf("apply Secret %s: %w", render.AccessBindingName(ma.Name, t.ServiceAccount), err)
+		}
+	}
+	if len(tokens.Access) > 0 {
+		r.Recorder.Eventf(ma, nil, corev1.EventTypeNormal, "AppliedAccessBindings", "Apply",
+			"applied the binding Secrets of ServiceAccounts %s", strings.Join(tokens.AccessNames, ", "))
+	}
 	r.bindings.Store(key, digest)
 	recordRotation(r, ma, tokens)
 	return tokens, nil
@@ -96,4 +110,17 @@ func recordRotation(r *Reconciler, ma *memoryv1alpha1.MemoryAdapter, tokens rend
 // forgetBinding makes the next reconcile apply the binding Secret again.
 func (r *Reconciler) forgetBinding(ma *memoryv1alpha1.MemoryAdapter) {
 	r.bindings.Delete(client.ObjectKeyFromObject(ma))
+}
+
+// accessStatus is status.access after this reconcile: the ServiceAccounts of spec.access once
+// every serving pod answered the plan's check token, which only the token file of exactly
+// these grants accepts; until then what it said before; nil without spec.access.
+func accessStatus(ma *memoryv1alpha1.MemoryAdapter, tokens render.TokenPlan, nextAccepted string) *memoryv1alpha1.AccessStatus {
+	if ma.Spec.Access == nil {
+		return nil
+	}
+	if tokens.AccessCheck != "" && nextAccepted == tokens.AccessCheck {
+		return &memoryv1alpha1.AccessStatus{ServiceAccounts: tokens.AccessNames}
+	}
+	return ma.Status.Access
 }

@@ -618,6 +618,71 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 		markAvailable(ctx, key)
 	})
 
+	It("gives each ServiceAccount of spec.access a token and Secret of its own, and lists it in status.access once every pod enforces its grant", func() {
+		keySec := &corev1.Secret{}
+		Expect(k8sClient.Get(ctx, tokenKeyRef, keySec)).To(Succeed())
+		ma := getMA(key)
+		rotation := ma.Status.Token.Rotation
+		accepted := func(g Gomega) []string {
+			sec := &corev1.Secret{}
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-binding"}, sec)).To(Succeed())
+			return strings.Split(strings.TrimSpace(string(sec.Data[render.AcceptedTokensKey])), "\n")
+		}
+		By("the pods have not read the new token file yet: they refuse its check token")
+		var podsHaveIt atomic.Bool
+		own := render.DeriveToken(keySec.Data["key"], ma, rotation)
+		evidence.setRefusal(func(token string) bool { return token != own && !podsHaveIt.Load() })
+		DeferCleanup(func() { evidence.setRefusal(nil) })
+		patch := client.MergeFrom(ma.DeepCopy())
+		ma.Spec.Access = &memoryv1alpha1.AccessSpec{ServiceAccounts: []memoryv1alpha1.ServiceAccountAccess{
+			{Name: "recaller", Rights: memoryv1alpha1.AccessReadOnly, SubScope: "plans"},
+			{Name: "planner", Rights: memoryv1alpha1.AccessReadWrite, SubScope: "plans"},
+		}}
+		Expect(k8sClient.Patch(ctx, ma, patch)).To(Succeed())
+		digest := func(sa string) string {
+			sum := sha256.Sum256([]byte(render.DeriveAccessToken(keySec.Data["key"], ma, rotation, sa)))
+			return "sha256:" + hex.EncodeToString(sum[:])
+		}
+		Eventually(func(g Gomega) {
+			for _, sa := range []string{"planner", "recaller"} {
+				sec := &corev1.Secret{}
+				g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-binding." + sa}, sec)).To(Succeed())
+				g.Expect(metav1.IsControlledBy(sec, ma)).To(BeTrue())
+				g.Expect(sec.Type).To(Equal(render.BindingSecretType))
+				g.Expect(string(sec.Data["token"])).To(Equal(render.DeriveAccessToken(keySec.Data["key"], ma, rotation, sa)))
+				g.Expect(sec.Data).To(HaveKey("ca.crt"))
+				g.Expect(sec.Data).NotTo(HaveKey(render.AcceptedTokensKey), "a ServiceAccount's Secret holds no other token")
+			}
+			lines := accepted(g)
+			g.Expect(lines).To(HaveLen(4))
+			g.Expect(lines[0]).To(Equal(render.DeriveToken(keySec.Data["key"], ma, rotation) + " read-only sub-scope=" + render.VerificationSubScope))
+			g.Expect(lines[1]).To(Equal(digest("planner") + " sub-scope=plans"))
+			g.Expect(lines[2]).To(Equal(digest("recaller") + " read-only sub-scope=plans"))
+			g.Expect(lines[3]).To(HaveSuffix(" read-only sub-scope=" + render.VerificationSubScope))
+		}, timeout, poll).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(getMA(key).Status.Access).To(BeNil(), "status.access before any pod accepts the check token")
+		}).WithTimeout(3 * time.Second).WithPolling(300 * time.Millisecond).Should(Succeed())
+
+		By("every pod accepts the check token: status.access lists both")
+		podsHaveIt.Store(true)
+		Eventually(func(g Gomega) {
+			st := getMA(key).Status.Access
+			g.Expect(st).NotTo(BeNil())
+			g.Expect(st.ServiceAccounts).To(Equal([]string{"planner", "recaller"}))
+		}, timeout, poll).Should(Succeed())
+
+		By("removing spec.access removes status.access and the grants from the token file")
+		ma = getMA(key)
+		patch = client.MergeFrom(ma.DeepCopy())
+		ma.Spec.Access = nil
+		Expect(k8sClient.Patch(ctx, ma, patch)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(getMA(key).Status.Access).To(BeNil())
+			g.Expect(accepted(g)).To(Equal([]string{render.DeriveToken(keySec.Data["key"], ma, rotation)}))
+		}, timeout, poll).Should(Succeed())
+	})
+
 	It("reports a failing run with its case ids", func() {
 		requestRerun(ctx, key, "1")
 		job := waitForNewJob(ctx, key, seenJobs...)

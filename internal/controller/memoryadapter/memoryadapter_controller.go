@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -398,10 +399,15 @@ func nodeReady(o client.Object) corev1.ConditionStatus {
 	return ""
 }
 
+// bindingVolumePrefix starts the name of the binding volume the pod webhook adds
+// (internal/webhook.VolumeName, which cannot be imported here).
+const bindingVolumePrefix = "memory-binding-"
+
 // slimPod keeps of a cached Pod what the controllers read: its metadata, its whole status
 // (phase, address, conditions and container states explain a stuck rollout or run), its
 // containers' names and ports (the evidence is read at the port named http), its scheduling
-// gates (the gate controller lifts its own) and its node. Volumes, environment, probes,
+// gates (the gate controller lifts its own), its node, its ServiceAccount and its binding
+// volumes' Secret names. Volumes, environment, probes,
 // resources, tolerations and the rest were about half of the manager's heap at 5,000 adapters.
 // The gate controller's merge patch is computed between two slim copies, so the fields left
 // out never appear in it.
@@ -415,7 +421,16 @@ func slimPod(obj any) (any, error) {
 	for i, c := range p.Spec.Containers {
 		containers[i] = corev1.Container{Name: c.Name, Ports: c.Ports}
 	}
-	p.Spec = corev1.PodSpec{Containers: containers, SchedulingGates: p.Spec.SchedulingGates, NodeName: p.Spec.NodeName}
+	// The gate compares a bound pod's ServiceAccount and binding Secret with spec.access;
+	// both are immutable on a pod, and of the volumes only the binding's name is kept.
+	var volumes []corev1.Volume
+	for _, v := range p.Spec.Volumes {
+		if strings.HasPrefix(v.Name, bindingVolumePrefix) && v.Secret != nil {
+			volumes = append(volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: v.Secret.SecretName}}})
+		}
+	}
+	p.Spec = corev1.PodSpec{Containers: containers, SchedulingGates: p.Spec.SchedulingGates, NodeName: p.Spec.NodeName,
+		ServiceAccountName: p.Spec.ServiceAccountName, Volumes: volumes}
 	return p, nil
 }
 

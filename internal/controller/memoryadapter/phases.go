@@ -97,6 +97,11 @@ func (r *Reconciler) ensureSupportingObjects(ctx context.Context, s *scope) []er
 	tokens, err := r.ensureBinding(ctx, s)
 	errs = append(errs, err)
 	s.token, s.nextToken = tokens.Current, tokens.Next
+	if s.nextToken == "" {
+		// No rotation pending: the prober presents the access check token instead, so that
+		// its reads tell when every pod enforces spec.access as it stands.
+		s.nextToken = tokens.AccessCheck
+	}
 	if tokens.Status != nil {
 		s.ma.Status.Token = tokens.Status
 	}

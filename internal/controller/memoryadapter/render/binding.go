@@ -24,7 +24,7 @@ func BindingData(ma *memoryv1alpha1.MemoryAdapter, tokens TokenPlan, caPEM []byt
 		"provider":        []byte("agentmem"),
 		"url":             []byte(ServiceURL(ma)),
 		"token":           []byte(tokens.Current),
-		AcceptedTokensKey: acceptedTokensFile(tokens.Accepted),
+		AcceptedTokensKey: acceptedTokensFile(tokens.Accepted, ma.Spec.Access != nil, tokens.AccessLines),
 	}
 	if UsesTLS(ma) {
 		d["ca.crt"] = caPEM

@@ -58,6 +58,18 @@ type TokenPlan struct {
 	Switched bool
 	// RecheckAfter is when the plan changes by itself (the previous token expires); 0 if never.
 	RecheckAfter time.Duration
+	// Access is each ServiceAccount's token of spec.access, sorted by name; nil without it.
+	Access []AccessToken
+	// AccessLines are the adapter's token file lines of spec.access's grants, after its own
+	// tokens: every accepted rotation's token of each ServiceAccount, by digest, with its
+	// rights and sub-scope.
+	AccessLines []string
+	// AccessCheck is a token only a token file of exactly these grants accepts (its last
+	// line, read-only in VerificationSubScope): an evidence read with it that succeeds on
+	// every pod proves every pod enforces them. Empty without spec.access.
+	AccessCheck string
+	// AccessNames are the ServiceAccounts of spec.access, sorted.
+	AccessNames []string
 }
 
 // PlanTokens moves an adapter's token rotation one step. The order is what keeps every
@@ -87,7 +99,9 @@ func PlanTokens(key []byte, ma *memoryv1alpha1.MemoryAdapter, nextAccepted strin
 		switchRotation(st, desired, grace, now)
 		p.Switched = true
 	}
-	p.Current, p.Next, p.Accepted = tokensOf(key, ma, st)
+	var rotations []string
+	p.Current, p.Next, p.Accepted, rotations = tokensOf(key, ma, st)
+	accessPlan(key, ma, &p, rotations)
 	if st.PreviousExpiresAt != nil {
 		p.RecheckAfter = st.PreviousExpiresAt.Sub(now)
 	}
@@ -138,25 +152,39 @@ func switchRotation(st *memoryv1alpha1.TokenStatus, desired string, grace time.D
 }
 
 // tokensOf derives the tokens a rotation status names: the binding's, the pending one, and
-// what the adapter accepts, current first.
-func tokensOf(key []byte, ma *memoryv1alpha1.MemoryAdapter, st *memoryv1alpha1.TokenStatus) (current, next string, accepted []string) {
+// what the adapter accepts, current first, with the rotations accepted in the same order.
+func tokensOf(key []byte, ma *memoryv1alpha1.MemoryAdapter, st *memoryv1alpha1.TokenStatus) (current, next string, accepted, rotations []string) {
 	current = DeriveToken(key, ma, st.Rotation)
-	accepted = []string{current}
+	accepted, rotations = []string{current}, []string{st.Rotation}
 	if st.PendingRotation != "" {
 		next = DeriveToken(key, ma, st.PendingRotation)
-		accepted = append(accepted, next)
+		accepted, rotations = append(accepted, next), append(rotations, st.PendingRotation)
 	}
 	// Going back to the previous rotation inside its grace makes the next token the
 	// previous one; it is listed once.
 	if st.PreviousExpiresAt != nil {
 		if prev := DeriveToken(key, ma, st.PreviousRotation); prev != next {
-			accepted = append(accepted, prev)
+			accepted, rotations = append(accepted, prev), append(rotations, st.PreviousRotation)
 		}
 	}
-	return current, next, accepted
+	return current, next, accepted, rotations
 }
 
-// acceptedTokensFile is the accepted-tokens key's content: one token a line.
-func acceptedTokensFile(tokens []string) []byte {
-	return []byte(strings.Join(tokens, "\n") + "\n")
+// acceptedTokensFile is the accepted-tokens key's content: one token a line, then the
+// grants of spec.access. With spec.access the adapter's own tokens are read-only in
+// VerificationSubScope: they are the operator's and the conformance Job's, and a pod that
+// holds one from before access was set gets nothing of the scope from it.
+func acceptedTokensFile(tokens []string, access bool, accessLines []string) []byte {
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteString(t)
+		if access {
+			b.WriteString(" read-only sub-scope=" + VerificationSubScope)
+		}
+		b.WriteByte('\n')
+	}
+	for _, l := range accessLines {
+		b.WriteString(l + "\n")
+	}
+	return []byte(b.String())
 }
