@@ -155,6 +155,10 @@ var _ = Describe("day two: status explains failures and stays true", func() {
 		It("rotates an adapter's token: the bound agent follows its projected binding, the old token works through the grace period only, no pod restarts", longSpec, func(ctx SpecContext) {
 			tokenRotationSpec(ctx, c, ns)
 		}, SpecTimeout(10*time.Minute))
+
+		It("gives each ServiceAccount its own binding: a read-only one is refused every store with 403, sub-scopes see only their own items, an unlisted ServiceAccount stays gated", func(ctx SpecContext) {
+			accessSpec(ctx, c, ns)
+		}, SpecTimeout(10*time.Minute))
 	})
 
 })

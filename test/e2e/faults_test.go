@@ -225,12 +225,20 @@ func storedIDs(answers []agentAnswer) []string {
 // yet serving again) proves nothing and is made again, for up to three minutes.
 func countLostWrites(ctx context.Context, c client.Client, ns, adapter string, ids []string) (found, missing int) {
 	GinkgoHelper()
+	return countLostWritesAs(ctx, c, ns, adapter, "", ids)
+}
+
+// countLostWritesAs is countLostWrites from a pod running as ServiceAccount sa ("" for the
+// namespace's default): what that ServiceAccount's binding reads of the items.
+func countLostWritesAs(ctx context.Context, c client.Client, ns, adapter, sa string, ids []string) (found, missing int) {
+	GinkgoHelper()
 	Expect(ids).NotTo(BeEmpty(), "no acknowledged write to read back")
 	attempt := 0
 	Eventually(func(g Gomega) {
 		attempt++
-		pod := agentPod(ns, fmt.Sprintf("%s-readback-%d", adapter, attempt), adapter, adapterImage,
+		pod := agentPod(ns, fmt.Sprintf("%s-readback-%s%d", adapter, sa, attempt), adapter, adapterImage,
 			[]string{"agent-check", "--adapter=" + adapter, "--retrieve-ids=" + strings.Join(ids, ","), "--timeout=2m"})
+		pod.Spec.ServiceAccountName = sa
 		// Bound with no requirement: it reads whatever the adapter claims.
 		pod.Annotations["memory.agentmem.io/requires"] = ""
 		g.Expect(c.Create(ctx, pod)).To(Succeed())
