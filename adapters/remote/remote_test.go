@@ -80,6 +80,11 @@ func TestErrorMapping(t *testing.T) {
 			func(_ *memory.Item, err error) bool {
 				return errors.Is(err, memory.ErrAdapter) && !errors.Is(err, memory.ErrUnavailable) && strings.Contains(err.Error(), "unauthorized")
 			}},
+		{"forbidden (a read-only binding's store) is an adapter error, never unavailable", pj, `{"type":"forbidden","title":"Forbidden","status":403}`, 403,
+			func(_ *memory.Item, err error) bool {
+				var pe *remote.ProblemError
+				return errors.Is(err, memory.ErrAdapter) && !errors.Is(err, memory.ErrUnavailable) && errors.As(err, &pe) && pe.Problem.Type == memory.ProblemForbidden
+			}},
 		{"gateway page is unavailable", "text/html", `<html>bad gateway</html>`, 502,
 			func(_ *memory.Item, err error) bool { return errors.Is(err, memory.ErrUnavailable) }},
 		{"teapot is an adapter error", "text/plain", `?`, 418,
