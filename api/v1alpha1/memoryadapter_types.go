@@ -8,6 +8,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // +kubebuilder:validation:XValidation:rule="self.backend.type != 'Khive' || has(self.image)",message="image is required when backend.type is 'Khive': the operator's adapter image has no kkernel, so name an image holding memory-adapter and kkernel"
 // +kubebuilder:validation:XValidation:rule="self.backend.type != 'External' || has(self.image)",message="image is required when backend.type is 'External': name the image of the server you bring"
 // +kubebuilder:validation:XValidation:rule="self.backend.type != 'External' || !has(self.access)",message="access is not supported when backend.type is 'External': the operator cannot make a server it does not build enforce per-ServiceAccount rights"
+// +kubebuilder:validation:XValidation:rule="!(self.backend.type in ['External', 'Khive']) || (!has(self.retention) && !has(self.quota))",message="retention and quota are not supported when backend.type is 'External' or 'Khive': the adapter cannot enforce them there"
 // +kubebuilder:validation:XValidation:rule="self.backend.type != 'External' || !has(self.deletionPolicy) || self.deletionPolicy != 'Delete'",message="deletionPolicy Delete is not supported when backend.type is 'External': the operator cannot remove a foreign server's items"
 type MemoryAdapterSpec struct {
 	// manifest is the fidelity manifest the adapter publishes (lionagi
@@ -99,6 +100,16 @@ type MemoryAdapterSpec struct {
 	// read and write access to the whole scope.
 	// +optional
 	Access *AccessSpec `json:"access,omitempty"`
+
+	// retention removes items by age or count, enforced by the adapter (docs/server.md,
+	// Retention and quotas). Omitted, items are kept until deleted with the scope.
+	// +optional
+	Retention *RetentionSpec `json:"retention,omitempty"`
+
+	// quota bounds the items, bytes and write rate of each scope and sub-scope, enforced by
+	// the adapter with typed refusals. Omitted, nothing is bounded but the wire's limits.
+	// +optional
+	Quota *QuotaSpec `json:"quota,omitempty"`
 }
 
 // TokenSpec controls the adapter's bearer token. The token is derived from

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -104,4 +105,36 @@ func AccessBindingApply(ma *memoryv1alpha1.MemoryAdapter, t AccessToken, caPEM [
 	return OwnedSecretApply(ma, AccessBindingName(ma.Name, t.ServiceAccount)).
 		WithType(BindingSecretType).
 		WithData(AccessBindingData(ma, t, caPEM))
+}
+
+// GovernanceArgs are serve's retention and quota flags from spec.retention and spec.quota;
+// none when both are omitted, so an adapter without them renders as before.
+func GovernanceArgs(ma *memoryv1alpha1.MemoryAdapter) []string {
+	var args []string
+	if r := ma.Spec.Retention; r != nil {
+		if r.MaxAge != nil {
+			args = append(args, "--retention-max-age", r.MaxAge.Or(0).String())
+		}
+		if r.MaxItems != nil {
+			args = append(args, "--retention-max-items", strconv.FormatInt(*r.MaxItems, 10))
+		}
+		if r.SweepPeriod != nil {
+			args = append(args, "--retention-sweep-period", r.SweepPeriod.Or(0).String())
+		}
+	}
+	if q := ma.Spec.Quota; q != nil {
+		if q.MaxItems != nil {
+			args = append(args, "--quota-max-items", strconv.FormatInt(*q.MaxItems, 10))
+		}
+		if q.MaxBytes != nil {
+			args = append(args, "--quota-max-bytes", strconv.FormatInt(*q.MaxBytes, 10))
+		}
+		if q.WritesPerSecond != nil {
+			args = append(args, "--quota-write-rate", strconv.Itoa(int(*q.WritesPerSecond)))
+		}
+		if q.WriteBurst != nil {
+			args = append(args, "--quota-write-burst", strconv.Itoa(int(*q.WriteBurst)))
+		}
+	}
+	return args
 }

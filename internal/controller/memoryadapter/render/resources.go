@@ -302,6 +302,7 @@ func Deployment(ma *memoryv1alpha1.MemoryAdapter, s Settings) *appsv1.Deployment
 		"--open-timeout", s.Lifecycle.ConnectTimeout.Or(defaultHealthPeriod).String(),
 	)
 	args = append(args, retryArgs(ma.Spec.Backend.Type, s.Lifecycle)...)
+	args = append(args, GovernanceArgs(ma)...)
 	// On SIGTERM the server answers for the drain delay, then lets in-flight calls finish
 	// within the longest a call may take; the grace period covers both, so the kubelet never
 	// kills a call the server is still finishing.
