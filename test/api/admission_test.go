@@ -300,6 +300,12 @@ var _ = Describe("MemoryAdapter admission", func() {
 			Entry("a connection Secret", func(a *v1alpha1.MemoryAdapter) {
 				a.Spec.Backend.ConnectionSecretRef = &v1alpha1.SecretKeyReference{Name: "s"}
 			}, "connectionSecretRef must not be set when type is 'External'"),
+			Entry("access", func(a *v1alpha1.MemoryAdapter) {
+				a.Spec.Access = &v1alpha1.AccessSpec{ServiceAccounts: []v1alpha1.ServiceAccountAccess{{Name: "agent", Rights: v1alpha1.AccessReadOnly}}}
+			}, "access is not supported when backend.type is 'External'"),
+			Entry("retention", func(a *v1alpha1.MemoryAdapter) {
+				a.Spec.Retention = &v1alpha1.RetentionSpec{MaxItems: ptr.To[int64](10)}
+			}, "retention and quota are not supported when backend.type is 'External' or 'Khive'"),
 			Entry("external options on SQLite", func(a *v1alpha1.MemoryAdapter) { a.Spec.Backend.Type = v1alpha1.BackendSQLite },
 				"external options may only be set when type is 'External'"),
 			Entry("one port for both listeners", func(a *v1alpha1.MemoryAdapter) { a.Spec.Backend.External.HarnessPort = 8080 },
@@ -354,6 +360,29 @@ var _ = Describe("MemoryAdapter admission", func() {
 			Entry("a staleness grace shorter than the period", func(a *v1alpha1.MemoryAdapter) {
 				a.Spec.Health = &v1alpha1.HealthSpec{Period: v1alpha1.NewDuration(time.Minute), StalenessGrace: v1alpha1.NewDuration(30 * time.Second)}
 			}, "stalenessGrace must not be shorter than period"),
+			Entry("an access grant for a name no ServiceAccount has", func(a *v1alpha1.MemoryAdapter) {
+				a.Spec.Access = &v1alpha1.AccessSpec{ServiceAccounts: []v1alpha1.ServiceAccountAccess{{Name: "Not_A_Name", Rights: v1alpha1.AccessReadWrite}}}
+			}, "spec.access.serviceAccounts[0].name: Invalid value"),
+			Entry("an access grant without rights", func(a *v1alpha1.MemoryAdapter) {
+				a.Spec.Access = &v1alpha1.AccessSpec{ServiceAccounts: []v1alpha1.ServiceAccountAccess{{Name: "agent"}}}
+			}, "spec.access.serviceAccounts[0].rights: Unsupported value"),
+			Entry("a ServiceAccount granted twice", func(a *v1alpha1.MemoryAdapter) {
+				a.Spec.Access = &v1alpha1.AccessSpec{ServiceAccounts: []v1alpha1.ServiceAccountAccess{
+					{Name: "agent", Rights: v1alpha1.AccessReadWrite}, {Name: "agent", Rights: v1alpha1.AccessReadOnly}}}
+			}, "Duplicate value"),
+			Entry("a sub-scope with a character a scope cannot hold", func(a *v1alpha1.MemoryAdapter) {
+				a.Spec.Access = &v1alpha1.AccessSpec{ServiceAccounts: []v1alpha1.ServiceAccountAccess{{Name: "agent", Rights: v1alpha1.AccessReadWrite, SubScope: "a~b"}}}
+			}, "spec.access.serviceAccounts[0].subScope: Invalid value"),
+			Entry("retention without a limit", func(a *v1alpha1.MemoryAdapter) { a.Spec.Retention = &v1alpha1.RetentionSpec{} },
+				"retention needs maxAge or maxItems"),
+			Entry("a retention age under a minute", func(a *v1alpha1.MemoryAdapter) {
+				a.Spec.Retention = &v1alpha1.RetentionSpec{MaxAge: v1alpha1.NewDuration(time.Second)}
+			}, "must be between 1m and 87600h"),
+			Entry("a quota without a limit", func(a *v1alpha1.MemoryAdapter) { a.Spec.Quota = &v1alpha1.QuotaSpec{} },
+				"quota needs maxItems, maxBytes or writesPerSecond"),
+			Entry("a write burst without a rate", func(a *v1alpha1.MemoryAdapter) {
+				a.Spec.Quota = &v1alpha1.QuotaSpec{MaxItems: ptr.To[int64](1), WriteBurst: ptr.To[int32](5)}
+			}, "writeBurst needs writesPerSecond"),
 			Entry("a name too long for the adapter's Jobs", func(a *v1alpha1.MemoryAdapter) {
 				a.GenerateName, a.Name = "", "a-name-that-is-much-too-long-for-conformance-jobs"
 			}, "metadata.name must be a DNS label of at most 40 characters starting with a letter"),
