@@ -67,6 +67,25 @@ func TestPlanTokensWithAccess(t *testing.T) {
 		}
 	}
 
+	// A rotation renews every ServiceAccount's token with the adapter's: while it is pending
+	// the file accepts both rotations' tokens, and the Secrets keep the current one.
+	rotating := ma.DeepCopy()
+	rotating.Status.Token = p.Status
+	rotating.Spec.Token = &memoryv1alpha1.TokenSpec{Rotation: "r2"}
+	step := PlanTokens(key, rotating, "", true, now)
+	if step.Next == "" || step.Access[0].Token != p.Access[0].Token {
+		t.Fatalf("a pending rotation: next %q, planner's token changed %v", step.Next, step.Access[0].Token != p.Access[0].Token)
+	}
+	r2 := digest(DeriveAccessToken(key, rotating, "r2", "planner")) + " sub-scope=plans"
+	if !slices.Contains(step.AccessLines, r2) || !slices.Contains(step.AccessLines, digest(p.Access[0].Token)+" sub-scope=plans") {
+		t.Errorf("pending rotation lines %v lack the planner's current or next token", step.AccessLines)
+	}
+	rotating.Status.Token = step.Status
+	switched := PlanTokens(key, rotating, step.Next, true, now)
+	if !switched.Switched || switched.Access[0].Token != DeriveAccessToken(key, rotating, "r2", "planner") {
+		t.Errorf("after the switch the planner's Secret holds %q", switched.Access[0].Token)
+	}
+
 	changed := ma.DeepCopy()
 	changed.Spec.Access.ServiceAccounts[0].Rights = memoryv1alpha1.AccessReadWrite
 	if q := PlanTokens(key, changed, "", false, now); q.AccessCheck == p.AccessCheck {
