@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -345,8 +346,8 @@ func (r *Reconciler) reconcileManifest(_ context.Context, s *scope) error {
 
 // CacheOptions restricts the manager's Pod cache to pods with the adapter label, which the
 // operator's own pods and the agent pods bound to an adapter (docs/gating.md) carry alike, so
-// it does not hold every pod of the cluster in memory, and keeps Pods, Jobs, Nodes and the
-// adapters' own objects slim. Secrets are not cached at all: the operator writes them and
+// it does not hold every pod of the cluster in memory, and keeps Pods, Jobs, Nodes,
+// Deployments and the metadata of the adapters' other objects (metadataKinds) slim. Secrets are not cached at all: the operator writes them and
 // never reads them. The manager and the envtest suites use the same options.
 func CacheOptions() cache.Options {
 	adapterPods, err := labels.NewRequirement(render.LabelAdapter, selection.Exists, nil)
@@ -359,8 +360,10 @@ func CacheOptions() cache.Options {
 		&batchv1.Job{}: {Transform: slimJob},
 		&corev1.Node{}: {Transform: slimNode},
 	}
-	for _, o := range ownedKinds {
-		byObject[o] = cache.ByObject{Transform: slimOwned}
+	byObject[&appsv1.Deployment{}] = cache.ByObject{Transform: slimOwned}
+	for _, o := range metadataKinds {
+		_, claim := o.(*corev1.PersistentVolumeClaim)
+		byObject[o] = cache.ByObject{Transform: slimMetadata(claim)}
 	}
 	return cache.Options{
 		// managedFields are the largest part of most cached objects, and nothing here reads
@@ -411,6 +414,7 @@ func slimPod(obj any) (any, error) {
 		return obj, nil
 	}
 	p.ManagedFields = nil
+	internLabels(p)
 	containers := make([]corev1.Container, len(p.Spec.Containers))
 	for i, c := range p.Spec.Containers {
 		containers[i] = corev1.Container{Name: c.Name, Ports: c.Ports}
@@ -420,15 +424,19 @@ func slimPod(obj any) (any, error) {
 }
 
 // slimJob keeps of a cached Job its metadata, status and scalar spec: the controller reads a
-// run's outcome and labels and never compares or updates a Job's pod template (a new run is a
-// new Job), which is most of the object.
+// run's outcome and labels and never compares or updates a Job (a new run is a new Job), so
+// neither its pod template, most of the object, nor its selector (a map of the Job's labels
+// and its controller-uid, about 1 KB per Job with the template's labels) is kept.
 func slimJob(obj any) (any, error) {
 	j, ok := obj.(*batchv1.Job)
 	if !ok {
 		return obj, nil
 	}
 	j.ManagedFields = nil
-	j.Spec.Template = corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: j.Spec.Template.Labels}}
+	internLabels(j)
+	internOwners(j)
+	j.Spec.Template = corev1.PodTemplateSpec{}
+	j.Spec.Selector = nil
 	return j, nil
 }
 
@@ -484,24 +492,25 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := registerConditionCollector(mgr.GetCache()); err != nil {
 		return err
 	}
-	if err := registerIndexes(mgr.GetFieldIndexer()); err != nil {
+	if err := registerIndexes(mgr.GetFieldIndexer(), mgr.GetScheme()); err != nil {
 		return err
 	}
 	nodeToAdapters := handler.EnqueueRequestsFromMapFunc(r.adaptersOnNode)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&memoryv1alpha1.MemoryAdapter{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.Service{}).
-		Owns(&corev1.ServiceAccount{}).
-		Owns(&corev1.ConfigMap{}).
-		Owns(&corev1.PersistentVolumeClaim{}).
-		Owns(&networkingv1.NetworkPolicy{}).
-		Owns(&policyv1.PodDisruptionBudget{}).
+		// metadataKinds: the cache holds their metadata only.
+		Owns(&corev1.Service{}, builder.OnlyMetadata).
+		Owns(&corev1.ServiceAccount{}, builder.OnlyMetadata).
+		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata).
+		Owns(&corev1.PersistentVolumeClaim{}, builder.OnlyMetadata).
+		Owns(&networkingv1.NetworkPolicy{}, builder.OnlyMetadata).
+		Owns(&policyv1.PodDisruptionBudget{}, builder.OnlyMetadata).
 		Owns(&batchv1.Job{}).
 		Watches(&corev1.Pod{}, podToAdapter).
 		// Under deletionPolicy Retain the data claim has no owner reference; its labels name
 		// the adapter, whose Deployed reads the node the claim's volume was provisioned on.
-		Watches(&corev1.PersistentVolumeClaim{}, podToAdapter).
+		Watches(&corev1.PersistentVolumeClaim{}, podToAdapter, builder.OnlyMetadata).
 		// A node that stops or comes back changes what Deployed says of the adapters on it.
 		Watches(&corev1.Node{}, nodeToAdapters, builder.WithPredicates(predicate.Funcs{
 			CreateFunc:  func(event.CreateEvent) bool { return false },
@@ -535,7 +544,7 @@ func ownPodToAdapter(_ context.Context, o client.Object) []reconcile.Request {
 
 // registerIndexes adds the cache indexes the controller lists through: Pods and Jobs by
 // adapter, adapter Pods by node, and data claims by the node their volume is on.
-func registerIndexes(idx client.FieldIndexer) error {
+func registerIndexes(idx client.FieldIndexer, scheme *runtime.Scheme) error {
 	for _, o := range []client.Object{&corev1.Pod{}, &batchv1.Job{}} {
 		if err := idx.IndexField(context.Background(), o, IndexAdapter, LabelIndexer(render.LabelAdapter)); err != nil {
 			return fmt.Errorf("index %T by adapter: %w", o, err)
@@ -549,7 +558,11 @@ func registerIndexes(idx client.FieldIndexer) error {
 	}); err != nil {
 		return fmt.Errorf("index pods by node: %w", err)
 	}
-	if err := idx.IndexField(context.Background(), &corev1.PersistentVolumeClaim{}, IndexNode, func(o client.Object) []string {
+	claims, err := metadataOf(&corev1.PersistentVolumeClaim{}, scheme)
+	if err != nil {
+		return err
+	}
+	if err := idx.IndexField(context.Background(), claims, IndexNode, func(o client.Object) []string {
 		if n := o.GetAnnotations()[annotationSelectedNode]; n != "" && o.GetLabels()[render.LabelAdapter] != "" {
 			return []string{n}
 		}
@@ -578,7 +591,8 @@ func (r *Reconciler) adaptersOnNode(ctx context.Context, o client.Object) []reco
 			add(&pods.Items[i])
 		}
 	}
-	claims := &corev1.PersistentVolumeClaimList{}
+	claims := &metav1.PartialObjectMetadataList{}
+	claims.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaimList"))
 	if err := r.Client.List(ctx, claims, client.MatchingFields{IndexNode: o.GetName()}); err == nil {
 		for i := range claims.Items {
 			add(&claims.Items[i])

@@ -226,7 +226,7 @@ func (r *Reconciler) reconcileDisruptionBudget(ctx context.Context, s *scope) er
 		})
 	}
 	pdb := &policyv1.PodDisruptionBudget{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.ma.Namespace, Name: render.DisruptionBudgetName(s.ma)}, pdb)
+	err := r.getCached(ctx, types.NamespacedName{Namespace: s.ma.Namespace, Name: render.DisruptionBudgetName(s.ma)}, pdb)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
