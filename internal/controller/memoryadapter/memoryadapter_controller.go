@@ -104,11 +104,13 @@ type Reconciler struct {
 	// issued maps an adapter to the last serving certificate this process issued (issuedCert),
 	// until status.tls, which records it, is in the cache.
 	issued sync.Map
-	// announced holds, per adapter and condition type, the UID, status and reason of the last
-	// transition recorded as an Event: a reconcile that starts from a cached object older
-	// than its own last status patch sees the same transition again, and must not record it
-	// twice. Under recordedRunKey it holds the UID and Job of the last run recorded, for the
-	// same reason: a stale copy without the run in status would count and announce it again.
+	// announced maps an adapter to its *announcements: its UID and, per condition type, the
+	// status and reason of the last transition recorded as an Event (a reconcile that starts
+	// from a cached object older than its own last status patch sees the same transition
+	// again, and must not record it twice), and the Job of the last run recorded, for the
+	// same reason (a stale copy without the run in status would count and announce it
+	// again). One record per adapter, holding the condition's own strings: a string key and
+	// value per adapter and condition were about 1 KB per adapter.
 	announced sync.Map
 	// purged holds the UIDs of adapters whose purge succeeded and whose finalizer this
 	// process removed, until the cache sees the adapter gone; an adapter's UID is never
@@ -190,15 +192,9 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.Prober.Forget(key)
 	r.bindings.Delete(key)
 	r.issued.Delete(key)
-	for _, t := range conditions.Announced {
-		r.announced.Delete(announcedKey(key, t))
-	}
-	r.announced.Delete(announcedKey(key, recordedRunKey))
+	r.announced.Delete(key)
 	r.applied.Delete(key)
 }
-
-// recordedRunKey is announced's key, beside the condition types, for the last run recorded.
-const recordedRunKey = "run"
 
 func (r *Reconciler) now() time.Time {
 	if r.Now != nil {
@@ -301,12 +297,9 @@ func (r *Reconciler) announceTransitions(s *scope) {
 		if old != nil && old.Status == c.Status && old.Reason == c.Reason {
 			continue
 		}
-		key := announcedKey(client.ObjectKeyFromObject(s.ma), c.Type)
-		val := string(s.ma.UID) + "/" + string(c.Status) + "/" + c.Reason
-		if last, ok := r.announced.Load(key); ok && last == val {
+		if !r.announcements(s.ma).condition(c) {
 			continue
 		}
-		r.announced.Store(key, val)
 		kind := corev1.EventTypeNormal
 		if c.Status == metav1.ConditionFalse {
 			kind = corev1.EventTypeWarning
@@ -315,8 +308,62 @@ func (r *Reconciler) announceTransitions(s *scope) {
 	}
 }
 
-func announcedKey(key types.NamespacedName, conditionType string) string {
-	return key.String() + "/" + conditionType
+// announcements is what this process last announced of one adapter (see Reconciler.announced).
+type announcements struct {
+	mu  sync.Mutex
+	uid types.UID
+	// conditions holds per condition type the status and reason of its last transition.
+	conditions []announced
+	// run is the Job of the last run recorded.
+	run string
+}
+
+// announced is the status and reason of one condition type's last announced transition.
+type announced struct {
+	Type   string
+	Status metav1.ConditionStatus
+	Reason string
+}
+
+// announcements is ma's record, reset when ma is a new adapter of an old one's name.
+func (r *Reconciler) announcements(ma *memoryv1alpha1.MemoryAdapter) *announcements {
+	v, _ := r.announced.LoadOrStore(client.ObjectKeyFromObject(ma), &announcements{uid: ma.UID})
+	a := v.(*announcements)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.uid != ma.UID {
+		a.uid, a.conditions, a.run = ma.UID, nil, ""
+	}
+	return a
+}
+
+// condition records c's status and reason, and says whether they are not the ones last
+// recorded for its type.
+func (a *announcements) condition(c metav1.Condition) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := range a.conditions {
+		if a.conditions[i].Type == c.Type {
+			if a.conditions[i].Status == c.Status && a.conditions[i].Reason == c.Reason {
+				return false
+			}
+			a.conditions[i].Status, a.conditions[i].Reason = c.Status, c.Reason
+			return true
+		}
+	}
+	a.conditions = append(a.conditions, announced{Type: c.Type, Status: c.Status, Reason: c.Reason})
+	return true
+}
+
+// recordedRun records job as the last run recorded, and says whether it was not already.
+func (a *announcements) recordedRun(job string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.run == job {
+		return false
+	}
+	a.run = job
+	return true
 }
 
 // setAvailable sets Available and its restatements for kstatus and GitOps tools (Ready, and
