@@ -49,8 +49,9 @@ type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API server.
 	Client client.Client
 	// APIReader reads from the API server, past the cache: the cache holds the adapter's
-	// objects slim (slimOwned), and ensure reads one whole when it must compare it. nil means
-	// the manager's (SetupWithManager), or Client when there is no manager.
+	// Deployment slim (slimOwned) and only the metadata of its other objects (metadataKinds),
+	// and ensure reads one whole when it must compare it. nil means the manager's
+	// (SetupWithManager), or Client when there is no manager.
 	APIReader client.Reader
 	// Recorder records an Event for each action and condition transition.
 	Recorder events.EventRecorder
