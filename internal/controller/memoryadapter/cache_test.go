@@ -1,7 +1,9 @@
 package memoryadapter
 
 import (
+	"maps"
 	"testing"
+	"unsafe"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -65,9 +67,9 @@ func TestSlimPodKeepsWhatTheControllersRead(t *testing.T) {
 	}
 }
 
-func TestSlimJobDropsThePodTemplate(t *testing.T) {
+func TestSlimJobDropsThePodTemplateAndSelector(t *testing.T) {
 	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "run", Labels: map[string]string{render.LabelAdapter: "a"}},
-		Spec: batchv1.JobSpec{BackoffLimit: ptr.To[int32](0), Template: corev1.PodTemplateSpec{
+		Spec: batchv1.JobSpec{BackoffLimit: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"l": "v"}}, Template: corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"l": "v"}},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "conformance", Image: "img"}}}}},
 		Status: batchv1.JobStatus{Succeeded: 1}}
@@ -76,7 +78,7 @@ func TestSlimJobDropsThePodTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := got.(*batchv1.Job)
-	if len(s.Spec.Template.Spec.Containers) != 0 || s.Spec.Template.Labels["l"] != "v" || *s.Spec.BackoffLimit != 0 ||
+	if !equality.Semantic.DeepEqual(s.Spec.Template, corev1.PodTemplateSpec{}) || s.Spec.Selector != nil || *s.Spec.BackoffLimit != 0 ||
 		s.Status.Succeeded != 1 || s.Labels[render.LabelAdapter] != "a" {
 		t.Errorf("slim job %+v", s)
 	}
@@ -102,5 +104,53 @@ func TestSlimNodeKeepsOnlyReady(t *testing.T) {
 	}
 	if o, _ := slimNode("tombstone"); o != "tombstone" {
 		t.Error("a tombstone was changed")
+	}
+}
+
+// TestInternLabelsSharesTheStrings: after the cache's transforms, the labels of the adapter's
+// pods and Jobs refer to one copy of each known key and value, and a value repeated within
+// an object to one copy, rather than to the strings each decode made.
+func TestInternLabelsSharesTheStrings(t *testing.T) {
+	// decoded makes a label string with storage of its own, as a decoder does.
+	decoded := func(s string) string { return string([]byte(s)) }
+	labels := func() map[string]string {
+		return map[string]string{
+			decoded(render.LabelManagedBy): decoded(render.ManagedByValue), decoded(render.LabelAdapter): decoded("mem-1"),
+			decoded("app.kubernetes.io/instance"): decoded("mem-1"), decoded(render.LabelComponent): decoded(render.ComponentConformance),
+			decoded("other"): decoded("x"),
+		}
+	}
+	same := func(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+	for _, tc := range []struct {
+		name      string
+		transform func(any) (any, error)
+		obj       client.Object
+	}{
+		{"pod", slimPod, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: labels()}}},
+		{"job", slimJob, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Labels: labels()}}},
+		{"claim", slimMetadata(true), &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Labels: labels()}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := labels()
+			got, err := tc.transform(tc.obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := got.(client.Object).GetLabels()
+			if !maps.Equal(l, want) {
+				t.Fatalf("labels %v, want %v", l, want)
+			}
+			for k, v := range l {
+				if c, ok := internedLabels[k]; !ok && k != "other" || ok && !same(k, c) {
+					t.Errorf("key %q not interned", k)
+				}
+				if c, ok := internedLabels[v]; ok && !same(v, c) {
+					t.Errorf("value %q of %q not interned", v, k)
+				}
+			}
+			if !same(l[render.LabelAdapter], l["app.kubernetes.io/instance"]) {
+				t.Error("the adapter's name is held twice")
+			}
+		})
 	}
 }

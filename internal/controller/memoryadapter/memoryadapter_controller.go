@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -49,8 +50,9 @@ type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API server.
 	Client client.Client
 	// APIReader reads from the API server, past the cache: the cache holds the adapter's
-	// objects slim (slimOwned), and ensure reads one whole when it must compare it. nil means
-	// the manager's (SetupWithManager), or Client when there is no manager.
+	// Deployment slim (slimOwned) and only the metadata of its other objects (metadataKinds),
+	// and ensure reads one whole when it must compare it. nil means the manager's
+	// (SetupWithManager), or Client when there is no manager.
 	APIReader client.Reader
 	// Recorder records an Event for each action and condition transition.
 	Recorder events.EventRecorder
@@ -104,11 +106,13 @@ type Reconciler struct {
 	// issued maps an adapter to the last serving certificate this process issued (issuedCert),
 	// until status.tls, which records it, is in the cache.
 	issued sync.Map
-	// announced holds, per adapter and condition type, the UID, status and reason of the last
-	// transition recorded as an Event: a reconcile that starts from a cached object older
-	// than its own last status patch sees the same transition again, and must not record it
-	// twice. Under recordedRunKey it holds the UID and Job of the last run recorded, for the
-	// same reason: a stale copy without the run in status would count and announce it again.
+	// announced maps an adapter to its *announcements: its UID and, per condition type, the
+	// status and reason of the last transition recorded as an Event (a reconcile that starts
+	// from a cached object older than its own last status patch sees the same transition
+	// again, and must not record it twice), and the Job of the last run recorded, for the
+	// same reason (a stale copy without the run in status would count and announce it
+	// again). One record per adapter, holding the condition's own strings: a string key and
+	// value per adapter and condition were about 1 KB per adapter.
 	announced sync.Map
 	// purged holds the UIDs of adapters whose purge succeeded and whose finalizer this
 	// process removed, until the cache sees the adapter gone; an adapter's UID is never
@@ -190,15 +194,9 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.Prober.Forget(key)
 	r.bindings.Delete(key)
 	r.issued.Delete(key)
-	for _, t := range conditions.Announced {
-		r.announced.Delete(announcedKey(key, t))
-	}
-	r.announced.Delete(announcedKey(key, recordedRunKey))
+	r.announced.Delete(key)
 	r.applied.Delete(key)
 }
-
-// recordedRunKey is announced's key, beside the condition types, for the last run recorded.
-const recordedRunKey = "run"
 
 func (r *Reconciler) now() time.Time {
 	if r.Now != nil {
@@ -301,12 +299,9 @@ func (r *Reconciler) announceTransitions(s *scope) {
 		if old != nil && old.Status == c.Status && old.Reason == c.Reason {
 			continue
 		}
-		key := announcedKey(client.ObjectKeyFromObject(s.ma), c.Type)
-		val := string(s.ma.UID) + "/" + string(c.Status) + "/" + c.Reason
-		if last, ok := r.announced.Load(key); ok && last == val {
+		if !r.announcements(s.ma).condition(c) {
 			continue
 		}
-		r.announced.Store(key, val)
 		kind := corev1.EventTypeNormal
 		if c.Status == metav1.ConditionFalse {
 			kind = corev1.EventTypeWarning
@@ -315,8 +310,62 @@ func (r *Reconciler) announceTransitions(s *scope) {
 	}
 }
 
-func announcedKey(key types.NamespacedName, conditionType string) string {
-	return key.String() + "/" + conditionType
+// announcements is what this process last announced of one adapter (see Reconciler.announced).
+type announcements struct {
+	mu  sync.Mutex
+	uid types.UID
+	// conditions holds per condition type the status and reason of its last transition.
+	conditions []announced
+	// run is the Job of the last run recorded.
+	run string
+}
+
+// announced is the status and reason of one condition type's last announced transition.
+type announced struct {
+	Type   string
+	Status metav1.ConditionStatus
+	Reason string
+}
+
+// announcements is ma's record, reset when ma is a new adapter of an old one's name.
+func (r *Reconciler) announcements(ma *memoryv1alpha1.MemoryAdapter) *announcements {
+	v, _ := r.announced.LoadOrStore(client.ObjectKeyFromObject(ma), &announcements{uid: ma.UID})
+	a := v.(*announcements)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.uid != ma.UID {
+		a.uid, a.conditions, a.run = ma.UID, nil, ""
+	}
+	return a
+}
+
+// condition records c's status and reason, and says whether they are not the ones last
+// recorded for its type.
+func (a *announcements) condition(c metav1.Condition) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := range a.conditions {
+		if a.conditions[i].Type == c.Type {
+			if a.conditions[i].Status == c.Status && a.conditions[i].Reason == c.Reason {
+				return false
+			}
+			a.conditions[i].Status, a.conditions[i].Reason = c.Status, c.Reason
+			return true
+		}
+	}
+	a.conditions = append(a.conditions, announced{Type: c.Type, Status: c.Status, Reason: c.Reason})
+	return true
+}
+
+// recordedRun records job as the last run recorded, and says whether it was not already.
+func (a *announcements) recordedRun(job string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.run == job {
+		return false
+	}
+	a.run = job
+	return true
 }
 
 // setAvailable sets Available and its restatements for kstatus and GitOps tools (Ready, and
@@ -346,8 +395,8 @@ func (r *Reconciler) reconcileManifest(_ context.Context, s *scope) error {
 
 // CacheOptions restricts the manager's Pod cache to pods with the adapter label, which the
 // operator's own pods and the agent pods bound to an adapter (docs/gating.md) carry alike, so
-// it does not hold every pod of the cluster in memory, and keeps Pods, Jobs, Nodes and the
-// adapters' own objects slim. Secrets are not cached at all: the operator writes them and
+// it does not hold every pod of the cluster in memory, and keeps Pods, Jobs, Nodes,
+// Deployments and the metadata of the adapters' other objects (metadataKinds) slim. Secrets are not cached at all: the operator writes them and
 // never reads them. The manager and the envtest suites use the same options.
 func CacheOptions() cache.Options {
 	adapterPods, err := labels.NewRequirement(render.LabelAdapter, selection.Exists, nil)
@@ -360,8 +409,10 @@ func CacheOptions() cache.Options {
 		&batchv1.Job{}: {Transform: slimJob},
 		&corev1.Node{}: {Transform: slimNode},
 	}
-	for _, o := range ownedKinds {
-		byObject[o] = cache.ByObject{Transform: slimOwned}
+	byObject[&appsv1.Deployment{}] = cache.ByObject{Transform: slimOwned}
+	for _, o := range metadataKinds {
+		_, claim := o.(*corev1.PersistentVolumeClaim)
+		byObject[o] = cache.ByObject{Transform: slimMetadata(claim)}
 	}
 	return cache.Options{
 		// managedFields are the largest part of most cached objects, and nothing here reads
@@ -417,6 +468,7 @@ func slimPod(obj any) (any, error) {
 		return obj, nil
 	}
 	p.ManagedFields = nil
+	internLabels(p)
 	containers := make([]corev1.Container, len(p.Spec.Containers))
 	for i, c := range p.Spec.Containers {
 		containers[i] = corev1.Container{Name: c.Name, Ports: c.Ports}
@@ -435,15 +487,19 @@ func slimPod(obj any) (any, error) {
 }
 
 // slimJob keeps of a cached Job its metadata, status and scalar spec: the controller reads a
-// run's outcome and labels and never compares or updates a Job's pod template (a new run is a
-// new Job), which is most of the object.
+// run's outcome and labels and never compares or updates a Job (a new run is a new Job), so
+// neither its pod template, most of the object, nor its selector (a map of the Job's labels
+// and its controller-uid, about 1 KB per Job with the template's labels) is kept.
 func slimJob(obj any) (any, error) {
 	j, ok := obj.(*batchv1.Job)
 	if !ok {
 		return obj, nil
 	}
 	j.ManagedFields = nil
-	j.Spec.Template = corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: j.Spec.Template.Labels}}
+	internLabels(j)
+	internOwners(j)
+	j.Spec.Template = corev1.PodTemplateSpec{}
+	j.Spec.Selector = nil
 	return j, nil
 }
 
@@ -499,24 +555,25 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := registerConditionCollector(mgr.GetCache()); err != nil {
 		return err
 	}
-	if err := registerIndexes(mgr.GetFieldIndexer()); err != nil {
+	if err := registerIndexes(mgr.GetFieldIndexer(), mgr.GetScheme()); err != nil {
 		return err
 	}
 	nodeToAdapters := handler.EnqueueRequestsFromMapFunc(r.adaptersOnNode)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&memoryv1alpha1.MemoryAdapter{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.Service{}).
-		Owns(&corev1.ServiceAccount{}).
-		Owns(&corev1.ConfigMap{}).
-		Owns(&corev1.PersistentVolumeClaim{}).
-		Owns(&networkingv1.NetworkPolicy{}).
-		Owns(&policyv1.PodDisruptionBudget{}).
+		// metadataKinds: the cache holds their metadata only.
+		Owns(&corev1.Service{}, builder.OnlyMetadata).
+		Owns(&corev1.ServiceAccount{}, builder.OnlyMetadata).
+		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata).
+		Owns(&corev1.PersistentVolumeClaim{}, builder.OnlyMetadata).
+		Owns(&networkingv1.NetworkPolicy{}, builder.OnlyMetadata).
+		Owns(&policyv1.PodDisruptionBudget{}, builder.OnlyMetadata).
 		Owns(&batchv1.Job{}).
 		Watches(&corev1.Pod{}, podToAdapter).
 		// Under deletionPolicy Retain the data claim has no owner reference; its labels name
 		// the adapter, whose Deployed reads the node the claim's volume was provisioned on.
-		Watches(&corev1.PersistentVolumeClaim{}, podToAdapter).
+		Watches(&corev1.PersistentVolumeClaim{}, podToAdapter, builder.OnlyMetadata).
 		// A node that stops or comes back changes what Deployed says of the adapters on it.
 		Watches(&corev1.Node{}, nodeToAdapters, builder.WithPredicates(predicate.Funcs{
 			CreateFunc:  func(event.CreateEvent) bool { return false },
@@ -550,7 +607,7 @@ func ownPodToAdapter(_ context.Context, o client.Object) []reconcile.Request {
 
 // registerIndexes adds the cache indexes the controller lists through: Pods and Jobs by
 // adapter, adapter Pods by node, and data claims by the node their volume is on.
-func registerIndexes(idx client.FieldIndexer) error {
+func registerIndexes(idx client.FieldIndexer, scheme *runtime.Scheme) error {
 	for _, o := range []client.Object{&corev1.Pod{}, &batchv1.Job{}} {
 		if err := idx.IndexField(context.Background(), o, IndexAdapter, LabelIndexer(render.LabelAdapter)); err != nil {
 			return fmt.Errorf("index %T by adapter: %w", o, err)
@@ -564,7 +621,11 @@ func registerIndexes(idx client.FieldIndexer) error {
 	}); err != nil {
 		return fmt.Errorf("index pods by node: %w", err)
 	}
-	if err := idx.IndexField(context.Background(), &corev1.PersistentVolumeClaim{}, IndexNode, func(o client.Object) []string {
+	claims, err := metadataOf(&corev1.PersistentVolumeClaim{}, scheme)
+	if err != nil {
+		return err
+	}
+	if err := idx.IndexField(context.Background(), claims, IndexNode, func(o client.Object) []string {
 		if n := o.GetAnnotations()[annotationSelectedNode]; n != "" && o.GetLabels()[render.LabelAdapter] != "" {
 			return []string{n}
 		}
@@ -593,7 +654,8 @@ func (r *Reconciler) adaptersOnNode(ctx context.Context, o client.Object) []reco
 			add(&pods.Items[i])
 		}
 	}
-	claims := &corev1.PersistentVolumeClaimList{}
+	claims := &metav1.PartialObjectMetadataList{}
+	claims.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaimList"))
 	if err := r.Client.List(ctx, claims, client.MatchingFields{IndexNode: o.GetName()}); err == nil {
 		for i := range claims.Items {
 			add(&claims.Items[i])

@@ -4,17 +4,21 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
@@ -22,58 +26,162 @@ import (
 )
 
 // ownedKinds are the kinds ensure keeps at their rendered state, one object of each per
-// adapter, cached slim (slimOwned); an object's index here is its slot in appliedObjects.
+// adapter; an object's index here is its slot in appliedObjects. The Deployment is cached
+// typed and slim (slimOwned): the controller reads its status. The others are cached as
+// metadata only (metadataKinds).
 var ownedKinds = []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev1.ServiceAccount{}, &corev1.ConfigMap{},
 	&corev1.PersistentVolumeClaim{}, &networkingv1.NetworkPolicy{}, &policyv1.PodDisruptionBudget{}}
 
-// slimOwned keeps of a cached object the operator owns (its managed-by label says so) what
-// the controller reads: its name, UID, resourceVersion, generation, timestamps and owner
-// references (the owner's watch maps an event to its adapter through them), a Deployment's
-// replicas, status and pod template annotations, and a claim's labels (the claim watch and
-// the node index read them) and selected node; no labels, annotations, spec or data of the
-// others. ensure compares the desired object with a copy read whole from the API server, and
-// only when the cached copy's resourceVersion is not the one it last left for the same
-// desired object (see createOrUpdate): whole Deployments, NetworkPolicies, claims and
-// ConfigMaps in the cache, and their metadata, were about a third of the manager's heap at
-// 10,000 adapters. Other objects of these kinds (the cache holds every one in the cluster)
-// lose their managedFields only.
+// metadataKinds are the owned kinds the manager caches as metadata only
+// (metav1.PartialObjectMetadata, through builder.OnlyMetadata): nothing reads their content
+// from the cache, only whether one exists, its resourceVersion, owner references, a claim's
+// labels and selected node. A PartialObjectMetadata is 264 bytes where a typed Service is 592,
+// and the informer holds every object of these kinds in the cluster, the operator's or not
+// (other applications' ConfigMaps with their data, before). They must never be read typed
+// from the cache: the cache would start a second, typed informer of the kind beside the
+// metadata one, holding every object again (the envtest suite's cache refuses such a read).
+var metadataKinds = []client.Object{&corev1.Service{}, &corev1.ServiceAccount{}, &corev1.ConfigMap{},
+	&corev1.PersistentVolumeClaim{}, &networkingv1.NetworkPolicy{}, &policyv1.PodDisruptionBudget{}}
+
+// slimOwned keeps of a cached Deployment the operator owns (its managed-by label says so)
+// what the controller reads: its name, UID, resourceVersion, generation, timestamps and owner
+// references (the owner's watch maps an event to its adapter through them), its replicas,
+// status and pod template annotations; no labels, other annotations or the rest of its spec.
+// ensure compares the desired Deployment with a copy read whole from the API server, and only
+// when the cached copy's resourceVersion is not the one it last left for the same desired
+// object (see createOrUpdate): whole Deployments and their metadata were a large part of the
+// manager's heap at 10,000 adapters. Other Deployments (the cache holds every one in the
+// cluster) lose their managedFields only.
 func slimOwned(obj any) (any, error) {
-	o, ok := obj.(client.Object)
-	if !ok {
-		return obj, nil
+	if d, ok := ours(obj).(*appsv1.Deployment); ok {
+		d.Labels, d.Annotations = nil, nil
+		d.Spec = appsv1.DeploymentSpec{Replicas: d.Spec.Replicas,
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: d.Spec.Template.Annotations}}}
 	}
-	o.SetManagedFields(nil)
-	if o.GetLabels()[render.LabelManagedBy] != render.ManagedByValue {
-		return obj, nil
-	}
-	internOwners(o)
-	if c, ok := o.(*corev1.PersistentVolumeClaim); ok {
-		c.Spec = corev1.PersistentVolumeClaimSpec{}
-		node := c.Annotations[annotationSelectedNode]
-		c.Annotations = nil
-		if node != "" {
-			c.Annotations = map[string]string{annotationSelectedNode: node}
+	return obj, nil
+}
+
+// slimMetadata keeps of the cached metadata of an object of a metadataKinds kind that the
+// operator owns its name, UID, resourceVersion, generation, timestamps and owner references,
+// and, for a claim (claim true), its labels (the claim watch and the node index read them)
+// and selected node; no labels or annotations of the others. Objects the operator does not
+// own lose their managedFields only.
+func slimMetadata(claim bool) func(any) (any, error) {
+	return func(obj any) (any, error) {
+		o := ours(obj)
+		switch {
+		case o == nil:
+		case claim:
+			internLabels(o)
+			node := o.GetAnnotations()[annotationSelectedNode]
+			o.SetAnnotations(nil)
+			if node != "" {
+				o.SetAnnotations(map[string]string{annotationSelectedNode: node})
+			}
+		default:
+			o.SetLabels(nil)
+			o.SetAnnotations(nil)
 		}
 		return obj, nil
 	}
-	o.SetLabels(nil)
-	o.SetAnnotations(nil)
-	switch t := o.(type) {
-	case *appsv1.Deployment:
-		t.Spec = appsv1.DeploymentSpec{Replicas: t.Spec.Replicas,
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: t.Spec.Template.Annotations}}}
-	case *corev1.Service:
-		t.Spec = corev1.ServiceSpec{}
-	case *corev1.ServiceAccount:
-		t.Secrets, t.ImagePullSecrets, t.AutomountServiceAccountToken = nil, nil, nil
-	case *corev1.ConfigMap:
-		t.Data, t.BinaryData = nil, nil
-	case *networkingv1.NetworkPolicy:
-		t.Spec = networkingv1.NetworkPolicySpec{}
-	case *policyv1.PodDisruptionBudget:
-		t.Spec = policyv1.PodDisruptionBudgetSpec{}
+}
+
+// ours drops a cached object's managedFields and returns it, its owner references interned,
+// when the operator owns it (its managed-by label says so); nil for another's object or a
+// tombstone.
+func ours(obj any) client.Object {
+	o, ok := obj.(client.Object)
+	if !ok {
+		return nil
 	}
-	return obj, nil
+	o.SetManagedFields(nil)
+	if o.GetLabels()[render.LabelManagedBy] != render.ManagedByValue {
+		return nil
+	}
+	internOwners(o)
+	return o
+}
+
+// cachedAsMetadata says whether obj's kind is one of metadataKinds.
+func cachedAsMetadata(obj client.Object) bool {
+	t := reflect.TypeOf(obj)
+	for _, k := range metadataKinds {
+		if reflect.TypeOf(k) == t {
+			return true
+		}
+	}
+	return false
+}
+
+// metadataOf is an empty PartialObjectMetadata of obj's kind, to read its cached metadata.
+func metadataOf(obj client.Object, scheme *runtime.Scheme) (*metav1.PartialObjectMetadata, error) {
+	gvk, err := apiutil.GVKForObject(obj, scheme)
+	if err != nil {
+		return nil, fmt.Errorf("kind of %T: %w", obj, err)
+	}
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(gvk)
+	return m, nil
+}
+
+// getCached reads obj's cached copy into obj: for a metadataKinds kind its metadata only, the
+// rest of obj left as it was.
+func (r *Reconciler) getCached(ctx context.Context, key client.ObjectKey, obj client.Object) error {
+	if !cachedAsMetadata(obj) {
+		return r.Client.Get(ctx, key, obj)
+	}
+	m, err := metadataOf(obj, r.Client.Scheme())
+	if err != nil {
+		return err
+	}
+	if err := r.Client.Get(ctx, key, m); err != nil {
+		return err
+	}
+	reflect.ValueOf(obj).Elem().FieldByName("ObjectMeta").Set(reflect.ValueOf(m.ObjectMeta))
+	return nil
+}
+
+// internedLabels are the label keys and values the operator's objects carry by the thousand,
+// each the canonical copy a cached object refers to instead of the one decoded with it: a
+// decoded label is two allocations, and the adapter's pods, Jobs and claims carry five or
+// more.
+var internedLabels = func() map[string]string {
+	m := map[string]string{}
+	for _, s := range []string{render.LabelManagedBy, render.ManagedByValue, "app.kubernetes.io/name", "memory-adapter",
+		"app.kubernetes.io/instance", render.LabelAdapter, render.LabelComponent, render.ComponentAdapter,
+		render.ComponentConformance, render.ComponentPurge, render.LabelBoundTo, appsv1.DefaultDeploymentUniqueLabelKey,
+		batchv1.JobNameLabel, batchv1.ControllerUidLabel, "job-name", "controller-uid"} {
+		m[s] = s
+	}
+	return m
+}()
+
+// internLabels gives o a copy of its labels whose keys and values are the internedLabels
+// copies where there is one, and whose equal values (an adapter's name is both its instance
+// and its adapter label; a Job's name its two job-name labels) share one string.
+func internLabels(o metav1.Object) {
+	l := o.GetLabels()
+	if len(l) == 0 {
+		return
+	}
+	out := make(map[string]string, len(l))
+	for k, v := range l {
+		if c, ok := internedLabels[k]; ok {
+			k = c
+		}
+		if c, ok := internedLabels[v]; ok {
+			v = c
+		} else {
+			for _, w := range out {
+				if w == v {
+					v = w
+					break
+				}
+			}
+		}
+		out[k] = v
+	}
+	o.SetLabels(out)
 }
 
 // ownerAPIVersion and ownerKind are the owner reference strings of every object an adapter
@@ -151,12 +259,13 @@ func (r *Reconciler) shape(s *scope, obj client.Object, owned bool, mutate func(
 	return controllerutil.SetControllerReference(s.ma, obj, r.Client.Scheme())
 }
 
-// createOrUpdate is controllerutil.CreateOrUpdate for the slim cache. The cached copy says
-// whether the object exists, and its resourceVersion whether it is still as ensure left it
-// for the same desired object; only when it may not be is the object read whole from the API
-// server and compared, and updated when it differs. So a hand edit is still reverted (it
-// moves the resourceVersion), and a steady adapter costs neither a read nor a write. obj ends
-// as the cached copy or as the API server returned it.
+// createOrUpdate is controllerutil.CreateOrUpdate for the slim cache. The cached copy (only
+// its metadata for a metadataKinds kind) says whether the object exists, and its
+// resourceVersion whether it is still as ensure left it for the same desired object; only
+// when it may not be is the object read whole from the API server and compared, and updated
+// when it differs. So a hand edit is still reverted (it moves the resourceVersion), and a
+// steady adapter costs neither a read nor a write. obj ends as the cached copy (its metadata)
+// or as the API server returned it.
 func (r *Reconciler) createOrUpdate(ctx context.Context, s *scope, obj client.Object, owned bool, mutate func()) (controllerutil.OperationResult, error) {
 	key := client.ObjectKeyFromObject(obj)
 	desired, err := r.desiredDigest(s, obj, owned, mutate)
@@ -164,7 +273,7 @@ func (r *Reconciler) createOrUpdate(ctx context.Context, s *scope, obj client.Ob
 		return controllerutil.OperationResultNone, err
 	}
 	saved := obj.DeepCopyObject()
-	err = r.Client.Get(ctx, key, obj)
+	err = r.getCached(ctx, key, obj)
 	if apierrors.IsNotFound(err) {
 		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(saved).Elem())
 		return r.create(ctx, s, obj, owned, mutate, desired)

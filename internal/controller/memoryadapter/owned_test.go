@@ -2,11 +2,12 @@ package memoryadapter
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -40,27 +41,11 @@ func TestSlimOwnedKeepsWhatTheControllerReads(t *testing.T) {
 		t.Errorf("slim Deployment %+v", d)
 	}
 
-	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: ours},
-		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: ours}}}
-	if got, _ := slimOwned(np); got.(*networkingv1.NetworkPolicy).Spec.PodSelector.MatchLabels != nil {
-		t.Errorf("slim NetworkPolicy kept its spec")
-	}
-	// A claim keeps its labels, which its watch and the node index read, and its node.
-	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "a-data", Labels: ours,
-		Annotations:     map[string]string{annotationSelectedNode: "n1", "pv.kubernetes.io/bind-completed": "yes"},
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "memory.agentmem.io/v1alpha1", Kind: "MemoryAdapter", Name: "a", UID: "u"}}},
-		Spec:   corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("local-path")},
-		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
-	got, _ = slimOwned(pvc)
-	if c := got.(*corev1.PersistentVolumeClaim); c.Labels[render.LabelAdapter] != "a" || len(c.Annotations) != 1 || c.Annotations[annotationSelectedNode] != "n1" ||
-		c.Spec.StorageClassName != nil || c.OwnerReferences[0].UID != "u" || c.OwnerReferences[0].Kind != "MemoryAdapter" {
-		t.Errorf("slim claim %+v", c)
-	}
-	// Another's ConfigMap is read whole by whoever reads it: only managedFields go.
-	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
-		Data: map[string]string{"k": "v"}}
-	if got, _ := slimOwned(theirs); got.(*corev1.ConfigMap).Data["k"] != "v" || got.(*corev1.ConfigMap).ManagedFields != nil {
-		t.Errorf("another's ConfigMap changed: %+v", got)
+	// Another's Deployment is read whole by whoever reads it: only managedFields go.
+	theirs := dep.DeepCopy()
+	theirs.Labels = map[string]string{"app": "x"}
+	if got, _ := slimOwned(theirs); got.(*appsv1.Deployment).Spec.Template.Spec.Containers == nil || got.(*appsv1.Deployment).ManagedFields != nil {
+		t.Errorf("another's Deployment changed: %+v", got)
 	}
 	if o, _ := slimOwned("tombstone"); o != "tombstone" {
 		t.Error("a tombstone was changed")
@@ -70,6 +55,67 @@ func TestSlimOwnedKeepsWhatTheControllerReads(t *testing.T) {
 			t.Errorf("%T has no slot", o)
 		}
 	}
+}
+
+func TestSlimMetadataKeepsWhatTheControllerReads(t *testing.T) {
+	ours := map[string]string{render.LabelManagedBy: render.ManagedByValue, render.LabelAdapter: "a"}
+	owner := []metav1.OwnerReference{{APIVersion: "memory.agentmem.io/v1alpha1", Kind: "MemoryAdapter", Name: "a", UID: "u", Controller: ptr.To(true)}}
+	meta := func(labels, annotations map[string]string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "x", ResourceVersion: "9",
+			Labels: labels, Annotations: annotations, OwnerReferences: owner, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}}}
+	}
+	for _, tc := range []struct {
+		name           string
+		claim          bool
+		in             *metav1.PartialObjectMetadata
+		wantLabels     map[string]string
+		wantAnnotation map[string]string
+	}{
+		{name: "our Service", in: meta(ours, map[string]string{"a": "b"})},
+		// A claim keeps its labels, which its watch and the node index read, and its node.
+		{name: "our claim", claim: true, in: meta(ours, map[string]string{annotationSelectedNode: "n1", "pv.kubernetes.io/bind-completed": "yes"}),
+			wantLabels: ours, wantAnnotation: map[string]string{annotationSelectedNode: "n1"}},
+		{name: "our claim before scheduling", claim: true, in: meta(ours, map[string]string{"k": "v"}), wantLabels: ours},
+		// Another's object keeps its metadata but managedFields.
+		{name: "another's ConfigMap", in: meta(map[string]string{"app": "x"}, map[string]string{"k": "v"}),
+			wantLabels: map[string]string{"app": "x"}, wantAnnotation: map[string]string{"k": "v"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := slimMetadata(tc.claim)(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := got.(*metav1.PartialObjectMetadata)
+			if m.ManagedFields != nil || m.ResourceVersion != "9" || m.UID != "x" || !metav1.IsControlledBy(m, &metav1.ObjectMeta{UID: "u"}) ||
+				!maps.Equal(m.Labels, tc.wantLabels) || !maps.Equal(m.Annotations, tc.wantAnnotation) {
+				t.Errorf("slim metadata %+v", m.ObjectMeta)
+			}
+		})
+	}
+	if o, _ := slimMetadata(false)("tombstone"); o != "tombstone" {
+		t.Error("a tombstone was changed")
+	}
+	// The Deployment's status is read from the cache; every other kind ensure keeps is cached
+	// as metadata only.
+	for _, o := range ownedKinds {
+		_, dep := o.(*appsv1.Deployment)
+		if cachedAsMetadata(o) == dep {
+			t.Errorf("%T cached as metadata: %v", o, cachedAsMetadata(o))
+		}
+	}
+}
+
+// metadataOnlyCache is a client whose reads refuse a typed object of a metadataKinds kind, as
+// the manager's cache does not hold them typed.
+type metadataOnlyCache struct {
+	client.Client
+}
+
+func (c metadataOnlyCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if cachedAsMetadata(obj) {
+		return fmt.Errorf("%T read typed from the cache", obj)
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
 }
 
 // countingReader counts the reads that reach the API server.
@@ -95,7 +141,7 @@ func TestEnsureReadsWholeOnlyWhatChanged(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).Build()
 	reader := &countingReader{Reader: c}
-	r := &Reconciler{Client: c, APIReader: reader, Recorder: events.NewFakeRecorder(100), Prober: &health.Prober{}}
+	r := &Reconciler{Client: metadataOnlyCache{c}, APIReader: reader, Recorder: events.NewFakeRecorder(100), Prober: &health.Prober{}}
 	ma := &memoryv1alpha1.MemoryAdapter{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "u1"}}
 	s := &scope{ma: ma}
 	ctx := context.Background()
@@ -148,7 +194,7 @@ func TestEnsureReadsWholeOnlyWhatChanged(t *testing.T) {
 
 	// A fresh process remembers nothing: one read, no write.
 	rv = live().ResourceVersion
-	r2 := &Reconciler{Client: c, APIReader: reader, Recorder: events.NewFakeRecorder(100)}
+	r2 := &Reconciler{Client: metadataOnlyCache{c}, APIReader: reader, Recorder: events.NewFakeRecorder(100)}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-manifest"}}
 	if err := r2.ensure(ctx, s, cm, true, func() { cm.Data = map[string]string{"k": value} }); err != nil {
 		t.Fatal(err)

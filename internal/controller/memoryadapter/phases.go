@@ -231,7 +231,7 @@ func (r *Reconciler) reconcileDisruptionBudget(ctx context.Context, s *scope) er
 		})
 	}
 	pdb := &policyv1.PodDisruptionBudget{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.ma.Namespace, Name: render.DisruptionBudgetName(s.ma)}, pdb)
+	err := r.getCached(ctx, types.NamespacedName{Namespace: s.ma.Namespace, Name: render.DisruptionBudgetName(s.ma)}, pdb)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -621,10 +621,7 @@ func (r *Reconciler) recordRun(ctx context.Context, s *scope, o runObservation, 
 	// A reconcile from a cached copy older than the status patch that recorded this run sees
 	// it unrecorded again: status is written again (the same), but the run is counted and
 	// announced once.
-	key := announcedKey(client.ObjectKeyFromObject(s.ma), recordedRunKey)
-	val := string(s.ma.UID) + "/" + o.name
-	if last, ok := r.announced.Load(key); !ok || last != val {
-		r.announced.Store(key, val)
+	if r.announcements(s.ma).recordedRun(o.name) {
 		conformanceRuns.WithLabelValues(d.outcome).Inc()
 		if o.job.Status.StartTime != nil {
 			conformanceDuration.Observe(res.CompletionTime.Sub(o.job.Status.StartTime.Time).Seconds())

@@ -134,9 +134,14 @@ func (w writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // startManagerWith runs the controller with the given API server config and evidence reader.
 func startManagerWith(cfg *rest.Config, evidence health.EvidenceReader) (stop func()) {
+	// A read from the cache of a kind the controller does not watch, or a typed read of one of
+	// metadataKinds, would start an informer of its own in the manager (a second copy of every
+	// object of that kind); here it fails the read, and so the spec, instead.
+	cacheOpts := CacheOptions()
+	cacheOpts.ReaderFailOnMissingInformer = true
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:     scheme,
-		Cache:      CacheOptions(),
+		Cache:      cacheOpts,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})

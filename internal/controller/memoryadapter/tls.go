@@ -58,8 +58,15 @@ func (r *Reconciler) ensureServingCertificate(ctx context.Context, s *scope) err
 	key := client.ObjectKeyFromObject(ma)
 	current := ma.Status.TLS
 	if v, ok := r.issued.Load(key); ok {
-		if mine := v.(issuedCert); mine.uid == ma.UID && (current == nil || current.NotAfter == nil || mine.status.NotAfter.After(current.NotAfter.Time)) {
+		mine := v.(issuedCert)
+		switch {
+		case mine.uid == ma.UID && (current == nil || current.NotAfter == nil || mine.status.NotAfter.After(current.NotAfter.Time)):
 			current = mine.status
+		default:
+			// The cached status holds this certificate or a later one (the cache only moves
+			// forward), or the adapter is a new one of the same name: the record has done its
+			// part, and kept for good it would be half a kilobyte per adapter.
+			r.issued.CompareAndDelete(key, v)
 		}
 	}
 	if r.tlsStatusCurrent(ma, current, s.now) {

@@ -11,6 +11,11 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
@@ -158,5 +163,61 @@ func TestCertificateLifetime(t *testing.T) {
 				t.Errorf("current %v, want %v", got, tc.wantCurrent)
 			}
 		})
+	}
+}
+
+// TestIssuedRecordLastsUntilTheCacheHasIt: the record of a certificate this process issued
+// stands in for status while the cached adapter predates it, and goes once the cache holds
+// that status or the name is a new adapter's, so it is not kept per adapter for good.
+func TestIssuedRecordLastsUntilTheCacheHasIt(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ca, err := pki.NewCA("operator", 10*365*24*time.Hour, now.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).Build()
+	recorder := events.NewFakeRecorder(10)
+	r := &Reconciler{Client: c, CA: ca, Recorder: recorder}
+	ma := &memoryv1alpha1.MemoryAdapter{ObjectMeta: metav1.ObjectMeta{Name: "mem", Namespace: "team", UID: "u1"}}
+	key := client.ObjectKeyFromObject(ma)
+	ensure := func(ma *memoryv1alpha1.MemoryAdapter) *memoryv1alpha1.TLSStatus {
+		t.Helper()
+		s := &scope{ma: ma, now: now}
+		if err := r.ensureServingCertificate(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		return s.tls
+	}
+	issued := ensure(ma)
+	if _, ok := r.issued.Load(key); !ok || len(recorder.Events) != 1 {
+		t.Fatalf("first certificate: recorded %v, %d Events", ok, len(recorder.Events))
+	}
+	// A cached copy older than the status patch: the record answers, nothing is issued.
+	if got := ensure(ma.DeepCopy()); !got.NotAfter.Equal(issued.NotAfter) || len(recorder.Events) != 1 {
+		t.Errorf("a stale copy: %+v, %d Events", got, len(recorder.Events))
+	}
+	if _, ok := r.issued.Load(key); !ok {
+		t.Error("the record went while the cache lacked the status")
+	}
+	// The cache has the status now: the record goes, and nothing is issued.
+	current := ma.DeepCopy()
+	current.Status.TLS = issued
+	if got := ensure(current); !got.NotAfter.Equal(issued.NotAfter) || len(recorder.Events) != 1 {
+		t.Errorf("the cached status: %+v, %d Events", got, len(recorder.Events))
+	}
+	if _, ok := r.issued.Load(key); ok {
+		t.Error("the record outlived the status reaching the cache")
+	}
+	// A new adapter of the same name neither uses nor keeps the old one's record.
+	ensure(ma)
+	renamed := ma.DeepCopy()
+	renamed.UID = "u2"
+	ensure(renamed)
+	if v, ok := r.issued.Load(key); !ok || v.(issuedCert).uid != "u2" || len(recorder.Events) != 3 {
+		t.Errorf("a new adapter of the name: record %v, %d Events", v, len(recorder.Events))
 	}
 }
