@@ -34,6 +34,12 @@ const (
 	ProblemAdapterError ProblemType = "adapter_error"
 	// ProblemUnavailable (503): MemoryAdapterUnavailable, or a manifest invalidated by evidence.
 	ProblemUnavailable ProblemType = "unavailable"
+	// ProblemQuotaExceeded (507): a store that would take the scope over its items or bytes
+	// quota; nothing was stored.
+	ProblemQuotaExceeded ProblemType = "quota_exceeded"
+	// ProblemRateLimited (429): a store over the scope's write rate, with Retry-After;
+	// nothing was stored.
+	ProblemRateLimited ProblemType = "rate_limited"
 )
 
 // Problem is the application/problem+json body of every error the adapter server returns.
