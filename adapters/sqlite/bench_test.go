@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -45,7 +46,7 @@ func bulkInsert(ctx context.Context, db *sql.DB, scope string, n int, loaded fun
 		if err != nil {
 			return fmt.Errorf("item %d: %w", i, err)
 		}
-		if _, err := stmt.ExecContext(ctx, rowArgs(scope, p)...); err != nil {
+		if _, err := stmt.ExecContext(ctx, rowArgs(scope, p, time.Now())...); err != nil {
 			return fmt.Errorf("insert item %d: %w", i, err)
 		}
 		if loaded != nil {

@@ -195,3 +195,10 @@ func TestLegacyDeepRowDoesNotPoisonFilters(t *testing.T) {
 		t.Fatalf("legacy row by id: %v, %v", got, err)
 	}
 }
+
+// TestRetention runs the shared retention and usage suite (issue 46) on a real file.
+func TestRetention(t *testing.T) {
+	storetest.Retention(t, func(t *testing.T, clock func() time.Time) storetest.Harness {
+		return newHarnessWith(t, HarnessOptions{Dir: t.TempDir(), Now: clock})
+	})
+}
