@@ -180,9 +180,10 @@ func (s *Store) checkOpen(op string) error {
 	return nil
 }
 
-// Store writes the item's exact wire JSON at its identity and queues it for indexing, in one
-// MULTI/EXEC transaction. Storing an existing id replaces the item (last writer wins) and
-// keeps its search position. Store is not retried: the caller may retry, as a repeated
+// Store writes the item's exact wire JSON at its identity, its store time and size
+// (writeItem), and queues it for indexing, in one MULTI/EXEC transaction. Storing an
+// existing id replaces the item (last writer wins), keeps its search position and restarts
+// its retention age. Store is not retried: the caller may retry, as a repeated
 // store of the same item is idempotent.
 func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) {
 	if err := s.checkOpen("store"); err != nil {
@@ -201,7 +202,7 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 		defer func() { _ = cn.Close() }()
 		c = cn.TxPipeline()
 	}
-	c.HSet(ctx, s.k.item(item.ID), "kind", itemKind, "json", data)
+	writeItem(ctx, c, s.k, item, data, s.cfg.now())
 	xadd := c.XAdd(ctx, &goredis.XAddArgs{Stream: s.k.stream(), Values: []string{"id", item.ID.String()}})
 	if cmds, err := c.Exec(ctx); err != nil {
 		return uuid.Nil, classify("store", queuedErr(cmds, err))

@@ -662,3 +662,12 @@ func TestConcurrentOverwritesConverge(t *testing.T) {
 // TestHostileData covers the Redis report (a value nested deeper than 256 was refused as "would
 // not read back exactly"): too-deep values are now refused with the contract's message.
 func TestHostileData(t *testing.T) { storetest.HostileData(t, factory, storetest.HostileOptions{}) }
+
+// TestRetention runs the shared retention and usage suite (issue 46) on the real server.
+func TestRetention(t *testing.T) {
+	storetest.Retention(t, func(t *testing.T, clock func() time.Time) storetest.Harness {
+		h := newHarness(t)
+		h.opts.Now = clock
+		return h
+	})
+}
