@@ -79,4 +79,7 @@ type EvidenceReport struct {
 	Reason string `json:"reason,omitempty"`
 	// ObservedAt is when the evidence was gathered.
 	ObservedAt time.Time `json:"observed_at"`
+	// Usage lists each served scope's usage and quotas; absent when the server counts
+	// none (no quota and a backend that cannot count).
+	Usage []ScopeUsage `json:"usage,omitempty"`
 }

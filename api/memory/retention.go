@@ -46,6 +46,24 @@ type Usage struct {
 	Bytes int64 `json:"bytes"`
 }
 
+// ScopeUsage is one scope's usage and quotas as the adapter server counts them, in GET
+// /v1/evidence's usage list.
+type ScopeUsage struct {
+	// Scope is the scope's name.
+	Scope string `json:"scope"`
+	// Items and Bytes are the scope's usage: the backend's count at CountedAt plus the
+	// writes acknowledged since (an overwrite counts as an item until the next count).
+	Items int64 `json:"items"`
+	// Bytes is the sum of ItemSize over the scope's items, counted as Items is.
+	Bytes int64 `json:"bytes"`
+	// MaxItems and MaxBytes are the scope's quotas; zero or absent is none.
+	MaxItems int64 `json:"max_items,omitempty"`
+	// MaxBytes is the scope's bytes quota; zero or absent is none.
+	MaxBytes int64 `json:"max_bytes,omitempty"`
+	// CountedAt is when the backend last counted the scope; nil before the first count.
+	CountedAt *time.Time `json:"counted_at,omitempty"`
+}
+
 // UsageReporter is a store that can count its own scope. Usage reads the backend's index
 // (never the items themselves), but it reads all of the scope's entries, so callers cache it
 // (the quota guard refreshes it once per retention sweep period) rather than call it per

@@ -69,6 +69,16 @@ type Config struct {
 	// Doorbell, if set, is rung whenever the evidence's verdict inputs change (Serve rings
 	// it), so that the operator reads the change at once instead of at its next period.
 	Doorbell Doorbell
+	// Scope names Store's scope in the retention and quota metrics and the evidence's usage;
+	// empty means DefaultScope.
+	Scope string
+	// Retention is Store's retention policy (retention.go); the zero value keeps every item.
+	Retention memory.RetentionPolicy
+	// SweepPeriod is how often Serve sweeps and recounts usage; zero means
+	// DefaultSweepPeriod.
+	SweepPeriod time.Duration
+	// Quota is Store's quotas (quota.go); the zero value limits nothing.
+	Quota QuotaLimits
 }
 
 // Server serves one memory.ExternalStore over HTTP. Create it with New.
@@ -82,9 +92,13 @@ type Server struct {
 	// tokens is nil when /v1 is open (no Token, no Tokens).
 	tokens TokenSource
 
-	registry *prometheus.Registry
-	metrics  *metrics
-	handler  http.Handler
+	registry   *prometheus.Registry
+	metrics    *metrics
+	govMetrics *governorMetrics
+	handler    http.Handler
+	// governors enforce retention and quotas, one per scope; governor is Store's.
+	governors []*Governor
+	governor  *Governor
 
 	valid        atomic.Bool
 	shuttingDown atomic.Bool
@@ -147,6 +161,9 @@ func New(cfg Config) (*Server, error) {
 		s.tokens = cfg.Tokens
 	}
 	s.metrics = newMetrics(s.registry)
+	if err := s.governStore(); err != nil {
+		return nil, err
+	}
 	s.evidence = s.baseEvidence()
 	s.evidence.Reason = "not probed yet"
 	s.handler = s.routes()
@@ -370,7 +387,9 @@ func (s *Server) getManifest(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) getEvidence(w http.ResponseWriter, r *http.Request) {
-	s.writeJSON(w, http.StatusOK, s.Refresh(r.Context(), false))
+	ev := s.Refresh(r.Context(), false)
+	ev.Usage = s.usage()
+	s.writeJSON(w, http.StatusOK, ev)
 }
 
 type healthBody struct {
@@ -429,8 +448,13 @@ func (s *Server) storeItem(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.OperationTimeout)
 	defer cancel()
+	adm, ok := s.admit(ctx, w, s.governor, item)
+	if !ok {
+		return
+	}
 	s.metrics.backendCalls.WithLabelValues("store").Inc()
 	id, err := s.store.Store(ctx, item)
+	adm.done(err == nil)
 	if err != nil {
 		s.backendError(w, err)
 		return
@@ -663,6 +687,8 @@ var titles = map[memory.ProblemType]string{
 	memory.ProblemUnsupportedQuery:     "Unsupported memory query",
 	memory.ProblemAdapterError:         "Memory adapter error",
 	memory.ProblemUnavailable:          "Memory adapter unavailable",
+	memory.ProblemQuotaExceeded:        "Quota exceeded",
+	memory.ProblemRateLimited:          "Rate limited",
 }
 
 // writeItems answers 200 with one item (it non-nil) or a search page, with the bytes
