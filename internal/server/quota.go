@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
+	"github.com/google/uuid"
 )
 
 // QuotaLimits are one scope's quotas (issue 46, item 3); a zero field is no limit.
@@ -110,14 +111,22 @@ func (g *Governor) publish() {
 	g.metrics.usageBytes.WithLabelValues(g.scope).Set(float64(g.counted.Bytes))
 }
 
-// refusal is why a store was not admitted: its problem type, status, detail and, for a
-// rate, the seconds after which a retry may succeed.
-type refusal struct {
-	typ        memory.ProblemType
-	status     int
-	detail     string
-	retryAfter int64
+// QuotaError is why a governor did not admit a store: the problem type and status the
+// server answers, and for a rate the whole seconds after which a retry may succeed.
+type QuotaError struct {
+	// Type is memory.ProblemRateLimited, memory.ProblemQuotaExceeded, or
+	// memory.ProblemUnavailable when the scope's usage could not be counted.
+	Type memory.ProblemType
+	// Status is the HTTP status: 429, 507 or 503.
+	Status int
+	// Detail says which limit, for people.
+	Detail string
+	// RetryAfter is the Retry-After seconds of a rate refusal; zero otherwise.
+	RetryAfter int64
 }
+
+// Error returns the detail.
+func (e *QuotaError) Error() string { return e.Detail }
 
 // admission is a store admitted by a governor; done must be called once with whether the
 // backend acknowledged it.
@@ -148,23 +157,23 @@ func (a admission) done(stored bool) {
 // items limit is admitted when it overwrites an existing id (found by a Retrieve: that path
 // runs only at the limit), which adds no item. A refused store takes no token and stores
 // nothing; nothing already stored is ever removed to make room.
-func (g *Governor) admit(ctx context.Context, item memory.Item) (admission, *refusal) {
+func (g *Governor) admit(ctx context.Context, item memory.Item) (admission, *QuotaError) {
 	cost := memory.Usage{Items: 1, Bytes: memory.ItemSize(item)}
 	if g.bounded() {
 		if err := g.ensureCount(ctx); err != nil {
-			return admission{}, &refusal{typ: memory.ProblemUnavailable, status: 503, detail: err.Error()}
+			return admission{}, &QuotaError{Type: memory.ProblemUnavailable, Status: 503, Detail: err.Error()}
 		}
 	}
 	if r := g.reserve(cost); r == nil {
 		return admission{g: g, cost: cost}, nil
-	} else if r.typ == memory.ProblemRateLimited {
+	} else if r.Type == memory.ProblemRateLimited {
 		return admission{}, r
 	}
 	// Over a quota by the count: recount if the count may be stale, and learn whether the
 	// store overwrites an item, which the scope already holds.
 	if g.recountDue() {
 		if err := g.recount(ctx); err != nil {
-			return admission{}, &refusal{typ: memory.ProblemUnavailable, status: 503, detail: err.Error()}
+			return admission{}, &QuotaError{Type: memory.ProblemUnavailable, Status: 503, Detail: err.Error()}
 		}
 	}
 	if old, err := g.store.Retrieve(ctx, item.ID); err == nil && old != nil {
@@ -203,7 +212,7 @@ func (g *Governor) recountDue() bool {
 
 // reserve takes a rate token and counts cost in flight, or returns the refusal: the rate
 // first, then the quotas.
-func (g *Governor) reserve(cost memory.Usage) *refusal {
+func (g *Governor) reserve(cost memory.Usage) *QuotaError {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.now()
@@ -212,18 +221,18 @@ func (g *Governor) reserve(cost memory.Usage) *refusal {
 		g.tokensAt = now
 		if g.tokens < 1 {
 			wait := int64(math.Ceil((1 - g.tokens) / g.limits.WriteRate))
-			return &refusal{typ: memory.ProblemRateLimited, status: 429, retryAfter: max(1, wait),
-				detail: fmt.Sprintf("scope %q is over its write rate of %g stores per second (burst %d)", g.scope, g.limits.WriteRate, g.limits.WriteBurst)}
+			return &QuotaError{Type: memory.ProblemRateLimited, Status: 429, RetryAfter: max(1, wait),
+				Detail: fmt.Sprintf("scope %q is over its write rate of %g stores per second (burst %d)", g.scope, g.limits.WriteRate, g.limits.WriteBurst)}
 		}
 	}
 	used := memory.Usage{Items: g.counted.Items + g.inFlight.Items + cost.Items, Bytes: g.counted.Bytes + g.inFlight.Bytes + cost.Bytes}
 	switch {
 	case g.limits.MaxItems > 0 && cost.Items > 0 && used.Items > g.limits.MaxItems:
-		return &refusal{typ: memory.ProblemQuotaExceeded, status: 507,
-			detail: fmt.Sprintf("scope %q holds its quota of %d items; nothing was stored", g.scope, g.limits.MaxItems)}
+		return &QuotaError{Type: memory.ProblemQuotaExceeded, Status: 507,
+			Detail: fmt.Sprintf("scope %q holds its quota of %d items; nothing was stored", g.scope, g.limits.MaxItems)}
 	case g.limits.MaxBytes > 0 && cost.Bytes > 0 && used.Bytes > g.limits.MaxBytes:
-		return &refusal{typ: memory.ProblemQuotaExceeded, status: 507,
-			detail: fmt.Sprintf("the item's %d bytes would take scope %q over its quota of %d bytes; nothing was stored", cost.Bytes, g.scope, g.limits.MaxBytes)}
+		return &QuotaError{Type: memory.ProblemQuotaExceeded, Status: 507,
+			Detail: fmt.Sprintf("the item's %d bytes would take scope %q over its quota of %d bytes; nothing was stored", cost.Bytes, g.scope, g.limits.MaxBytes)}
 	}
 	if g.limits.WriteRate > 0 {
 		g.tokens--
@@ -231,6 +240,18 @@ func (g *Governor) reserve(cost memory.Usage) *refusal {
 	g.inFlight.Items += cost.Items
 	g.inFlight.Bytes += cost.Bytes
 	return nil
+}
+
+// Store stores item in g's store when g admits it, as the server's store route does; a
+// refusal is a *QuotaError and reaches no backend.
+func (g *Governor) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) {
+	adm, r := g.admit(ctx, item)
+	if r != nil {
+		return uuid.Nil, r
+	}
+	id, err := g.store.Store(ctx, item)
+	adm.done(err == nil)
+	return id, err
 }
 
 // Usage returns the scope's usage as the quota counts it, its limits and when the backend
@@ -278,13 +299,13 @@ func (s *Server) admit(ctx context.Context, w http.ResponseWriter, g *Governor, 
 	if r == nil {
 		return adm, true
 	}
-	if r.retryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.FormatInt(r.retryAfter, 10))
+	if r.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(r.RetryAfter, 10))
 	}
-	if r.typ == memory.ProblemUnavailable {
+	if r.Type == memory.ProblemUnavailable {
 		s.kickRefresh()
 	}
-	s.problem(w, r.status, r.typ, r.detail, nil)
+	s.problem(w, r.Status, r.Type, r.Detail, nil)
 	return admission{}, false
 }
 

@@ -58,28 +58,47 @@ func scopeGauge(name, help string) *prometheus.GaugeVec {
 	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{"scope"})
 }
 
-// Sweep runs g's retention policy once (when it has one) and then recounts the scope's
-// usage (when the store reports it), so that the quota's counts, which only grow between
-// sweeps, meet the backend's again. It returns how many items it removed.
+// Sweep runs g's retention policy once (when it has one) and recounts the scope's usage
+// (when the store reports it), so that the quota's counts, which only grow between sweeps,
+// meet the backend's again. MaxAge goes first; MaxItems only when the recount finds the
+// scope over it, so that a sweep in the usual case counts the scope once. It returns how
+// many items it removed.
 func (g *Governor) Sweep(ctx context.Context) (int64, error) {
 	var deleted int64
 	var errs []error
-	if g.policy.Enabled() {
-		n, err := g.sweeper.Sweep(ctx, g.policy, g.now())
-		deleted = n
+	sweep := func(p memory.RetentionPolicy) {
+		n, err := g.sweeper.Sweep(ctx, p, g.now())
+		deleted += n
 		g.metrics.deleted.WithLabelValues(g.scope).Add(float64(n))
 		if err != nil {
-			g.metrics.sweeps.WithLabelValues(g.scope, "error").Inc()
 			errs = append(errs, fmt.Errorf("retention sweep of scope %q: %w", g.scope, err))
-		} else {
-			g.metrics.sweeps.WithLabelValues(g.scope, "ok").Inc()
-			g.metrics.lastSweep.WithLabelValues(g.scope).Set(float64(g.now().UnixNano()) / 1e9)
 		}
+	}
+	if g.policy.MaxAge > 0 {
+		sweep(memory.RetentionPolicy{MaxAge: g.policy.MaxAge})
 	}
 	if g.usage != nil {
 		if err := g.recount(ctx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if g.policy.MaxItems > 0 && (g.usage == nil || g.Usage().Items > g.policy.MaxItems) {
+		before := deleted
+		sweep(memory.RetentionPolicy{MaxItems: g.policy.MaxItems})
+		if g.usage != nil && deleted > before {
+			if err := g.recount(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if g.policy.Enabled() {
+		result := "ok"
+		if len(errs) > 0 {
+			result = "error"
+		} else {
+			g.metrics.lastSweep.WithLabelValues(g.scope).Set(float64(g.now().UnixNano()) / 1e9)
+		}
+		g.metrics.sweeps.WithLabelValues(g.scope, result).Inc()
 	}
 	return deleted, errors.Join(errs...)
 }

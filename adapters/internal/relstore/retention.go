@@ -10,7 +10,7 @@ import (
 // SweepBatch is how many rows one retention statement deletes at most: each statement holds
 // its locks and the index triggers' work until it commits, so a large expiry is removed in
 // many short transactions instead of one long one.
-const SweepBatch = 1000
+const SweepBatch = 250
 
 // DeleteOldest deletes up to limit of a scope's oldest memory rows by store time, only
 // those stored at or before cutoff (Unix microseconds) unless cutoff is negative, and
