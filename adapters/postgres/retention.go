@@ -28,12 +28,17 @@ func (s *Store) Sweep(ctx context.Context, p memory.RetentionPolicy, now time.Ti
 func (s *Store) deleteOldest(ctx context.Context, cutoff, limit int64) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	// The cutoff is a range on the index, never "$2 < 0 OR ...", which a generic plan cannot
+	// bound: it would read on past the expired rows to the end of the scope.
+	cond, args := "", []any{s.scope, limit}
+	if cutoff >= 0 {
+		cond, args = ` AND stored_at_us <= $3`, []any{s.scope, limit, cutoff}
+	}
 	query := `WITH doomed AS (SELECT id, stored_at_us FROM ` + s.table + `
-			WHERE scope = $1 AND kind = 'memory_item' AND ($2::bigint < 0 OR stored_at_us <= $2::bigint)
-			ORDER BY stored_at_us LIMIT $3)
+			WHERE scope = $1 AND kind = 'memory_item'` + cond + ` ORDER BY stored_at_us LIMIT $2)
 		DELETE FROM ` + s.table + ` WHERE scope = $1 AND id IN (SELECT id FROM doomed)
 			AND stored_at_us <= (SELECT max(stored_at_us) FROM doomed)`
-	tag, err := s.pool.Exec(ctx, query, s.scope, cutoff, limit)
+	tag, err := s.pool.Exec(ctx, query, args...)
 	if err != nil {
 		return 0, s.failed("retention sweep", err)
 	}

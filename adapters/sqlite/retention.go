@@ -26,9 +26,16 @@ func (s *Store) Sweep(ctx context.Context, p memory.RetentionPolicy, now time.Ti
 func (s *Store) deleteOldest(ctx context.Context, cutoff, limit int64) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	const query = `DELETE FROM memory_items WHERE seq IN (SELECT seq FROM memory_items INDEXED BY memory_items_retention
-		WHERE scope = ? AND kind = 'memory_item' AND (? < 0 OR stored_at_us <= ?) ORDER BY stored_at_us, seq LIMIT ?)`
-	res, err := s.exec(ctx, query, s.scope, cutoff, cutoff, limit)
+	// The cutoff is a range on the index, never "? < 0 OR ...", which the planner cannot
+	// bound: it would read on past the expired rows to the end of the scope. The order is
+	// the index's own, so the statement stops at the limit without sorting.
+	cond, args := "", []any{s.scope, limit}
+	if cutoff >= 0 {
+		cond, args = ` AND stored_at_us <= ?`, []any{s.scope, cutoff, limit}
+	}
+	query := `DELETE FROM memory_items WHERE seq IN (SELECT seq FROM memory_items INDEXED BY memory_items_retention
+		WHERE scope = ? AND kind = 'memory_item'` + cond + ` ORDER BY stored_at_us LIMIT ?)`
+	res, err := s.exec(ctx, query, args...)
 	if err != nil {
 		return 0, classify("retention sweep", err)
 	}

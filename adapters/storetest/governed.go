@@ -46,6 +46,7 @@ func GovernedStores(b *testing.B, arms GovernedArms) {
 	}
 	type swept struct {
 		n   int64
+		d   time.Duration
 		err error
 	}
 	var (
@@ -57,6 +58,7 @@ func GovernedStores(b *testing.B, arms GovernedArms) {
 		deleted    int64
 		pending    chan swept
 		lastAt     time.Time
+		sweepTime  time.Duration
 	)
 	wait := func() {
 		if pending == nil {
@@ -69,6 +71,7 @@ func GovernedStores(b *testing.B, arms GovernedArms) {
 		}
 		sweeps++
 		deleted += r.n
+		sweepTime += r.d
 	}
 	for i := 0; b.Loop(); i++ {
 		on := (i/governedBlock)%2 == 0
@@ -80,8 +83,9 @@ func GovernedStores(b *testing.B, arms GovernedArms) {
 				lastAt = time.Now()
 				pending = make(chan swept, 1)
 				go func(done chan<- swept) {
+					t0 := time.Now()
 					n, err := arms.Sweep(ctx)
-					done <- swept{n, err}
+					done <- swept{n, time.Since(t0), err}
 				}(pending)
 			}
 		}
@@ -118,4 +122,5 @@ func GovernedStores(b *testing.B, arms GovernedArms) {
 	}
 	b.ReportMetric(float64(sweeps), "sweeps")
 	b.ReportMetric(float64(deleted)/float64(sweeps), "deleted/sweep")
+	b.ReportMetric(float64(sweepTime.Milliseconds())/float64(sweeps), "ms/sweep")
 }
