@@ -671,3 +671,37 @@ func TestRetention(t *testing.T) {
 		return h
 	})
 }
+
+// TestRetentionDropsIndexEntries: an item the sweep removes leaves ix:stored, the byte
+// count, and, once the indexer has applied the removal, ix:all and its tag set, so the
+// index does not keep growing with swept items.
+func TestRetentionDropsIndexEntries(t *testing.T) {
+	h := newHarness(t)
+	clock := &storetest.Clock{}
+	clock.Set(time.Unix(1_800_000_000, 0))
+	h.opts.Now = clock.Now
+	s, err := h.OpenStore(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := memory.NewItem(json.RawMessage(`{"text":"swept"}`), "swept-tag")
+	storetest.MustStore(t, s, it)
+	storetest.Visible(t, h)
+	admin, k, id := h.admin, h.k, it.ID.String()
+	if err := admin.ZScore(testCtx(t), k.all(), id).Err(); err != nil {
+		t.Fatalf("the item is not indexed before the sweep: %v", err)
+	}
+	n, err := s.Sweep(testCtx(t), memory.RetentionPolicy{MaxAge: time.Minute}, clock.Now().Add(time.Minute))
+	if err != nil || n != 1 {
+		t.Fatalf("Sweep = %d, %v; want 1", n, err)
+	}
+	storetest.Visible(t, h)
+	for _, key := range []string{k.all(), k.stored(), k.abs(tagRel("swept-tag"))} {
+		if err := admin.ZScore(testCtx(t), key, id).Err(); !errors.Is(err, goredis.Nil) {
+			t.Errorf("%s still holds the swept item (%v)", key, err)
+		}
+	}
+	if u, err := s.Usage(testCtx(t)); err != nil || u != (memory.Usage{}) {
+		t.Errorf("Usage after the sweep = %+v, %v; want zero", u, err)
+	}
+}

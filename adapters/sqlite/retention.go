@@ -26,16 +26,11 @@ func (s *Store) Sweep(ctx context.Context, p memory.RetentionPolicy, now time.Ti
 func (s *Store) deleteOldest(ctx context.Context, cutoff, limit int64) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	// The cutoff is a range on the index, never "? < 0 OR ...", which the planner cannot
-	// bound: it would read on past the expired rows to the end of the scope. The order is
-	// the index's own, so the statement stops at the limit without sorting.
-	cond, args := "", []any{s.scope, limit}
+	args := []any{s.scope, limit}
 	if cutoff >= 0 {
-		cond, args = ` AND stored_at_us <= ?`, []any{s.scope, cutoff, limit}
+		args = []any{s.scope, cutoff, limit}
 	}
-	query := `DELETE FROM memory_items WHERE seq IN (SELECT seq FROM memory_items INDEXED BY memory_items_retention
-		WHERE scope = ? AND kind = 'memory_item'` + cond + ` ORDER BY stored_at_us LIMIT ?)`
-	res, err := s.exec(ctx, query, args...)
+	res, err := s.exec(ctx, `DELETE FROM memory_items WHERE seq IN (`+oldestSQL(cutoff >= 0)+`)`, args...)
 	if err != nil {
 		return 0, classify("retention sweep", err)
 	}
@@ -44,6 +39,20 @@ func (s *Store) deleteOldest(ctx context.Context, cutoff, limit int64) (int64, e
 		return 0, classify("retention sweep", err)
 	}
 	return n, nil
+}
+
+// oldestSQL selects the seqs of the scope's oldest memory rows up to a limit, those stored at
+// or before a cutoff when byAge (arguments: scope, [cutoff,] limit). The cutoff is a range on
+// the retention index, never "? < 0 OR ...", which the planner cannot bound: it would read
+// on past the expired rows to the end of the scope. The order is the index's own, so the
+// statement stops at the limit without sorting.
+func oldestSQL(byAge bool) string {
+	cond := ""
+	if byAge {
+		cond = ` AND stored_at_us <= ?`
+	}
+	return `SELECT seq FROM memory_items INDEXED BY memory_items_retention
+		WHERE scope = ? AND kind = 'memory_item'` + cond + ` ORDER BY stored_at_us LIMIT ?`
 }
 
 // Usage counts the scope's memory items and sums their sizes (memory.UsageReporter) from

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -75,13 +76,23 @@ func (f *fixture) retrievable(want bool, ids ...uuid.UUID) {
 	}
 }
 
-// gauge is the value of the one series of the gauge or counter name whose labels include
-// labels (name=value pairs), failing the test when there is none.
+// gauge is the value of the first series of the gauge or counter name whose labels
+// include labels (name=value pairs), failing the test when there is none.
 func (f *fixture) gauge(name string, labels ...string) float64 {
 	f.t.Helper()
-	mfs, err := f.srv.Registry().Gather()
+	v, ok := metricValue(f.t, f.srv, name, labels...)
+	if !ok {
+		f.t.Fatalf("no series %s%v", name, labels)
+	}
+	return v
+}
+
+// metricValue is gauge's value, and false when srv has no such series.
+func metricValue(t *testing.T, srv *server.Server, name string, labels ...string) (float64, bool) {
+	t.Helper()
+	mfs, err := srv.Registry().Gather()
 	if err != nil {
-		f.t.Fatalf("gather: %v", err)
+		t.Fatalf("gather: %v", err)
 	}
 	for _, mf := range mfs {
 		if mf.GetName() != name {
@@ -99,13 +110,12 @@ func (f *fixture) gauge(name string, labels ...string) float64 {
 				}
 			}
 			if m.GetGauge() != nil {
-				return m.GetGauge().GetValue()
+				return m.GetGauge().GetValue(), true
 			}
-			return m.GetCounter().GetValue()
+			return m.GetCounter().GetValue(), true
 		}
 	}
-	f.t.Fatalf("no series %s%v", name, labels)
-	return 0
+	return 0, false
 }
 
 // TestQuotaItemsAnswers507AndLosesNothing: a store beyond the items quota is 507
@@ -284,5 +294,55 @@ func TestGovernorNeedsCapableStore(t *testing.T) {
 	}
 	if _, err := server.New(server.Config{Store: plain, Quota: server.QuotaLimits{WriteRate: 1}}); err != nil {
 		t.Fatalf("New refused a write rate, which needs no count: %v", err)
+	}
+}
+
+// TestServeSweepsEachPeriod: Serve runs the sweep every SweepPeriod. The item survives
+// sweeps until its max age has passed by the store's clock, and is gone within one period
+// after.
+func TestServeSweepsEachPeriod(t *testing.T) {
+	var clock storetest.Clock
+	start := time.Unix(1_800_000_000, 0)
+	clock.Set(start)
+	ref := inmemory.New(inmemory.Options{Now: clock.Now})
+	srv, err := server.New(server.Config{Store: ref, Now: clock.Now, Retention: memory.RetentionPolicy{MaxAge: time.Hour},
+		SweepPeriod: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := quotaItem(1, "expires")
+	if _, err := ref.Store(t.Context(), it); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- srv.Serve(ctx, l, server.Timeouts{ReadHeader: time.Second, Read: time.Second, Write: 5 * time.Second, Shutdown: time.Second}, time.Hour)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	f := &fixture{t: t, srv: srv}
+	clock.Set(start.Add(time.Hour - time.Millisecond))
+	before, _ := metricValue(t, srv, "memory_adapter_retention_sweeps_total", "result", "ok")
+	waitFor(t, "three sweeps a millisecond before the hour", 5*time.Second, func() bool {
+		n, _ := metricValue(t, srv, "memory_adapter_retention_sweeps_total", "result", "ok")
+		return n >= before+3
+	})
+	if got, _ := ref.Retrieve(t.Context(), it.ID); got == nil {
+		t.Fatal("a sweep removed the item before its max age")
+	}
+	clock.Set(start.Add(time.Hour))
+	waitFor(t, "the item removed within a period of its max age", 5*time.Second, func() bool {
+		got, _ := ref.Retrieve(t.Context(), it.ID)
+		return got == nil
+	})
+	if got := f.gauge("memory_adapter_retention_deleted_total"); got != 1 {
+		t.Fatalf("memory_adapter_retention_deleted_total = %v, want 1", got)
 	}
 }
