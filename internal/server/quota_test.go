@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -314,19 +313,7 @@ func TestServeSweepsEachPeriod(t *testing.T) {
 	if _, err := ref.Store(t.Context(), it); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() {
-		done <- srv.Serve(ctx, l, server.Timeouts{ReadHeader: time.Second, Read: time.Second, Write: 5 * time.Second, Shutdown: time.Second}, time.Hour)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	serveInBackground(t, srv)
 	f := &fixture{t: t, srv: srv}
 	clock.Set(start.Add(time.Hour - time.Millisecond))
 	before, _ := metricValue(t, srv, "memory_adapter_retention_sweeps_total", "result", "ok")
