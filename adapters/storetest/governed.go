@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -123,4 +125,47 @@ func GovernedStores(b *testing.B, arms GovernedArms) {
 	b.ReportMetric(float64(sweeps), "sweeps")
 	b.ReportMetric(float64(deleted)/float64(sweeps), "deleted/sweep")
 	b.ReportMetric(float64(sweepTime.Milliseconds())/float64(sweeps), "ms/sweep")
+}
+
+// GovernedScope is the scope a governed-store benchmark loads: n items (1M, or
+// MAO_BENCH_GOVERNED_N) whose store times are spacing apart, the newest now, so that rate
+// items (100 a second, or MAO_BENCH_GOVERNED_EXPIRY) expire each second under Policy.
+type GovernedScope struct {
+	// N is the number of items to load.
+	N int
+	// Spacing is the store times' spacing, 1/rate.
+	Spacing time.Duration
+	// Now is the newest item's store time; item i (of N, in load order) is stored at
+	// StoredAt(i).
+	Now time.Time
+}
+
+// NewGovernedScope reads the size and churn from the environment, failing on a bad value.
+func NewGovernedScope(b *testing.B) GovernedScope {
+	env := func(name string, def, lo, hi int) int {
+		v := os.Getenv(name)
+		if v == "" {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			b.Fatalf("%s=%q: want an integer from %d to %d", name, v, lo, hi)
+		}
+		return n
+	}
+	n := env("MAO_BENCH_GOVERNED_N", 1_000_000, 20_000, 100_000_000)
+	rate := env("MAO_BENCH_GOVERNED_EXPIRY", 100, 1, 1_000_000)
+	return GovernedScope{N: n, Spacing: time.Second / time.Duration(rate), Now: time.Now()}
+}
+
+// StoredAt is item i's store time.
+func (g GovernedScope) StoredAt(i int) time.Time {
+	return g.Now.Add(-time.Duration(g.N-1-i) * g.Spacing)
+}
+
+// Policy is the retention the benchmark enforces: a max age under which the oldest second
+// of the load has expired when the run starts and Spacing's rate expires after, and a
+// max-items limit (2N) that is never reached but makes each sweep's recount compare.
+func (g GovernedScope) Policy() memory.RetentionPolicy {
+	return memory.RetentionPolicy{MaxAge: time.Duration(g.N)*g.Spacing - time.Second, MaxItems: 2 * int64(g.N)}
 }
