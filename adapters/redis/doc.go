@@ -23,7 +23,7 @@
 //	ix:usage       hash {bytes: the sum of the items' memory.ItemSize}, kept by the store's
 //	               transaction and the retention sweep
 //	config         the scope's settings (layout version 2, indexed filter keys, whether the
-//	               text index is complete)
+//	               text index is complete, whether the retention backfill has run)
 //
 // Store writes the item and appends the stream entry in one MULTI/EXEC transaction, so an
 // acknowledged store is both retrievable at once and queued for indexing. The indexer reads

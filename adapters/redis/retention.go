@@ -163,3 +163,88 @@ func (s *Store) Usage(ctx context.Context) (memory.Usage, error) {
 	}
 	return u, nil
 }
+
+// backfillChunk is how many indexed items one backfill script stamps.
+const backfillChunk = 500
+
+// backfillScript stamps items a version before retention wrote (no size, not in ix:stored):
+// each id whose record is still this adapter's and still unstamped gets the size Go read
+// for it, the store time ARGV[3] (the backfill's: nothing says when it was stored, and it
+// must not go before its time) and its bytes in ix:usage. KEYS: ix:stored, ix:usage; ARGV:
+// the scope's key prefix, the kind marker, the store time, then id and size pairs.
+var backfillScript = goredis.NewScript(`
+local n = 0
+for i = 4, #ARGV, 2 do
+	local id = ARGV[i]
+	local key = ARGV[1] .. 'item:' .. id
+	local ok, kind = pcall(redis.call, 'HGET', key, 'kind')
+	if ok and kind == ARGV[2] and not redis.call('ZSCORE', KEYS[1], id) and redis.call('HEXISTS', key, 'size') == 0 then
+		redis.call('HSET', key, 'size', ARGV[i + 1])
+		redis.call('ZADD', KEYS[1], ARGV[3], id)
+		redis.call('HINCRBY', KEYS[2], 'bytes', ARGV[i + 1])
+		n = n + 1
+	end
+end
+return n`)
+
+// backfillStored brings the items of a scope written before retention (issue 46) under it,
+// once per scope: it walks ix:all (every indexed item) and stamps the unstamped ones at now
+// (backfillScript), then marks the scope's config "stored". A new scope is marked at once.
+// Instances of an older version still writing to the scope write unstamped items the
+// backfill does not see; they come under retention when written again.
+func (s *Store) backfillStored(ctx context.Context) error {
+	done, err := s.client.HGet(ctx, s.k.config(), "stored").Result()
+	if err == nil && done == "1" {
+		return nil
+	}
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		return classify("open: retention backfill", err)
+	}
+	now := s.cfg.now().UnixMicro()
+	for start := int64(0); ; start += backfillChunk {
+		ids, err := s.client.ZRange(ctx, s.k.all(), start, start+backfillChunk-1).Result()
+		if err != nil {
+			return classify("open: retention backfill", err)
+		}
+		if len(ids) == 0 {
+			break
+		}
+		if err := s.backfillChunk(ctx, ids, now); err != nil {
+			return err
+		}
+	}
+	if err := s.client.HSet(ctx, s.k.config(), "stored", "1").Err(); err != nil {
+		return classify("open: retention backfill", err)
+	}
+	return nil
+}
+
+// backfillChunk reads the records of ids and runs backfillScript with their sizes.
+func (s *Store) backfillChunk(ctx context.Context, ids []string, now int64) error {
+	pipe := s.client.Pipeline()
+	cmds := make([]*goredis.SliceCmd, len(ids))
+	for i, raw := range ids {
+		cmds[i] = pipe.HMGet(ctx, s.k.prefix+"item:"+raw, "kind", "json")
+	}
+	// Each command is judged on its own: a foreign key of another type is skipped.
+	_, _ = pipe.Exec(ctx)
+	args := []any{s.k.prefix, itemKind, now}
+	for i, raw := range ids {
+		id, err := uuid.Parse(raw)
+		if err != nil || cmds[i].Err() != nil {
+			continue
+		}
+		it, err := decodeRecord(id, cmds[i].Val())
+		if err != nil || it == nil {
+			continue
+		}
+		args = append(args, raw, memory.ItemSize(*it))
+	}
+	if len(args) == 3 {
+		return nil
+	}
+	if err := backfillScript.Run(ctx, s.client, []string{s.k.stored(), s.k.usage()}, args...).Err(); err != nil {
+		return classify("open: retention backfill", err)
+	}
+	return nil
+}

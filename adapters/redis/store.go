@@ -110,7 +110,10 @@ func (s *Store) setup(ctx context.Context) error {
 		return err
 	}
 	s.openPersistence = p
-	return s.ensureScope(ctx)
+	if err := s.ensureScope(ctx); err != nil {
+		return err
+	}
+	return s.backfillStored(ctx)
 }
 
 // ensureScope records the scope's layout and filter set on first use and refuses a scope

@@ -705,3 +705,53 @@ func TestRetentionDropsIndexEntries(t *testing.T) {
 		t.Errorf("Usage after the sweep = %+v, %v; want zero", u, err)
 	}
 }
+
+// TestRetentionBackfillsLegacyItems: items a version before retention wrote (no size, not
+// in ix:stored, the scope's config unmarked) come under retention and usage when an
+// instance of this version opens the scope: stamped at its open, never removed before the
+// max age has passed since, counted at their ItemSize.
+func TestRetentionBackfillsLegacyItems(t *testing.T) {
+	h := newHarness(t)
+	clock := &storetest.Clock{}
+	clock.Set(time.Unix(1_800_000_000, 0))
+	h.opts.Now = clock.Now
+	s := storetest.Open(t, h)
+	a := memory.NewItem(json.RawMessage(`{"text":"legacy a"}`), "old")
+	b := memory.NewItem(json.RawMessage(`{"text":"legacy b, longer"}`))
+	storetest.MustStore(t, s, a)
+	storetest.MustStore(t, s, b)
+	storetest.Visible(t, h)
+	// What the previous version left: the same records without retention's bookkeeping.
+	admin, k, ctx := h.admin, h.k, testCtx(t)
+	for _, id := range []uuid.UUID{a.ID, b.ID} {
+		if err := admin.HDel(ctx, k.item(id), "size").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := admin.Del(ctx, k.stored(), k.usage()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.HDel(ctx, k.config(), "stored").Err(); err != nil {
+		t.Fatal(err)
+	}
+	clock.Set(clock.Now().Add(time.Hour))
+	opened := clock.Now()
+	s2, err := h.OpenStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := memory.Usage{Items: 2, Bytes: memory.ItemSize(a) + memory.ItemSize(b)}
+	if u, err := s2.Usage(ctx); err != nil || u != want {
+		t.Fatalf("Usage after the backfill = %+v, %v; want %+v", u, err, want)
+	}
+	p := memory.RetentionPolicy{MaxAge: time.Hour}
+	if n, err := s2.Sweep(ctx, p, opened.Add(time.Hour-time.Microsecond)); err != nil || n != 0 {
+		t.Fatalf("Sweep before an hour since the backfill = %d, %v; want 0", n, err)
+	}
+	if n, err := s2.Sweep(ctx, p, opened.Add(time.Hour)); err != nil || n != 2 {
+		t.Fatalf("Sweep an hour after the backfill = %d, %v; want 2", n, err)
+	}
+	if u, err := s2.Usage(ctx); err != nil || u != (memory.Usage{}) {
+		t.Fatalf("Usage after the sweep = %+v, %v; want zero", u, err)
+	}
+}
