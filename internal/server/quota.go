@@ -26,6 +26,12 @@ type QuotaLimits struct {
 	WriteBurst int64
 }
 
+// UsageRecountEvery is how old the scope's count may get before a sweep recounts it from
+// the backend, whatever the sweep period: a count reads the whole scope's index (about half
+// a second of one core at a million SQLite items on a loaded machine), and a count that errs
+// high only makes a refusal recount first.
+const UsageRecountEvery = time.Minute
+
 // recountEvery bounds how often a store refused for its items or bytes recounts the scope
 // first: the count is exact after a recount, and a scope at its limit must not turn every
 // refused write into a count of the scope.
@@ -103,6 +109,22 @@ func (g *Governor) recount(ctx context.Context) error {
 	g.counted, g.known, g.countedAt = u, true, g.now()
 	g.publish()
 	return nil
+}
+
+// recountStale reports whether the count is missing or UsageRecountEvery old.
+func (g *Governor) recountStale() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return !g.known || g.now().Sub(g.countedAt) >= UsageRecountEvery
+}
+
+// forget takes u off the count (what a sweep removed), never below zero.
+func (g *Governor) forget(u memory.Usage) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.counted.Items = max(0, g.counted.Items-u.Items)
+	g.counted.Bytes = max(0, g.counted.Bytes-u.Bytes)
+	g.publish()
 }
 
 // publish sets the usage gauges from the count; g.mu is held.

@@ -59,10 +59,11 @@ func scopeGauge(name, help string) *prometheus.GaugeVec {
 }
 
 // Sweep runs g's retention policy once (when it has one) and recounts the scope's usage
-// (when the store reports it), so that the quota's counts, which only grow between sweeps,
-// meet the backend's again. MaxAge goes first; MaxItems only when the recount finds the
-// scope over it, so that a sweep in the usual case counts the scope once. It returns how
-// many items it removed.
+// (when the store reports it) if the last count is UsageRecountEvery old, so that the
+// quota's counts, which err high between counts, meet the backend's again; a sweep between
+// recounts takes the items it removed off the count (their bytes stay counted until the
+// next recount). MaxAge goes first; MaxItems only when the count is over it. It returns
+// how many items it removed.
 func (g *Governor) Sweep(ctx context.Context) (int64, error) {
 	var deleted int64
 	var errs []error
@@ -78,8 +79,12 @@ func (g *Governor) Sweep(ctx context.Context) (int64, error) {
 		sweep(memory.RetentionPolicy{MaxAge: g.policy.MaxAge})
 	}
 	if g.usage != nil {
-		if err := g.recount(ctx); err != nil {
-			errs = append(errs, err)
+		if g.recountStale() {
+			if err := g.recount(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		} else {
+			g.forget(memory.Usage{Items: deleted})
 		}
 	}
 	if g.policy.MaxItems > 0 && (g.usage == nil || g.Usage().Items > g.policy.MaxItems) {
