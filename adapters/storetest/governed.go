@@ -163,9 +163,10 @@ func (g GovernedScope) StoredAt(i int) time.Time {
 	return g.Now.Add(-time.Duration(g.N-1-i) * g.Spacing)
 }
 
-// Policy is the retention the benchmark enforces: a max age under which the oldest second
-// of the load has expired when the run starts and Spacing's rate expires after, and a
-// max-items limit (2N) that is never reached but makes each sweep's recount compare.
+// Policy is the retention the benchmark enforces, called once the load is done: a max age
+// under which the load's oldest second has expired now and Spacing's rate expires after (the
+// load's own duration is added, so a slow load does not leave a backlog for the first
+// sweep), and a max-items limit (2N) that is never reached but makes each sweep compare.
 func (g GovernedScope) Policy() memory.RetentionPolicy {
-	return memory.RetentionPolicy{MaxAge: time.Duration(g.N)*g.Spacing - time.Second, MaxItems: 2 * int64(g.N)}
+	return memory.RetentionPolicy{MaxAge: time.Duration(g.N)*g.Spacing + time.Since(g.Now) - time.Second, MaxItems: 2 * int64(g.N)}
 }
