@@ -174,10 +174,10 @@ func (a admission) done(stored bool) {
 
 // admit decides whether item may be stored now: within the write rate (else 429
 // rate_limited with the seconds until a token is due) and within the items and bytes
-// quotas counting the stores in flight (else 507 quota_exceeded). A store over a quota is
-// refused only after a recount (at most one per recountEvery) confirms it, and one at the
-// items limit is admitted when it overwrites an existing id (found by a Retrieve: that path
-// runs only at the limit), which adds no item. A refused store takes no token and stores
+// quotas counting the stores in flight (else 507 quota_exceeded). A store over a quota by
+// the count first recounts the scope (at most once per recountEvery: within it, the last
+// recount stands), and one at the items limit is admitted when it overwrites an existing id
+// (found by a Retrieve: that path runs only at the limit), which adds no item. A refused store takes no token and stores
 // nothing; nothing already stored is ever removed to make room.
 func (g *Governor) admit(ctx context.Context, item memory.Item) (admission, *QuotaError) {
 	cost := memory.Usage{Items: 1, Bytes: memory.ItemSize(item)}
