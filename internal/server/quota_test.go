@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
+	"github.com/agentmem/memory-adapter-operator/adapters/sqlite"
 	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	"github.com/agentmem/memory-adapter-operator/internal/server"
@@ -23,7 +25,13 @@ import (
 // the governor needs (countingStore's embedding hides them).
 type governedStore struct {
 	*countingStore
-	ref *inmemory.Store
+	ref sweepCounter
+}
+
+// sweepCounter is a store's retention and usage.
+type sweepCounter interface {
+	memory.Sweeper
+	memory.UsageReporter
 }
 
 func (g governedStore) Sweep(ctx context.Context, p memory.RetentionPolicy, now time.Time) (int64, error) {
@@ -36,7 +44,15 @@ func (g governedStore) Usage(ctx context.Context) (memory.Usage, error) { return
 // reference store, every clock (the server's and the store's) being clock.
 func newGovernedFixture(t *testing.T, clock *storetest.Clock, policy memory.RetentionPolicy, limits server.QuotaLimits) *fixture {
 	t.Helper()
-	ref := inmemory.New(inmemory.Options{SupportedFilters: []string{"branch_id", "source"}, Now: clock.Now})
+	return newGovernedFixtureOver(t, inmemory.New(inmemory.Options{SupportedFilters: []string{"branch_id", "source"}, Now: clock.Now}), clock, policy, limits)
+}
+
+// newGovernedFixtureOver is newGovernedFixture over ref, whose clock must be clock.
+func newGovernedFixtureOver(t *testing.T, ref interface {
+	memory.ExternalStore
+	sweepCounter
+}, clock *storetest.Clock, policy memory.RetentionPolicy, limits server.QuotaLimits) *fixture {
+	t.Helper()
 	cs := &countingStore{ExternalStore: ref}
 	s, err := server.New(server.Config{Store: governedStore{cs, ref}, AdapterVersion: "test-1", Now: clock.Now,
 		Scope: "team-a", Retention: policy, Quota: limits})
@@ -119,11 +135,27 @@ func metricValue(t *testing.T, srv *server.Server, name string, labels ...string
 
 // TestQuotaItemsAnswers507AndLosesNothing: a store beyond the items quota is 507
 // quota_exceeded and stores nothing, every acknowledged item stays, an overwrite at the
-// limit is admitted (it adds no item), and usage is in the metrics and the evidence.
+// limit is admitted (it adds no item), and usage is in the metrics and the evidence; over
+// the reference store and over a real SQLite file.
 func TestQuotaItemsAnswers507AndLosesNothing(t *testing.T) {
-	var clock storetest.Clock
-	clock.Set(time.Unix(1_800_000_000, 0))
-	f := newGovernedFixture(t, &clock, memory.RetentionPolicy{}, server.QuotaLimits{MaxItems: 2})
+	t.Run("inmemory", func(t *testing.T) {
+		var clock storetest.Clock
+		clock.Set(time.Unix(1_800_000_000, 0))
+		quotaItems(t, &clock, newGovernedFixture(t, &clock, memory.RetentionPolicy{}, server.QuotaLimits{MaxItems: 2}))
+	})
+	t.Run("sqlite", func(t *testing.T) {
+		var clock storetest.Clock
+		clock.Set(time.Unix(1_800_000_000, 0))
+		s, err := sqlite.Open(t.Context(), sqlite.Options{Path: filepath.Join(t.TempDir(), "quota.db"), Scope: "team-a", Now: clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		quotaItems(t, &clock, newGovernedFixtureOver(t, s, &clock, memory.RetentionPolicy{}, server.QuotaLimits{MaxItems: 2}))
+	})
+}
+
+func quotaItems(t *testing.T, clock *storetest.Clock, f *fixture) {
 	a, b, c := quotaItem(1, "a"), quotaItem(2, "b"), quotaItem(3, "c")
 	f.storeWant(a, http.StatusCreated)
 	f.storeWant(b, http.StatusCreated)
