@@ -33,7 +33,7 @@ func (s *Store) InScope(ctx context.Context, scope string) (memory.ExternalStore
 	if s.scopes.stores == nil {
 		s.scopes.stores = map[string]*Store{}
 	}
-	st := &Store{manifest: s.manifest, items: map[uuid.UUID]memory.Item{}, scopes: s.scopes}
+	st := &Store{manifest: s.manifest, now: s.now, items: map[uuid.UUID]memory.Item{}, stored: map[uuid.UUID]stamp{}, scopes: s.scopes}
 	s.scopes.stores[scope] = st
 	return st, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -20,15 +21,23 @@ type Options struct {
 	// SupportedFilters is the exact filter key set to publish; nil means
 	// memory.DefaultSupportedFilters.
 	SupportedFilters []string
+	// Now is the clock that stamps each write's store time, which retention ages from;
+	// nil means time.Now.
+	Now func() time.Time
 }
 
 // Store is the in-process reference ExternalStore. The zero value is not usable; call New.
 type Store struct {
 	manifest memory.Manifest
 
+	now func() time.Time
+
 	mu    sync.RWMutex
 	order []uuid.UUID
 	items map[uuid.UUID]memory.Item
+	// stored is each item's store time and size, for retention and usage (retention.go).
+	stored map[uuid.UUID]stamp
+	usage  memory.Usage
 
 	// scopes are the other scopes InScope served, shared by every view of one New.
 	scopes *scopes
@@ -47,13 +56,18 @@ func New(opts Options) *Store {
 	if filters == nil {
 		filters = memory.DefaultSupportedFilters()
 	}
-	return &Store{manifest: Manifest(filters), items: map[uuid.UUID]memory.Item{}, scopes: &scopes{}}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{manifest: Manifest(filters), now: now, items: map[uuid.UUID]memory.Item{}, stored: map[uuid.UUID]stamp{}, scopes: &scopes{}}
 }
 
 // Manifest implements memory.ExternalStore.
 func (s *Store) Manifest() memory.Manifest { return s.manifest }
 
-// Store keeps a deep copy of item and returns its id.
+// Store keeps a deep copy of item and returns its id. Storing an existing id replaces the
+// item, keeps its search position and restarts its retention age.
 func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) {
 	if err := ctx.Err(); err != nil {
 		return uuid.Nil, memory.NewUnavailable("store", err)
@@ -69,12 +83,16 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 		c.Tags = []string{}
 	}
 	c.Content = c.ContentJSON()
+	st := stamp{at: s.now().UnixMicro(), size: memory.ItemSize(item)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, exists := s.items[c.ID]; !exists {
 		s.order = append(s.order, c.ID)
+		s.usage.Items++
 	}
+	s.usage.Bytes += st.size - s.stored[c.ID].size
 	s.items[c.ID] = c
+	s.stored[c.ID] = st
 	return c.ID, nil
 }
 

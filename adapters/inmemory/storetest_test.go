@@ -2,6 +2,7 @@ package inmemory_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/inmemory"
 	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
@@ -26,4 +27,10 @@ func TestSharedConcurrentWritersLoseNothing(t *testing.T) {
 
 func TestSharedHostileData(t *testing.T) {
 	storetest.HostileData(t, factory, storetest.HostileOptions{})
+}
+
+func TestSharedRetention(t *testing.T) {
+	storetest.Retention(t, func(_ *testing.T, clock func() time.Time) storetest.Harness {
+		return storetest.Single(inmemory.New(inmemory.Options{Now: clock}))
+	})
 }

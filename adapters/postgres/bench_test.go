@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -108,7 +109,8 @@ func benchDriver(s *Store, raw *pgxpool.Pool, schema string) storetest.BenchDriv
 			if err != nil {
 				return err
 			}
-			_, err = raw.Exec(ctx, store, "bench", it.ID, it.CreatedAt, string(meta), string(it.Content), memory.SearchText(it.Content), it.Tags)
+			_, err = raw.Exec(ctx, store, "bench", it.ID, it.CreatedAt, string(meta), string(it.Content), memory.SearchText(it.Content), it.Tags,
+				time.Now().UnixMicro(), memory.ItemSize(it))
 			return err
 		},
 		Retrieve: func(ctx context.Context, id uuid.UUID) error {

@@ -32,6 +32,7 @@ type Harness struct {
 	schema    string
 	scope     string
 	filters   []string
+	now       func() time.Time
 	adapterID string
 	admin     *pgxpool.Pool
 	obs       observer
@@ -50,6 +51,8 @@ type HarnessOptions struct {
 	SupportedFilters []string
 	// AdapterID is passed to every store (the manifest's adapter id); empty means AdapterID.
 	AdapterID string
+	// Now is passed to every store (the clock of its store times); nil means time.Now.
+	Now func() time.Time
 }
 
 // NewHarness connects to the server, starts the proxy and creates the disposable schema.
@@ -77,6 +80,7 @@ func NewHarness(ctx context.Context, opts HarnessOptions) (*Harness, error) {
 		scope:     relstore.DisposableScope(),
 		filters:   opts.SupportedFilters,
 		adapterID: opts.AdapterID,
+		now:       opts.Now,
 	}
 	h.admin, err = pgxpool.New(ctx, opts.URL)
 	if err != nil {
@@ -95,7 +99,7 @@ func NewHarness(ctx context.Context, opts HarnessOptions) (*Harness, error) {
 }
 
 func (h *Harness) storeOptions() Options {
-	return Options{URL: h.storeURL, Scope: h.scope, Schema: h.schema, SupportedFilters: h.filters, AdapterID: h.adapterID,
+	return Options{URL: h.storeURL, Scope: h.scope, Schema: h.schema, SupportedFilters: h.filters, AdapterID: h.adapterID, Now: h.now,
 		// A short request timeout keeps the outage cases quick; it is still far above a
 		// healthy loopback round trip. The connect timeout is the adapter's default: an outage
 		// refuses connections at once (tcpproxy.Cut), so it costs the cases nothing, and a

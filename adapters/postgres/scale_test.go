@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -22,6 +23,12 @@ import (
 // its trigger), then runs VACUUM ANALYZE on both tables as autovacuum would after a load
 // that size. Rows are generated as COPY consumes them, so a 1M load needs no 1M-row slice.
 func copyLoad(ctx context.Context, pool *pgxpool.Pool, schema, scope string, n int) error {
+	now := time.Now()
+	return copyLoadAt(ctx, pool, schema, scope, n, func(int) time.Time { return now })
+}
+
+// copyLoadAt is copyLoad with item i stored at storedAt(i).
+func copyLoadAt(ctx context.Context, pool *pgxpool.Pool, schema, scope string, n int, storedAt func(int) time.Time) error {
 	i := 0
 	var p relstore.Prepared
 	src := pgx.CopyFromFunc(func() ([]any, error) {
@@ -34,10 +41,11 @@ func copyLoad(ctx context.Context, pool *pgxpool.Pool, schema, scope string, n i
 		}
 		i++
 		return []any{scope, p.ID, p.CreatedAt, string(p.Metadata), string(p.Content),
-			p.SearchText, p.Tags, string(p.Metadata), string(p.Content)}, nil
+			p.SearchText, p.Tags, string(p.Metadata), string(p.Content), storedAt(i - 1).UnixMicro(), p.Size}, nil
 	})
 	if _, err := pool.CopyFrom(ctx, pgx.Identifier{schema, "memory_items"},
-		[]string{"scope", "id", "created_at", "metadata", "content", "search_text", "tags", "metadata_text", "content_text"}, src); err != nil {
+		[]string{"scope", "id", "created_at", "metadata", "content", "search_text", "tags", "metadata_text", "content_text",
+			"stored_at_us", "size_bytes"}, src); err != nil {
 		return fmt.Errorf("copy: %w", err)
 	}
 	// VACUUM as well: it merges the GIN indexes' pending lists, which every search would

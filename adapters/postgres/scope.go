@@ -22,7 +22,7 @@ func (s *Store) InScope(ctx context.Context, scope string) (memory.ExternalStore
 	v := &Store{
 		pool: s.pool, pin: s.pin, scope: scope, table: s.table, schema: s.schema,
 		manifest: s.manifest, timeout: s.timeout, retries: s.retries, rules: s.rules,
-		versions: s.versions, storeSQL: s.storeSQL, retrieveSQL: s.retrieveSQL,
+		versions: s.versions, storeSQL: s.storeSQL, retrieveSQL: s.retrieveSQL, now: s.now,
 	}
 	v.closeOnce.Do(func() {}) // the pool is s's to close
 	return v, nil

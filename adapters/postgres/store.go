@@ -75,6 +75,9 @@ type Options struct {
 	MaxConns int32
 	// MaxItemBytes bounds one item's encoded size; 0 means memory.MaxItemBytes.
 	MaxItemBytes int
+	// Now is the clock that stamps each write's store time, which retention ages from;
+	// nil means time.Now.
+	Now func() time.Time
 
 	// trace, set only by this package's Harness, sees every statement pgx sends, so the
 	// conformance suite can observe the transport.
@@ -108,6 +111,7 @@ type Store struct {
 	// storeSQL and retrieveSQL are Store's and Retrieve's statements, built once (the
 	// benchmark's driver arm runs the same text).
 	storeSQL, retrieveSQL string
+	now                   func() time.Time
 
 	closeOnce sync.Once
 }
@@ -171,6 +175,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		timeout: orDefault(opts.RequestTimeout, DefaultRequestTimeout),
 		retries: retries,
 		rules:   relstore.Rules{MaxItemBytes: opts.MaxItemBytes, RejectNUL: true},
+		now:     opts.Now,
+	}
+	if s.now == nil {
+		s.now = time.Now
 	}
 	s.storeSQL, s.retrieveSQL = storeSQL(s.table), retrieveSQL(s.table)
 	if err := s.migrate(ctx); err != nil {
@@ -371,6 +379,21 @@ var migrations = []string{
 		RETURN NULL;
 	END
 	$mao$;`,
+	// Retention and quotas (issue 46): when the adapter stored the row, by its own clock in
+	// Unix microseconds, and the item's size as memory.ItemSize counts it. Rows of earlier
+	// versions age from this migration (nothing says when they were stored, and none may be
+	// removed before its time; now() is stable, so the default is evaluated once, without a
+	// rewrite) and are sized by their stored texts, which rewrites the table once. The
+	// partial index serves the retention sweep (oldest first, only the rows it removes) and
+	// the usage count (an index-only count and sum, never the rows).
+	9: `ALTER TABLE %[1]s.memory_items
+		ADD COLUMN stored_at_us bigint NOT NULL DEFAULT (extract(epoch FROM now()) * 1000000)::bigint,
+		ADD COLUMN size_bytes bigint;
+	UPDATE %[1]s.memory_items SET size_bytes = octet_length(coalesce(content_text, content::text))
+		+ octet_length(coalesce(metadata_text, metadata::text)) + octet_length(array_to_string(tags, '')) + 3 * cardinality(tags);
+	ALTER TABLE %[1]s.memory_items ALTER COLUMN size_bytes SET DEFAULT 0, ALTER COLUMN size_bytes SET NOT NULL;
+	CREATE INDEX memory_items_retention ON %[1]s.memory_items (scope, stored_at_us) INCLUDE (size_bytes)
+		WHERE kind = 'memory_item';`,
 }
 
 // The text index's shape (migration 7, whose SQL spells the same numbers): an entry at
@@ -561,8 +584,9 @@ func (s *Store) retry(ctx context.Context, op int, fn func(context.Context) erro
 }
 
 // Store writes item under its id. Storing an existing id replaces the item in place and keeps
-// its original search position, as the reference store does. An id held by a non-memory
-// record in this scope is refused, never overwritten.
+// its original search position, as the reference store does, and restarts its retention age
+// (the item is stored anew). An id held by a non-memory record in this scope is refused,
+// never overwritten.
 func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) {
 	p, err := relstore.Prepare(item, s.rules)
 	if err != nil {
@@ -570,9 +594,10 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	stored := s.now()
 	var n int64
 	err = s.retry(ctx, opStore, func(ctx context.Context) error {
-		tag, err := s.pool.Exec(ctx, s.storeSQL, storeArgs(s.scope, p)...)
+		tag, err := s.pool.Exec(ctx, s.storeSQL, storeArgs(s.scope, p, stored)...)
 		n = tag.RowsAffected()
 		return err
 	})
@@ -591,18 +616,19 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 // two more parameters to encode and their bytes twice on the wire.
 func storeSQL(table string) string {
 	return `INSERT INTO ` + table + `
-		(scope, id, kind, created_at, metadata, content, search_text, tags, metadata_text, content_text)
-		VALUES ($1, $2, 'memory_item', $3, $4::text::jsonb, $5::text::jsonb, $6, $7, $4::text, $5::text)
+		(scope, id, kind, created_at, metadata, content, search_text, tags, metadata_text, content_text, stored_at_us, size_bytes)
+		VALUES ($1, $2, 'memory_item', $3, $4::text::jsonb, $5::text::jsonb, $6, $7, $4::text, $5::text, $8, $9)
 		ON CONFLICT (scope, id) DO UPDATE SET
 			created_at = excluded.created_at, metadata = excluded.metadata,
 			content = excluded.content, search_text = excluded.search_text, tags = excluded.tags,
-			metadata_text = excluded.metadata_text, content_text = excluded.content_text
+			metadata_text = excluded.metadata_text, content_text = excluded.content_text,
+			stored_at_us = excluded.stored_at_us, size_bytes = excluded.size_bytes
 		WHERE memory_items.kind = 'memory_item'`
 }
 
-// storeArgs are storeSQL's arguments for p in scope.
-func storeArgs(scope string, p relstore.Prepared) []any {
-	return []any{scope, p.ID, p.CreatedAt, string(p.Metadata), string(p.Content), p.SearchText, p.Tags}
+// storeArgs are storeSQL's arguments for p in scope, stored at storedAt.
+func storeArgs(scope string, p relstore.Prepared, storedAt time.Time) []any {
+	return []any{scope, p.ID, p.CreatedAt, string(p.Metadata), string(p.Content), p.SearchText, p.Tags, storedAt.UnixMicro(), p.Size}
 }
 
 // retrieveSQL is Retrieve's statement over table: $1 the scope, $2 the id.

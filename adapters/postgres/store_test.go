@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
@@ -212,4 +213,11 @@ func TestExactTextBesideJSONB(t *testing.T) {
 func TestSubScopes(t *testing.T) {
 	s := newStore(t, newHarness(t))
 	storetest.SubScopes(t, s, s.scope)
+}
+
+// TestRetention runs the shared retention and usage suite (issue 46) on the real server.
+func TestRetention(t *testing.T) {
+	storetest.Retention(t, func(t *testing.T, clock func() time.Time) storetest.Harness {
+		return newHarnessWith(t, HarnessOptions{URL: testURL, Now: clock})
+	})
 }

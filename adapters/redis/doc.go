@@ -6,7 +6,8 @@
 // Layout (every key lives under one disposable scope prefix "mao:{<scope>}:", the braces
 // making it a Redis Cluster hash tag so that a store's transaction stays in one slot):
 //
-//	item:<uuid>    hash {kind: "mao.memory-item/v1", json: <exact wire JSON of the item>}
+//	item:<uuid>    hash {kind: "mao.memory-item/v1", json: <exact wire JSON of the item>,
+//	               size: <its memory.ItemSize>}
 //	stream         the index change log; one entry {id: <uuid>} per acknowledged store
 //	ix:all         sorted set of indexed ids, scored by first-index position (insertion order)
 //	ix:t:<hash>    sorted set per tag, same scores
@@ -17,8 +18,12 @@
 //	               positions: bit (position mod 65,536) set for each item holding it
 //	ix:gc          hash: per trigram, how many items hold it
 //	ix:seq         counter handing out insertion positions
+//	ix:stored      sorted set of stored ids, scored by store time (Unix microseconds, the
+//	               adapter's clock), written in the store's transaction: retention's index
+//	ix:usage       hash {bytes: the sum of the items' memory.ItemSize}, kept by the store's
+//	               transaction and the retention sweep
 //	config         the scope's settings (layout version 2, indexed filter keys, whether the
-//	               text index is complete)
+//	               text index is complete, whether the retention backfill has run)
 //
 // Store writes the item and appends the stream entry in one MULTI/EXEC transaction, so an
 // acknowledged store is both retrievable at once and queued for indexing. The indexer reads

@@ -28,6 +28,8 @@ type HarnessOptions struct {
 	AdapterID string
 	// IndexWait bounds MakeSearchIndexVisible when its context has no deadline.
 	IndexWait time.Duration
+	// Now is passed to every store (the clock of its store times); nil means time.Now.
+	Now func() time.Time
 }
 
 // Harness is the live conformance harness (the seed's MemoryAdapterHarness) for this
@@ -112,6 +114,7 @@ func (h *Harness) open(ctx context.Context, addr string, hooked bool) (*Store, e
 	s, err := Open(ctx, Options{
 		Addr: addr, Username: h.opts.Username, Password: h.opts.Password,
 		Scope: h.opts.Scope, SupportedFilters: h.opts.SupportedFilters, AdapterID: h.opts.AdapterID,
+		Now: h.opts.Now,
 	})
 	if err != nil {
 		return nil, err

@@ -47,6 +47,8 @@ func (k keys) seq() string              { return k.prefix + "ix:seq" }
 func (k keys) config() string           { return k.prefix + "config" }
 func (k keys) doc(id uuid.UUID) string  { return k.prefix + "ix:doc:" + id.String() }
 func (k keys) gramCounts() string       { return k.prefix + "ix:gc" }
+func (k keys) stored() string           { return k.prefix + "ix:stored" }
+func (k keys) usage() string            { return k.prefix + "ix:usage" }
 
 // member keys are stored relative to the prefix in ix:doc, so they stay short.
 func (k keys) abs(rel string) string { return k.prefix + rel }

@@ -106,6 +106,9 @@ type Options struct {
 	// WaitTimeout bounds that wait; zero means the URL's wait_timeout, else
 	// DefaultWaitTimeout. It must be shorter than the request timeout.
 	WaitTimeout time.Duration
+	// Now is the clock that stamps each write's store time, which retention ages from;
+	// nil means time.Now.
+	Now func() time.Time
 }
 
 // config is Options after validation and defaulting.
@@ -127,6 +130,7 @@ type config struct {
 	maxLag                     int64
 	consumer                   string
 	requestTO                  time.Duration
+	now                        func() time.Time
 }
 
 func (o Options) resolve() (config, error) {
@@ -295,6 +299,10 @@ func (o Options) resolve() (config, error) {
 			host = "adapter"
 		}
 		c.consumer = host + "-" + randomSuffix()
+	}
+	c.now = o.Now
+	if c.now == nil {
+		c.now = time.Now
 	}
 	return c, nil
 }

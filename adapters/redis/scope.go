@@ -31,6 +31,10 @@ func (s *Store) InScope(ctx context.Context, scope string) (memory.ExternalStore
 	if err := v.ensureScope(ctx); err != nil {
 		return nil, err
 	}
+	// As Open does: a sub-scope written before retention existed is brought under it.
+	if err := v.backfillStored(ctx); err != nil {
+		return nil, err
+	}
 	s.viewsMu.Lock()
 	defer s.viewsMu.Unlock()
 	if s.closed.Load() {

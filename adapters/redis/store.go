@@ -116,7 +116,10 @@ func (s *Store) setup(ctx context.Context) error {
 		return err
 	}
 	s.openPersistence = p
-	return s.ensureScope(ctx)
+	if err := s.ensureScope(ctx); err != nil {
+		return err
+	}
+	return s.backfillStored(ctx)
 }
 
 // ensureScope records the scope's layout and filter set on first use and refuses a scope
@@ -190,9 +193,10 @@ func (s *Store) checkOpen(op string) error {
 	return nil
 }
 
-// Store writes the item's exact wire JSON at its identity and queues it for indexing, in one
-// MULTI/EXEC transaction. Storing an existing id replaces the item (last writer wins) and
-// keeps its search position. Store is not retried: the caller may retry, as a repeated
+// Store writes the item's exact wire JSON at its identity, its store time and size
+// (writeItem), and queues it for indexing, in one MULTI/EXEC transaction. Storing an
+// existing id replaces the item (last writer wins), keeps its search position and restarts
+// its retention age. Store is not retried: the caller may retry, as a repeated
 // store of the same item is idempotent.
 func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) {
 	if err := s.checkOpen("store"); err != nil {
@@ -211,7 +215,7 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 		defer func() { _ = cn.Close() }()
 		c = cn.TxPipeline()
 	}
-	c.HSet(ctx, s.k.item(item.ID), "kind", itemKind, "json", data)
+	writeItem(ctx, c, s.k, item, data, s.cfg.now())
 	xadd := c.XAdd(ctx, &goredis.XAddArgs{Stream: s.k.stream(), Values: []string{"id", item.ID.String()}})
 	if cmds, err := c.Exec(ctx); err != nil {
 		return uuid.Nil, classify("store", queuedErr(cmds, err))

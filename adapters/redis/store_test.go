@@ -669,3 +669,96 @@ func TestSubScopes(t *testing.T) {
 	_, s := openStore(t)
 	storetest.SubScopes(t, s, s.Scope())
 }
+
+// TestRetention runs the shared retention and usage suite (issue 46) on the real server.
+func TestRetention(t *testing.T) {
+	storetest.Retention(t, func(t *testing.T, clock func() time.Time) storetest.Harness {
+		h := newHarness(t)
+		h.opts.Now = clock
+		return h
+	})
+}
+
+// TestRetentionDropsIndexEntries: an item the sweep removes leaves ix:stored, the byte
+// count, and, once the indexer has applied the removal, ix:all and its tag set, so the
+// index does not keep growing with swept items.
+func TestRetentionDropsIndexEntries(t *testing.T) {
+	h := newHarness(t)
+	clock := &storetest.Clock{}
+	clock.Set(time.Unix(1_800_000_000, 0))
+	h.opts.Now = clock.Now
+	s, err := h.OpenStore(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := memory.NewItem(json.RawMessage(`{"text":"swept"}`), "swept-tag")
+	storetest.MustStore(t, s, it)
+	storetest.Visible(t, h)
+	admin, k, id := h.admin, h.k, it.ID.String()
+	if err := admin.ZScore(testCtx(t), k.all(), id).Err(); err != nil {
+		t.Fatalf("the item is not indexed before the sweep: %v", err)
+	}
+	n, err := s.Sweep(testCtx(t), memory.RetentionPolicy{MaxAge: time.Minute}, clock.Now().Add(time.Minute))
+	if err != nil || n != 1 {
+		t.Fatalf("Sweep = %d, %v; want 1", n, err)
+	}
+	storetest.Visible(t, h)
+	for _, key := range []string{k.all(), k.stored(), k.abs(tagRel("swept-tag"))} {
+		if err := admin.ZScore(testCtx(t), key, id).Err(); !errors.Is(err, goredis.Nil) {
+			t.Errorf("%s still holds the swept item (%v)", key, err)
+		}
+	}
+	if u, err := s.Usage(testCtx(t)); err != nil || u != (memory.Usage{}) {
+		t.Errorf("Usage after the sweep = %+v, %v; want zero", u, err)
+	}
+}
+
+// TestRetentionBackfillsLegacyItems: items a version before retention wrote (no size, not
+// in ix:stored, the scope's config unmarked) come under retention and usage when an
+// instance of this version opens the scope: stamped at its open, never removed before the
+// max age has passed since, counted at their ItemSize.
+func TestRetentionBackfillsLegacyItems(t *testing.T) {
+	h := newHarness(t)
+	clock := &storetest.Clock{}
+	clock.Set(time.Unix(1_800_000_000, 0))
+	h.opts.Now = clock.Now
+	s := storetest.Open(t, h)
+	a := memory.NewItem(json.RawMessage(`{"text":"legacy a"}`), "old")
+	b := memory.NewItem(json.RawMessage(`{"text":"legacy b, longer"}`))
+	storetest.MustStore(t, s, a)
+	storetest.MustStore(t, s, b)
+	storetest.Visible(t, h)
+	// What the previous version left: the same records without retention's bookkeeping.
+	admin, k, ctx := h.admin, h.k, testCtx(t)
+	for _, id := range []uuid.UUID{a.ID, b.ID} {
+		if err := admin.HDel(ctx, k.item(id), "size").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := admin.Del(ctx, k.stored(), k.usage()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.HDel(ctx, k.config(), "stored").Err(); err != nil {
+		t.Fatal(err)
+	}
+	clock.Set(clock.Now().Add(time.Hour))
+	opened := clock.Now()
+	s2, err := h.OpenStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := memory.Usage{Items: 2, Bytes: memory.ItemSize(a) + memory.ItemSize(b)}
+	if u, err := s2.Usage(ctx); err != nil || u != want {
+		t.Fatalf("Usage after the backfill = %+v, %v; want %+v", u, err, want)
+	}
+	p := memory.RetentionPolicy{MaxAge: time.Hour}
+	if n, err := s2.Sweep(ctx, p, opened.Add(time.Hour-time.Microsecond)); err != nil || n != 0 {
+		t.Fatalf("Sweep before an hour since the backfill = %d, %v; want 0", n, err)
+	}
+	if n, err := s2.Sweep(ctx, p, opened.Add(time.Hour)); err != nil || n != 2 {
+		t.Fatalf("Sweep an hour after the backfill = %d, %v; want 2", n, err)
+	}
+	if u, err := s2.Usage(ctx); err != nil || u != (memory.Usage{}) {
+		t.Fatalf("Usage after the sweep = %+v, %v; want zero", u, err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -30,6 +31,12 @@ func bulkLoad(b *testing.B, db *sql.DB, scope string, n int) []uuid.UUID {
 // statement, in the adapter's own row format (relstore.Prepare, insertRow, rowArgs), which is
 // what keeps a 1M-item setup fast; each inserted id is passed to loaded when it is set.
 func bulkInsert(ctx context.Context, db *sql.DB, scope string, n int, loaded func(uuid.UUID)) error {
+	now := time.Now()
+	return bulkInsertAt(ctx, db, scope, n, loaded, func(int) time.Time { return now })
+}
+
+// bulkInsertAt is bulkInsert with item i stored at storedAt(i).
+func bulkInsertAt(ctx context.Context, db *sql.DB, scope string, n int, loaded func(uuid.UUID), storedAt func(int) time.Time) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -45,7 +52,7 @@ func bulkInsert(ctx context.Context, db *sql.DB, scope string, n int, loaded fun
 		if err != nil {
 			return fmt.Errorf("item %d: %w", i, err)
 		}
-		if _, err := stmt.ExecContext(ctx, rowArgs(scope, p)...); err != nil {
+		if _, err := stmt.ExecContext(ctx, rowArgs(scope, p, storedAt(i))...); err != nil {
 			return fmt.Errorf("insert item %d: %w", i, err)
 		}
 		if loaded != nil {

@@ -37,6 +37,7 @@ type Harness struct {
 	filters        []string
 	adapterID      string
 	requestTimeout time.Duration
+	now            func() time.Time
 	admin          *sql.DB // the harness's own connection, for planting and rejecting records
 	obs            observer
 
@@ -57,6 +58,8 @@ type HarnessOptions struct {
 	AdapterID string
 	// RequestTimeout is passed to every store; 0 means DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// Now is passed to every store (the clock of its store times); nil means time.Now.
+	Now func() time.Time
 }
 
 // NewHarness creates the disposable directory and database file.
@@ -73,6 +76,7 @@ func NewHarness(ctx context.Context, opts HarnessOptions) (*Harness, error) {
 		filters:        opts.SupportedFilters,
 		adapterID:      opts.AdapterID,
 		requestTimeout: opts.RequestTimeout,
+		now:            opts.Now,
 	}
 	h.path = filepath.Join(h.dataDir, "memory.db")
 	// Opening a store once creates the file and its schema.
@@ -105,7 +109,7 @@ func (h *Harness) MakeStore(ctx context.Context) (memory.ExternalStore, error) {
 	}
 	// During a cut this really tries to open the unreachable file, so the caller sees the
 	// adapter's own MemoryAdapterUnavailable.
-	s, err := Open(ctx, Options{Path: h.path, Scope: h.scope, SupportedFilters: h.filters, AdapterID: h.adapterID, RequestTimeout: h.requestTimeout, trace: h.obs.trace})
+	s, err := Open(ctx, Options{Path: h.path, Scope: h.scope, SupportedFilters: h.filters, AdapterID: h.adapterID, RequestTimeout: h.requestTimeout, Now: h.now, trace: h.obs.trace})
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ func (s *Store) InScope(ctx context.Context, scope string) (memory.ExternalStore
 	}
 	v := &Store{
 		db: s.db, scope: scope, manifest: s.manifest, timeout: s.timeout, rules: s.rules,
-		maxIdle: s.maxIdle, trace: s.trace, retrieve: s.retrieve, immutable: s.immutable,
+		maxIdle: s.maxIdle, trace: s.trace, retrieve: s.retrieve, immutable: s.immutable, now: s.now,
 	}
 	v.closeOnce.Do(func() {}) // the handle is s's to close
 	return v, nil

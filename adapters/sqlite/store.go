@@ -57,6 +57,9 @@ type Options struct {
 	MaxItemBytes int
 	// MaxOpenConns bounds the connection pool; 0 means DefaultMaxOpenConns.
 	MaxOpenConns int
+	// Now is the clock that stamps each write's store time, which retention ages from;
+	// nil means time.Now.
+	Now func() time.Time
 
 	// trace, set only by this package's Harness, sees every statement an explicit call sends
 	// to the database, so the conformance suite can observe the transport.
@@ -73,6 +76,7 @@ type Store struct {
 	rules    relstore.Rules
 	maxIdle  int
 	trace    func(sql string, args []any)
+	now      func() time.Time
 	// retrieve is prepared once: a retrieve is one indexed row, and parsing and planning its
 	// statement on every call was about a quarter of its cost (docs/performance.md).
 	retrieve *sql.Stmt
@@ -139,6 +143,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s := &Store{
 		db: db, scope: opts.Scope, manifest: m, timeout: timeout, maxIdle: maxOpen,
 		rules: relstore.Rules{MaxItemBytes: opts.MaxItemBytes}, trace: opts.trace, immutable: immutable,
+		now: opts.Now,
+	}
+	if s.now == nil {
+		s.now = time.Now
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -297,6 +305,18 @@ var schema = relstore.Schema{
 		CASE WHEN created_at_us < 0 THEN '-' ELSE '' END || (abs(created_at_us) / 1000000) || '.' ||
 		printf('%06d', abs(created_at_us) % 1000000);
 	ALTER TABLE memory_items DROP COLUMN created_at_us;`,
+		// Retention and quotas (issue 46): when the adapter stored the row, by its own clock
+		// in Unix microseconds, and the item's size as memory.ItemSize counts it. Rows of
+		// earlier versions age from this migration (nothing says when they were stored, and
+		// none may be removed before its time) and are sized by their stored texts. The
+		// partial index serves the retention sweep (oldest first, only the rows it removes)
+		// and the usage count (an index-only count and sum, never the rows).
+		5: `ALTER TABLE memory_items ADD COLUMN stored_at_us INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE memory_items ADD COLUMN size_bytes INTEGER NOT NULL DEFAULT 0;
+	UPDATE memory_items SET stored_at_us = CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER),
+		size_bytes = length(CAST(content AS BLOB)) + length(CAST(metadata AS BLOB)) + length(CAST(tags AS BLOB));
+	CREATE INDEX memory_items_retention ON memory_items (scope, stored_at_us, size_bytes)
+		WHERE kind = 'memory_item';`,
 	},
 }
 
@@ -385,19 +405,21 @@ func (s *Store) Close() error {
 // insertRow inserts one memory row; its arguments are rowArgs. Store adds the upsert clause;
 // the benchmarks' bulk loaders use it as is, so loaded rows are exactly what Store writes.
 const insertRow = `INSERT INTO memory_items
-		(scope, id, kind, created_at, metadata, content, search_text, tags)
-		VALUES (?, ?, 'memory_item', ?, ?, ?, ?, ?)`
+		(scope, id, kind, created_at, metadata, content, search_text, tags, stored_at_us, size_bytes)
+		VALUES (?, ?, 'memory_item', ?, ?, ?, ?, ?, ?, ?)`
 
-// rowArgs are insertRow's arguments for a prepared item in scope: the tags as one JSON
-// array text, the other columns as relstore.Prepare made them.
-func rowArgs(scope string, p relstore.Prepared) []any {
+// rowArgs are insertRow's arguments for a prepared item in scope stored at storedAt: the
+// tags as one JSON array text, the other columns as relstore.Prepare made them.
+func rowArgs(scope string, p relstore.Prepared, storedAt time.Time) []any {
 	tags, _ := json.Marshal(p.Tags)
-	return []any{scope, p.ID.String(), memory.FormatTimestamp(p.CreatedAt), string(p.Metadata), string(p.Content), p.SearchText, string(tags)}
+	return []any{scope, p.ID.String(), memory.FormatTimestamp(p.CreatedAt), string(p.Metadata), string(p.Content), p.SearchText, string(tags),
+		storedAt.UnixMicro(), p.Size}
 }
 
 // Store writes item under its id. Storing an existing id replaces the item in place and keeps
-// its original search position, as the reference store does. An id held by a non-memory
-// record in this scope is refused, never overwritten.
+// its original search position, as the reference store does, and restarts its retention age
+// (the item is stored anew). An id held by a non-memory record in this scope is refused,
+// never overwritten.
 func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) {
 	p, err := relstore.Prepare(item, s.rules)
 	if err != nil {
@@ -408,9 +430,10 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 	res, err := s.exec(ctx, insertRow+`
 		ON CONFLICT (scope, id) DO UPDATE SET
 			created_at = excluded.created_at, metadata = excluded.metadata,
-			content = excluded.content, search_text = excluded.search_text, tags = excluded.tags
+			content = excluded.content, search_text = excluded.search_text, tags = excluded.tags,
+			stored_at_us = excluded.stored_at_us, size_bytes = excluded.size_bytes
 		WHERE memory_items.kind = 'memory_item'`,
-		rowArgs(s.scope, p)...)
+		rowArgs(s.scope, p, s.now())...)
 	if err != nil {
 		return uuid.Nil, classify("store", err)
 	}

@@ -203,3 +203,50 @@ func TestSubScopes(t *testing.T) {
 	s := storetest.Open(t, h).(*Store)
 	storetest.SubScopes(t, s, s.Scope())
 }
+
+// TestRetention runs the shared retention and usage suite (issue 46) on a real file.
+func TestRetention(t *testing.T) {
+	storetest.Retention(t, func(t *testing.T, clock func() time.Time) storetest.Harness {
+		return newHarnessWith(t, HarnessOptions{Dir: t.TempDir(), Now: clock})
+	})
+}
+
+// TestRetentionSweepReadsOnlyTheIndexRange: the sweep's selection seeks the retention
+// index by scope and store time and needs no sort, so at a million items it reads the rows
+// it deletes and no others; the usage count reads the index alone.
+func TestRetentionSweepReadsOnlyTheIndexRange(t *testing.T) {
+	h := newHarness(t)
+	_ = storetest.Open(t, h)
+	plan := func(query string, args ...any) string {
+		rows, err := h.admin.Query(`EXPLAIN QUERY PLAN `+query, args...)
+		if err != nil {
+			t.Fatalf("explain: %v", err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, detail)
+		}
+		return strings.Join(out, "; ")
+	}
+	for _, tc := range []struct {
+		query string
+		args  []any
+		want  string
+	}{
+		{oldestSQL(true), []any{"s", 1, 10}, "SEARCH memory_items USING COVERING INDEX memory_items_retention (scope=? AND stored_at_us<?)"},
+		{oldestSQL(false), []any{"s", 10}, "SEARCH memory_items USING COVERING INDEX memory_items_retention (scope=?)"},
+		{`SELECT count(*), coalesce(sum(size_bytes), 0) FROM memory_items INDEXED BY memory_items_retention WHERE scope = ? AND kind = 'memory_item'`,
+			[]any{"s"}, "SEARCH memory_items USING COVERING INDEX memory_items_retention (scope=?)"},
+	} {
+		got := plan(tc.query, tc.args...)
+		if got != tc.want {
+			t.Errorf("plan of %s:\n got %s\nwant %s", tc.query, got, tc.want)
+		}
+	}
+}

@@ -137,14 +137,7 @@ func ItemTooLarge(limit int) error {
 // and tags (each counted with its quotes and separator) exceed limit bytes as given; a
 // backend that stores a compacted form measures that form instead, with the same message.
 func CheckItemSize(item Item, limit int) error {
-	size := len(item.ContentJSON())
-	for k, v := range item.Metadata {
-		size += len(k) + len(v)
-	}
-	for _, t := range item.Tags {
-		size += len(t) + 3
-	}
-	if size > limit {
+	if ItemSize(item) > int64(limit) {
 		return ItemTooLarge(limit)
 	}
 	return nil

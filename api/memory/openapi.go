@@ -37,6 +37,12 @@ const (
 	ProblemAdapterError ProblemType = "adapter_error"
 	// ProblemUnavailable (503): MemoryAdapterUnavailable, or a manifest invalidated by evidence.
 	ProblemUnavailable ProblemType = "unavailable"
+	// ProblemQuotaExceeded (507): a store that would take the scope over its items or bytes
+	// quota; nothing was stored.
+	ProblemQuotaExceeded ProblemType = "quota_exceeded"
+	// ProblemRateLimited (429): a store over the scope's write rate, with Retry-After;
+	// nothing was stored.
+	ProblemRateLimited ProblemType = "rate_limited"
 )
 
 // Problem is the application/problem+json body of every error the adapter server returns.
@@ -76,4 +82,7 @@ type EvidenceReport struct {
 	Reason string `json:"reason,omitempty"`
 	// ObservedAt is when the evidence was gathered.
 	ObservedAt time.Time `json:"observed_at"`
+	// Usage lists each served scope's usage and quotas; absent when the server counts
+	// none (no quota and a backend that cannot count).
+	Usage []ScopeUsage `json:"usage,omitempty"`
 }

@@ -36,6 +36,9 @@ type serveFlags struct {
 	tlsKeyFile       string
 	doorbellURL      string
 	harness          harnessFlags
+	retention        memory.RetentionPolicy
+	sweepPeriod      time.Duration
+	quota            server.QuotaLimits
 }
 
 func newServeCommand() *cobra.Command {
@@ -71,6 +74,7 @@ func newServeCommand() *cobra.Command {
 	fs.DurationVar(&f.drainDelay, "drain-delay", 0,
 		"on SIGTERM, keep accepting and answering (each answer with Connection: close) this long before closing the listener, while load balancers stop sending to this instance (the operator sets 5s)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	addGovernorFlags(fs, &f)
 	// The defaults come from the variables the operator sets for an External server, so
 	// this image run as one serves TLS exactly when the adapter's spec asks for it.
 	fs.StringVar(&f.tlsCertFile, "tls-cert-file", os.Getenv("MEMORY_ADAPTER_TLS_CERT_FILE"),
@@ -119,6 +123,9 @@ func runServe(parent context.Context, f *serveFlags) error {
 	}
 	if f.drainDelay < 0 || f.shutdownTimeout < 0 {
 		return usageError("--drain-delay and --shutdown-timeout must not be negative")
+	}
+	if err := f.checkGovernor(); err != nil {
+		return err
 	}
 	// Refusing to start without a token is the safe default: an open /v1 lets anyone who can
 	// reach the listener read and write every item of the scope.
@@ -173,7 +180,8 @@ func runServe(parent context.Context, f *serveFlags) error {
 	cfg := server.Config{
 		Store: store, AdapterVersion: adapterVersion(), Tokens: tokens,
 		MaxBodyBytes: f.maxBodyBytes, OperationTimeout: f.operationTimeout,
-		MaxIndexLag: f.maxIndexLag, Logger: log, Scope: f.backend.config().Scope,
+		MaxIndexLag: f.maxIndexLag, Logger: log,
+		Scope: f.backend.Scope, Retention: f.retention, SweepPeriod: f.sweepPeriod, Quota: f.quota,
 	}
 	if p, ok := store.(memory.Prober); ok && (hstore == nil || hstore.CanProbe()) {
 		cfg.Prober = p

@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -78,20 +77,7 @@ func TestDoorbellRingsOnEveryVerdictChangeAndNotOtherwise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() {
-		done <- srv.Serve(ctx, l, server.Timeouts{ReadHeader: time.Second, Read: time.Second, Write: 5 * time.Second, Shutdown: time.Second}, time.Hour)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	base := "http://" + l.Addr().String()
+	base := serveInBackground(t, srv)
 	store := func() int {
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/v1/items",
 			strings.NewReader(`{"id":"`+uuid.NewString()+`","content":"x","created_at":1,"metadata":{},"tags":[]}`))

@@ -17,13 +17,14 @@ import (
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	"github.com/agentmem/memory-adapter-operator/internal/server"
+	"github.com/agentmem/memory-adapter-operator/internal/server/openapitest"
 )
 
 // grantsFixture serves an in-memory store of scope "agents" with a token file of four
 // bindings: the adapter's own token (full access to the scope), a read-write and a read-only
 // token of sub-scope "planner" (the read-only one listed by its digest, as the operator
 // lists other bindings'), and a read-write token of sub-scope "recaller".
-func grantsFixture(t *testing.T) *fixture {
+func grantsFixture(t *testing.T, quota ...server.QuotaLimits) *fixture {
 	t.Helper()
 	digest := sha256.Sum256([]byte("planner-ro"))
 	file := filepath.Join(t.TempDir(), "accepted-tokens")
@@ -35,7 +36,43 @@ func grantsFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newFixture(t, fixtureOpts{tokens: tf, scope: "agents"})
+	if len(quota) == 0 {
+		return newFixture(t, fixtureOpts{tokens: tf, scope: "agents"})
+	}
+	// A quota needs a store that counts its usage, which the fixture's counting wrapper
+	// hides: serve the reference store itself.
+	srv, err := server.New(server.Config{Store: inmemory.New(inmemory.Options{}), Tokens: tf, Scope: "agents", Quota: quota[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Refresh(context.Background(), true)
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	return &fixture{t: t, srv: srv, http: hs, client: openapitest.NewTransport(t, nil).Client()}
+}
+
+// TestSubScopesHaveQuotasOfTheirOwn: the items quota holds per sub-scope, as per scope: a
+// full sub-scope answers 507 quota_exceeded and keeps what it acknowledged, while another
+// sub-scope and the scope itself still take their own.
+func TestSubScopesHaveQuotasOfTheirOwn(t *testing.T) {
+	f := grantsFixture(t, server.QuotaLimits{MaxItems: 1})
+	kept := memory.NewItem(json.RawMessage(`"the planner's one item"`))
+	if r := f.as("planner-rw", "POST", "/v1/items", itemJSON(t, kept)); r.status != http.StatusCreated {
+		t.Fatalf("first store: %d %s", r.status, r.body)
+	}
+	r := f.as("planner-rw", "POST", "/v1/items", itemJSON(t, memory.NewItem(json.RawMessage(`"one too many"`))))
+	if r.status != http.StatusInsufficientStorage || r.problem.Type != memory.ProblemQuotaExceeded {
+		t.Fatalf("second store in a full sub-scope: %d %+v, want 507 quota_exceeded", r.status, r.problem)
+	}
+	if r := f.as("planner-ro", "GET", "/v1/items/"+kept.ID.String(), ""); r.status != http.StatusOK {
+		t.Errorf("the acknowledged item after the refusal: %d", r.status)
+	}
+	for _, tok := range []string{"recaller-rw", "adapter"} {
+		it := memory.NewItem(json.RawMessage(`"another scope's first item"`))
+		if r := f.as(tok, "POST", "/v1/items", itemJSON(t, it)); r.status != http.StatusCreated {
+			t.Errorf("%s's first store: %d %s, want 201: the quota is per scope", tok, r.status, r.body)
+		}
+	}
 }
 
 func (f *fixture) as(token, method, path, body string) response {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -179,4 +181,24 @@ func (c *countingStore) InScope(ctx context.Context, scope string) (memory.Exter
 		return nil, memory.NewAdapterError("the test backend has no sub-scopes", nil)
 	}
 	return ss.InScope(ctx, scope)
+}
+
+// serveInBackground runs srv.Serve on a loopback listener until the test ends (probing
+// hourly) and returns the server's base URL.
+func serveInBackground(t *testing.T, srv *server.Server) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- srv.Serve(ctx, l, server.Timeouts{ReadHeader: time.Second, Read: time.Second, Write: 5 * time.Second, Shutdown: time.Second}, time.Hour)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return "http://" + l.Addr().String()
 }

@@ -62,6 +62,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, t Timeouts, probePer
 	if s.cfg.Doorbell != nil {
 		go s.ringOnChange(mctx)
 	}
+	go s.runGovernors(mctx, s.cfg.SweepPeriod)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(l) }()
 	select {

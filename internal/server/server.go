@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,13 +68,21 @@ type Config struct {
 	// Tracing gives each data call and its backend call a span; the zero value traces
 	// nothing.
 	Tracing Tracing
-	// Scope is the scope Store serves: the name sub-scope grants are formed from
-	// (memory.SubScope). A grant with a sub-scope needs it and a Store that is a
-	// memory.ScopedStore.
-	Scope string
 	// Doorbell, if set, is rung whenever the evidence's verdict inputs change (Serve rings
 	// it), so that the operator reads the change at once instead of at its next period.
 	Doorbell Doorbell
+	// Scope is the scope Store serves: the name sub-scope grants are formed from
+	// (memory.SubScope; a grant with a sub-scope needs it and a Store that is a
+	// memory.ScopedStore), and Store's scope in the retention and quota metrics and the
+	// evidence's usage, where empty means DefaultScope.
+	Scope string
+	// Retention is Store's retention policy (retention.go); the zero value keeps every item.
+	Retention memory.RetentionPolicy
+	// SweepPeriod is how often Serve sweeps and recounts usage; zero means
+	// DefaultSweepPeriod.
+	SweepPeriod time.Duration
+	// Quota is Store's quotas (quota.go); the zero value limits nothing.
+	Quota QuotaLimits
 }
 
 // Server serves one memory.ExternalStore over HTTP. Create it with New.
@@ -87,13 +96,19 @@ type Server struct {
 	// tokens is nil when /v1 is open (no Token, no Tokens).
 	tokens TokenSource
 
-	// scopedMu guards scoped, the stores of the sub-scopes grants have named so far.
+	// scopedMu guards scoped, the stores of the sub-scopes grants have named so far, and
+	// governors.
 	scopedMu sync.Mutex
-	scoped   map[string]memory.ExternalStore
+	scoped   map[string]scopedStore
 
-	registry *prometheus.Registry
-	metrics  *metrics
-	handler  http.Handler
+	registry   *prometheus.Registry
+	metrics    *metrics
+	govMetrics *governorMetrics
+	handler    http.Handler
+	// governors enforce retention and quotas, one per scope (Store's and each sub-scope's,
+	// added as grants first name them); governor is Store's.
+	governors []*Governor
+	governor  *Governor
 
 	valid        atomic.Bool
 	shuttingDown atomic.Bool
@@ -156,6 +171,9 @@ func New(cfg Config) (*Server, error) {
 		s.tokens = cfg.Tokens
 	}
 	s.metrics = newMetrics(s.registry)
+	if err := s.governStore(); err != nil {
+		return nil, err
+	}
 	s.evidence = s.baseEvidence()
 	s.evidence.Reason = "not probed yet"
 	s.handler = s.routes()
@@ -403,22 +421,29 @@ func requestGrant(r *http.Request) Grant {
 // maxTokens of them at a time, and this leaves room for the file to change a few times.
 const maxSubScopes = 4 * maxTokens
 
-// storeFor returns the store a request works in: the server's own, or the sub-scope its
-// grant names, opened on first use and kept for the server's life. It answers the problem
-// itself and returns nil when there is none.
-func (s *Server) storeFor(w http.ResponseWriter, r *http.Request) memory.ExternalStore {
+// scopedStore is a sub-scope's store and its governor (nil when ungoverned).
+type scopedStore struct {
+	store memory.ExternalStore
+	gov   *Governor
+}
+
+// storeFor returns the store a request works in and its governor: the server's own, or the
+// sub-scope its grant names, opened on first use and kept (with a governor of its own, under
+// the same retention and quotas) for the server's life. It answers the problem itself and
+// returns a nil store when there is none.
+func (s *Server) storeFor(w http.ResponseWriter, r *http.Request) (memory.ExternalStore, *Governor) {
 	g := requestGrant(r)
 	if g.SubScope == "" {
-		return s.store
+		return s.store, s.governor
 	}
 	s.scopedMu.Lock()
 	defer s.scopedMu.Unlock()
 	if st, ok := s.scoped[g.SubScope]; ok {
-		return st
+		return st.store, st.gov
 	}
-	fail := func(detail string) memory.ExternalStore {
+	fail := func(detail string) (memory.ExternalStore, *Governor) {
 		s.problem(w, http.StatusBadGateway, memory.ProblemAdapterError, detail, nil)
-		return nil
+		return nil, nil
 	}
 	scoper, ok := s.cfg.Store.(memory.ScopedStore)
 	if !ok {
@@ -433,17 +458,33 @@ func (s *Server) storeFor(w http.ResponseWriter, r *http.Request) memory.Externa
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.OperationTimeout)
 	defer cancel()
-	st, err := scoper.InScope(ctx, name)
+	view, err := scoper.InScope(ctx, name)
 	if err != nil {
 		s.backendError(w, err)
-		return nil
+		return nil, nil
+	}
+	gov, err := s.NewGovernor(name, view, s.cfg.Retention, s.cfg.Quota)
+	if err != nil {
+		return fail("the sub-scope's governor: " + err.Error())
+	}
+	entry := scopedStore{store: traceStore(view, s.cfg.Tracing)}
+	if s.governor != nil {
+		// Governed like the scope: the same policy and limits, per sub-scope.
+		entry.gov = gov
+		s.governors = append(s.governors, gov)
 	}
 	if s.scoped == nil {
-		s.scoped = map[string]memory.ExternalStore{}
+		s.scoped = map[string]scopedStore{}
 	}
-	st = traceStore(st, s.cfg.Tracing)
-	s.scoped[g.SubScope] = st
-	return st
+	s.scoped[g.SubScope] = entry
+	return entry.store, entry.gov
+}
+
+// governorList is a copy of the governors, safe to range over while grants add more.
+func (s *Server) governorList() []*Governor {
+	s.scopedMu.Lock()
+	defer s.scopedMu.Unlock()
+	return slices.Clone(s.governors)
 }
 
 func (s *Server) getManifest(w http.ResponseWriter, _ *http.Request) {
@@ -451,7 +492,9 @@ func (s *Server) getManifest(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) getEvidence(w http.ResponseWriter, r *http.Request) {
-	s.writeJSON(w, http.StatusOK, s.Refresh(r.Context(), false))
+	ev := s.Refresh(r.Context(), false)
+	ev.Usage = s.usage()
+	s.writeJSON(w, http.StatusOK, ev)
 }
 
 type healthBody struct {
@@ -516,12 +559,17 @@ func (s *Server) storeItem(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.OperationTimeout)
 	defer cancel()
-	st := s.storeFor(w, r)
+	st, gov := s.storeFor(w, r)
 	if st == nil {
+		return
+	}
+	adm, ok := s.admit(ctx, w, gov, item)
+	if !ok {
 		return
 	}
 	s.metrics.backendCalls.WithLabelValues("store").Inc()
 	id, err := st.Store(ctx, item)
+	adm.done(err == nil)
 	if err != nil {
 		s.backendError(w, err)
 		return
@@ -549,7 +597,7 @@ func (s *Server) retrieveItem(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.OperationTimeout)
 	defer cancel()
-	st := s.storeFor(w, r)
+	st, _ := s.storeFor(w, r)
 	if st == nil {
 		return
 	}
@@ -601,7 +649,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.OperationTimeout)
 	defer cancel()
-	st := s.storeFor(w, r)
+	st, _ := s.storeFor(w, r)
 	if st == nil {
 		return
 	}
@@ -763,6 +811,8 @@ var titles = map[memory.ProblemType]string{
 	memory.ProblemUnsupportedQuery:     "Unsupported memory query",
 	memory.ProblemAdapterError:         "Memory adapter error",
 	memory.ProblemUnavailable:          "Memory adapter unavailable",
+	memory.ProblemQuotaExceeded:        "Quota exceeded",
+	memory.ProblemRateLimited:          "Rate limited",
 }
 
 // writeItems answers 200 with one item (it non-nil) or a search page, with the bytes

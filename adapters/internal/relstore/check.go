@@ -26,6 +26,8 @@ type Prepared struct {
 	Tags []string
 	// SearchText is the lower-cased text a text query looks at.
 	SearchText string
+	// Size is memory.ItemSize of the item as given, what a quota counts for it.
+	Size int64
 }
 
 // Rules select the backend-specific rejections on top of the common ones.
@@ -104,6 +106,7 @@ func Prepare(item memory.Item, r Rules) (Prepared, error) {
 		Content:    content,
 		Tags:       append([]string{}, tags...),
 		SearchText: memory.SearchText(content),
+		Size:       memory.ItemSize(item),
 	}, nil
 }
 

@@ -133,7 +133,8 @@ func (tr *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // CheckResponse validates one response. in is nil for a route outside the document, whose
 // answer must then be a not_found or method_not_allowed problem.
 func CheckResponse(in *openapi3filter.RequestValidationInput, resp *http.Response, body []byte) error {
-	if resp.StatusCode >= 500 && resp.StatusCode != http.StatusBadGateway && resp.StatusCode != http.StatusServiceUnavailable {
+	if resp.StatusCode >= 500 && resp.StatusCode != http.StatusBadGateway && resp.StatusCode != http.StatusServiceUnavailable &&
+		resp.StatusCode != http.StatusInsufficientStorage {
 		return fmt.Errorf("status %d is never a documented answer", resp.StatusCode)
 	}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/problem+json") {
@@ -168,6 +169,8 @@ var statusOf = map[memory.ProblemType]int{
 	memory.ProblemUnsupportedQuery:     422,
 	memory.ProblemAdapterError:         502,
 	memory.ProblemUnavailable:          503,
+	memory.ProblemQuotaExceeded:        507,
+	memory.ProblemRateLimited:          429,
 }
 
 // checkProblem enforces what a schema cannot say: each type has exactly one status, the

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"math"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/agentmem/memory-adapter-operator/internal/server"
+)
+
+// addGovernorFlags declares serve's retention and quota flags (issue 46; docs/server.md,
+// "Retention and quotas"), which the operator renders from spec.retention and spec.quota.
+func addGovernorFlags(fs *pflag.FlagSet, f *serveFlags) {
+	fs.DurationVar(&f.retention.MaxAge, "retention-max-age", 0,
+		"remove items stored at least this long ago, by the adapter's clock (0: no age limit); an item goes within max age plus one sweep period")
+	fs.Int64Var(&f.retention.MaxItems, "retention-max-items", 0,
+		"keep the scope's newest N items by store time and remove the rest at each sweep (0: no limit)")
+	fs.DurationVar(&f.sweepPeriod, "retention-sweep-period", server.DefaultSweepPeriod,
+		"how often retention sweeps and the quota's usage is recounted from the backend (0: 1m)")
+	fs.Int64Var(&f.quota.MaxItems, "quota-max-items", 0,
+		"refuse stores that would take the scope over N items with 507 quota_exceeded (0: no limit)")
+	fs.Int64Var(&f.quota.MaxBytes, "quota-max-bytes", 0,
+		"refuse stores that would take the scope over N bytes of items (content, metadata, tags) with 507 quota_exceeded (0: no limit)")
+	fs.Float64Var(&f.quota.WriteRate, "quota-write-rate", 0,
+		"refuse stores over R per second (a token bucket) with 429 rate_limited and Retry-After (0: no limit)")
+	fs.Int64Var(&f.quota.WriteBurst, "quota-write-burst", 0,
+		"the write rate's bucket size: stores admitted at once after a quiet spell (0: one second's worth of --quota-write-rate)")
+}
+
+// checkGovernor refuses negative limits and periods, a max age under a second and a burst
+// without a rate, as usage errors.
+func (f *serveFlags) checkGovernor() error {
+	switch {
+	case f.retention.MaxAge < 0:
+		return usageError("--retention-max-age must not be negative (0 keeps items of any age)")
+	case f.retention.MaxAge > 0 && f.retention.MaxAge < time.Second:
+		return usageError("--retention-max-age must be at least 1s (or 0 for no age limit)")
+	case f.retention.MaxItems < 0:
+		return usageError("--retention-max-items must not be negative (0 keeps any number)")
+	case f.sweepPeriod < 0:
+		return usageError("--retention-sweep-period must not be negative (0 is the default, 1m)")
+	case f.quota.MaxItems < 0:
+		return usageError("--quota-max-items must not be negative (0 is no limit)")
+	case f.quota.MaxBytes < 0:
+		return usageError("--quota-max-bytes must not be negative (0 is no limit)")
+	case f.quota.WriteRate < 0 || math.IsNaN(f.quota.WriteRate) || math.IsInf(f.quota.WriteRate, 0):
+		return usageError("--quota-write-rate must be a finite number, not negative (0 is no limit)")
+	case f.quota.WriteBurst < 0:
+		return usageError("--quota-write-burst must not be negative (0 is one second's worth of the rate)")
+	case f.quota.WriteBurst > 0 && f.quota.WriteRate == 0:
+		return usageError("--quota-write-burst needs --quota-write-rate")
+	}
+	return nil
+}
