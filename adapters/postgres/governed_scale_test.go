@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/storetest"
-	"github.com/agentmem/memory-adapter-operator/api/memory"
 	maserver "github.com/agentmem/memory-adapter-operator/internal/server"
 )
 
@@ -40,15 +39,5 @@ func BenchmarkPostgresGovernedStore(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	storetest.GovernedStores(b, storetest.GovernedArms{
-		Plain: func(ctx context.Context, it memory.Item) error {
-			_, err := s.Store(ctx, it)
-			return err
-		},
-		Governed: func(ctx context.Context, it memory.Item) error {
-			_, err := g.Store(ctx, it)
-			return err
-		},
-		Sweep: g.Sweep,
-	})
+	storetest.GovernedStores(b, s, g)
 }

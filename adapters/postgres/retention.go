@@ -18,7 +18,7 @@ var (
 // row's entries in the same statement, so a removed item leaves retrieve and every search
 // when it commits.
 func (s *Store) Sweep(ctx context.Context, p memory.RetentionPolicy, now time.Time) (int64, error) {
-	return relstore.Sweep(ctx, p, now, s.deleteOldest, s.Usage)
+	return relstore.Sweep(ctx, p, now, relstore.SweepBatch, s.deleteOldest, s.Usage)
 }
 
 // deleteOldest is Sweep's relstore.DeleteOldest. The outer condition on the chosen rows'

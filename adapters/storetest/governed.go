@@ -8,17 +8,14 @@ import (
 	"time"
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
+	"github.com/google/uuid"
 )
 
-// GovernedArms are the two ways GovernedStores stores an item, and the sweep.
-type GovernedArms struct {
-	// Plain stores through the store alone: retention and quotas off.
-	Plain func(ctx context.Context, it memory.Item) error
-	// Governed stores through the scope's quota guard (server.Governor.Store): quotas on.
-	Governed func(ctx context.Context, it memory.Item) error
-	// Sweep runs one retention sweep and usage recount (server.Governor.Sweep) and returns
-	// how many items it removed.
-	Sweep func(ctx context.Context) (int64, error)
+// Governed is a scope's governor as GovernedStores drives it (server.Governor): Store
+// stores through the quotas, Sweep runs one retention sweep and returns what it removed.
+type Governed interface {
+	Store(ctx context.Context, it memory.Item) (uuid.UUID, error)
+	Sweep(ctx context.Context) (int64, error)
 }
 
 // governedBlock is how many stores one arm makes in a row before the other takes over.
@@ -28,15 +25,27 @@ const governedBlock = 50
 // the server's default period (server.DefaultSweepPeriod), so the ratio is an upper bound.
 const GovernedSweepEvery = time.Second
 
-// GovernedStores times stores of fresh BenchItems with retention and quotas on against off,
-// in one run, and reports on-ns/op, off-ns/op and their ratio on/off (issue 46's goal:
+// GovernedStores times stores of fresh BenchItems with retention and quotas on (through g)
+// against off (plain, the store alone), in one run, and reports on-ns/op, off-ns/op and their ratio on/off (issue 46's goal:
 // at most 1.10). The arms alternate in blocks of governedBlock stores; an "on" block
 // starts a sweep when GovernedSweepEvery has passed since the last one began, the sweep
 // runs beside its stores, and the next "off" block waits (untimed) for it to end, so
 // sweeps weigh on the "on" arm alone. The setup must give the sweep work (items expiring
 // as the run goes): a run whose sweeps removed nothing fails, as does any error.
-func GovernedStores(b *testing.B, arms GovernedArms) {
+func GovernedStores(b *testing.B, plain memory.Store, g Governed) {
 	ctx := context.Background()
+	store := func(s interface {
+		Store(context.Context, memory.Item) (uuid.UUID, error)
+	}) func(context.Context, memory.Item) error {
+		return func(ctx context.Context, it memory.Item) error {
+			_, err := s.Store(ctx, it)
+			return err
+		}
+	}
+	arms := struct {
+		Plain, Governed func(context.Context, memory.Item) error
+		Sweep           func(context.Context) (int64, error)
+	}{store(plain), store(g), g.Sweep}
 	for k := range BenchWarmup {
 		// The first governed store counts the scope; it is setup, not a store's cost.
 		if err := arms.Governed(ctx, BenchItem(k)); err != nil {
