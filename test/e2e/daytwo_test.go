@@ -156,6 +156,10 @@ var _ = Describe("day two: status explains failures and stays true", func() {
 			tokenRotationSpec(ctx, c, ns)
 		}, SpecTimeout(10*time.Minute))
 
+		It("governs a scope: stores past the quota get 507 quota_exceeded and lose nothing acknowledged; retention removes every item within its age and one sweep, never before", longSpec, func(ctx SpecContext) {
+			governanceSpec(ctx, c, ns)
+		}, SpecTimeout(10*time.Minute))
+
 		It("gives each ServiceAccount its own binding: a read-only one is refused every store with 403, sub-scopes see only their own items, an unlisted ServiceAccount stays gated", func(ctx SpecContext) {
 			accessSpec(ctx, c, ns)
 		}, SpecTimeout(10*time.Minute))
