@@ -72,17 +72,8 @@ func (r *Reconciler) ensureBinding(ctx context.Context, s *scope) (render.TokenP
 	default:
 		return render.TokenPlan{}, fmt.Errorf("create Secret %s: %w", sec.Name, err)
 	}
-	// Each ServiceAccount's Secret after the adapter's: the token file that accepts a
-	// ServiceAccount's token is written first, and the gate waits until every adapter pod
-	// reads it (status.access) before a pod of that ServiceAccount starts.
-	for _, t := range tokens.Access {
-		if err := r.Client.Apply(ctx, render.AccessBindingApply(ma, t, caPEM), client.FieldOwner(render.FieldOwner), client.ForceOwnership); err != nil {
-			return render.TokenPlan{}, fmt.Errorf("apply Secret %s: %w", render.AccessBindingName(ma.Name, t.ServiceAccount), err)
-		}
-	}
-	if len(tokens.Access) > 0 {
-		r.Recorder.Eventf(ma, nil, corev1.EventTypeNormal, "AppliedAccessBindings", "Apply",
-			"applied the binding Secrets of ServiceAccounts %s", strings.Join(tokens.AccessNames, ", "))
+	if err := r.applyAccessBindings(ctx, ma, tokens, caPEM); err != nil {
+		return render.TokenPlan{}, err
 	}
 	r.bindings.Store(key, digest)
 	recordRotation(r, ma, tokens)
@@ -123,4 +114,21 @@ func accessStatus(ma *memoryv1alpha1.MemoryAdapter, tokens render.TokenPlan, nex
 		return &memoryv1alpha1.AccessStatus{ServiceAccounts: tokens.AccessNames}
 	}
 	return ma.Status.Access
+}
+
+// applyAccessBindings applies each ServiceAccount's Secret of spec.access, after the adapter's
+// own: the token file that accepts a ServiceAccount's token is written first, and the gate
+// waits until every adapter pod reads it (status.access) before a pod of that ServiceAccount
+// starts.
+func (r *Reconciler) applyAccessBindings(ctx context.Context, ma *memoryv1alpha1.MemoryAdapter, tokens render.TokenPlan, caPEM []byte) error {
+	for _, t := range tokens.Access {
+		if err := r.Client.Apply(ctx, render.AccessBindingApply(ma, t, caPEM), client.FieldOwner(render.FieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("apply Secret %s: %w", render.AccessBindingName(ma.Name, t.ServiceAccount), err)
+		}
+	}
+	if len(tokens.Access) > 0 {
+		r.Recorder.Eventf(ma, nil, corev1.EventTypeNormal, "AppliedAccessBindings", "Apply",
+			"applied the binding Secrets of ServiceAccounts %s", strings.Join(tokens.AccessNames, ", "))
+	}
+	return nil
 }
