@@ -210,7 +210,9 @@ func runMatrix(ctx context.Context, f *conformanceFlags) *conformance.Report {
 	if f.progress {
 		opts.Progress = os.Stderr
 	}
-	inner, err := f.backend.chosen().Harness(ctx, f.backend.config())
+	inner, err := buildHarness(ctx, func(ctx context.Context) (conformance.Harness, error) {
+		return f.backend.chosen().Harness(ctx, f.backend.config())
+	}, harnessRetryPauses, os.Stderr)
 	if err != nil {
 		r := conformance.Execute(ctx, nil, opts)
 		r.Error = fmt.Sprintf("building the %s harness: %v", f.backend.Backend, err)
@@ -407,4 +409,32 @@ func readCAFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("longer than %d bytes", remote.CABundleLimit)
 	}
 	return b, nil
+}
+
+// harnessRetryPauses are the pauses between attempts to build a harness whose backend was
+// unavailable: a run that starts while its backend is slow to accept a connection (a loaded
+// node, a server finishing its start) is not a verdict on the adapter, and a broken run is
+// only retried a minute later by the operator.
+var harnessRetryPauses = []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second}
+
+// buildHarness calls build, again after each pause while it fails with
+// MemoryAdapterUnavailable and ctx lasts; any other error (a configuration the backend
+// refuses) is returned at once. Each retry is said on log.
+func buildHarness(ctx context.Context, build func(context.Context) (conformance.Harness, error), pauses []time.Duration, log io.Writer) (conformance.Harness, error) {
+	h, err := build(ctx)
+	for _, pause := range pauses {
+		if err == nil || !errors.Is(err, memory.ErrUnavailable) {
+			return h, err
+		}
+		_, _ = fmt.Fprintf(log, "conformance: the backend is unavailable (%v); building the harness again in %s\n", err, pause)
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		h, err = build(ctx)
+	}
+	return h, err
 }
