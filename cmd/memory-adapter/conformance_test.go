@@ -83,7 +83,7 @@ func TestBuildHarnessRetriesAnUnavailableBackend(t *testing.T) {
 			if tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
 				t.Errorf("err %v, want %v", err, tc.wantErr)
 			}
-			if retries := strings.Count(log.String(), "building the harness again"); retries != min(tc.wantCalls-1, len(pauses)) && tc.wantErr != memory.ErrAdapter {
+			if retries := strings.Count(log.String(), "building the harness again"); retries != min(tc.wantCalls-1, len(pauses)) && !errors.Is(tc.wantErr, memory.ErrAdapter) {
 				t.Errorf("said %d retries:\n%s", retries, log.String())
 			}
 		})
