@@ -128,6 +128,12 @@ func conformanceJobs(ctx context.Context, key types.NamespacedName) []batchv1.Jo
 
 // waitForNewJob returns the one conformance Job whose name is not in seen.
 func waitForNewJob(ctx context.Context, key types.NamespacedName, seen ...string) batchv1.Job {
+	return waitForNewJobWithin(ctx, key, timeout, seen...)
+}
+
+// waitForNewJobWithin is waitForNewJob with its own bound, for a Job the controller starts
+// only after a backoff.
+func waitForNewJobWithin(ctx context.Context, key types.NamespacedName, within time.Duration, seen ...string) batchv1.Job {
 	var job batchv1.Job
 	Eventually(func(g Gomega) {
 		var fresh []batchv1.Job
@@ -138,7 +144,7 @@ func waitForNewJob(ctx context.Context, key types.NamespacedName, seen ...string
 		}
 		g.Expect(fresh).To(HaveLen(1))
 		job = fresh[0]
-	}, timeout, poll).Should(Succeed())
+	}).WithTimeout(within).WithPolling(poll).Should(Succeed())
 	return job
 }
 
@@ -703,18 +709,7 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 		}, timeout, poll).Should(Succeed())
 
 		By("the failed run is retried by itself after the first backoff (a minute), with no rerun asked")
-		var retry batchv1.Job
-		Eventually(func(g Gomega) {
-			var fresh []batchv1.Job
-			for _, j := range conformanceJobs(ctx, key) {
-				if !slices.Contains(seenJobs, j.Name) {
-					fresh = append(fresh, j)
-				}
-			}
-			g.Expect(fresh).To(HaveLen(1))
-			retry = fresh[0]
-		}).WithTimeout(100 * time.Second).WithPolling(time.Second).Should(Succeed())
-		job = retry
+		job = waitForNewJobWithin(ctx, key, 100*time.Second, seenJobs...)
 		seenJobs = append(seenJobs, job.Name)
 		finishJob(ctx, job, passing, true)
 		Eventually(func(g Gomega) {
