@@ -101,6 +101,9 @@ type Manifest struct {
 	SearchReturnsTags bool `json:"search_returns_tags"`
 	// PreservesMetadata says whether metadata round-trips exactly.
 	PreservesMetadata bool `json:"preserves_metadata"`
+	// Extensions are the manifest's versioned extensions (governance/v1), omitted when they
+	// claim nothing, so a manifest without them hashes as the base contract's.
+	Extensions *Extensions `json:"extensions,omitempty"`
 }
 
 // CoherenceError is a manifest that breaks one of the seed's six coherence rules.
@@ -120,6 +123,7 @@ func (m Manifest) Normalize() Manifest {
 	m.NativeItemFields = sortedUnique(m.NativeItemFields)
 	m.DroppedItemFields = sortedUnique(m.DroppedItemFields)
 	m.SupportedFilters = sortedUnique(m.SupportedFilters)
+	m.Extensions = m.Extensions.normalize()
 	return m
 }
 
@@ -226,6 +230,9 @@ func (m Manifest) validateShape() error {
 	if !m.SearchFidelity.Valid() {
 		errs = append(errs, fmt.Errorf("search_fidelity: unknown value %q (want full, native_fields or lossy)", m.SearchFidelity))
 	}
+	if err := m.Extensions.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -249,10 +256,12 @@ func (m Manifest) Equal(o Manifest) bool {
 		a.RetrieveFidelity == b.RetrieveFidelity &&
 		a.SearchFidelity == b.SearchFidelity &&
 		a.SearchReturnsTags == b.SearchReturnsTags &&
-		a.PreservesMetadata == b.PreservesMetadata
+		a.PreservesMetadata == b.PreservesMetadata &&
+		a.Extensions.equal(b.Extensions)
 }
 
-// Hash returns "sha256:<hex>" over the canonical JSON of the normalized manifest. It is
+// Hash returns "sha256:<hex>" over the canonical JSON of the normalized manifest (the nine
+// base members, then extensions when they claim anything). It is
 // stable across set order and duplicates, so the operator can key conformance runs on it.
 // The canonical form is a wire contract that non-Go adapters reproduce: it is specified in
 // conformance/README.md ("The manifest hash") and on manifest_hash in openapi.yaml, and
@@ -280,6 +289,7 @@ type manifestWire struct {
 	SearchFidelity    *Fidelity          `json:"search_fidelity"`
 	SearchReturnsTags *bool              `json:"search_returns_tags"`
 	PreservesMetadata *bool              `json:"preserves_metadata"`
+	Extensions        json.RawMessage    `json:"extensions"`
 }
 
 // MarshalJSON writes the normalized manifest, so the wire form is canonical.
@@ -288,8 +298,8 @@ func (m Manifest) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(m.Normalize()))
 }
 
-// UnmarshalJSON decodes a manifest strictly: every field is required, unknown fields and
-// wrong types are errors. It does not apply the coherence rules; call Validate for that.
+// UnmarshalJSON decodes a manifest strictly: every base field is required (extensions is
+// optional), unknown fields and wrong types are errors. It does not apply the coherence rules; call Validate for that.
 func (m *Manifest) UnmarshalJSON(data []byte) error {
 	var w manifestWire
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -318,6 +328,13 @@ func (m *Manifest) UnmarshalJSON(data []byte) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("decode manifest: missing required fields: %v", missing)
 	}
+	var ext *Extensions
+	if w.Extensions != nil {
+		ext = &Extensions{}
+		if err := ext.UnmarshalJSON(w.Extensions); err != nil {
+			return fmt.Errorf("decode manifest: %w", err)
+		}
+	}
 	*m = Manifest{
 		Adapter:           *w.Adapter,
 		NativeItemFields:  *w.NativeItemFields,
@@ -328,6 +345,7 @@ func (m *Manifest) UnmarshalJSON(data []byte) error {
 		SearchFidelity:    *w.SearchFidelity,
 		SearchReturnsTags: *w.SearchReturnsTags,
 		PreservesMetadata: *w.PreservesMetadata,
+		Extensions:        ext,
 	}
 	return nil
 }
