@@ -34,6 +34,9 @@ type caseRun struct {
 	missing []string
 	// wire marks a wire-rule case, whose checks are registered apart (wireCheckRegistry).
 	wire bool
+	// profile marks a governance profile, whose checks are registered apart
+	// (profileCheckRegistry) and proven by the profiles' own table.
+	profile bool
 }
 
 // checkRegistry records every named check that ran, so that the mutation test can disable
@@ -50,10 +53,20 @@ var wireCheckRegistry = struct {
 	names map[string]bool
 }{names: map[string]bool{}}
 
+// profileCheckRegistry records the checks of the governance profiles.
+var profileCheckRegistry = struct {
+	sync.Mutex
+	names map[string]bool
+}{names: map[string]bool{}}
+
 // check reports whether the named check should run. Every observation a case makes is
 // guarded by one named check; only the mutation test disables any.
 func (c *caseRun) check(name string) bool {
-	if c.wire {
+	if c.profile {
+		profileCheckRegistry.Lock()
+		profileCheckRegistry.names[name] = true
+		profileCheckRegistry.Unlock()
+	} else if c.wire {
 		wireCheckRegistry.Lock()
 		wireCheckRegistry.names[name] = true
 		wireCheckRegistry.Unlock()
@@ -62,7 +75,7 @@ func (c *caseRun) check(name string) bool {
 		checkRegistry.names[name] = true
 		checkRegistry.Unlock()
 	}
-	if c.opts.disabledCheck == name {
+	if c.opts.disabledCheck == name || c.profile && strings.HasSuffix(c.opts.disabledCheck, "/") && strings.HasPrefix(name, c.opts.disabledCheck) {
 		return false
 	}
 	c.current = name

@@ -108,6 +108,20 @@ type Report struct {
 	Counts Counts `json:"counts"`
 	// Cases holds one result per case, in matrix order.
 	Cases []CaseResult `json:"cases"`
+	// Profiles holds one result per governance profile (profiles.go), in report order; a
+	// profile the manifest does not claim is NotApplicable. Absent from a run that never
+	// reached the matrix.
+	Profiles []CaseResult `json:"profiles,omitempty"`
+}
+
+// Profile returns the result for a governance profile, if the report has one.
+func (r *Report) Profile(id CaseID) (CaseResult, bool) {
+	for _, p := range r.Profiles {
+		if p.ID == id {
+			return p, true
+		}
+	}
+	return CaseResult{}, false
 }
 
 // Case returns the result for id, if the report has one.
@@ -136,7 +150,7 @@ func (r *Report) FailedIDs() []CaseID {
 func (r *Report) finish() {
 	r.Counts = Counts{}
 	seen := map[CaseID]bool{}
-	complete := true
+	complete, failedProfile := true, false
 	missing := map[string]bool{}
 	for _, c := range r.Cases {
 		for _, m := range c.MissingCapabilities {
@@ -166,6 +180,29 @@ func (r *Report) finish() {
 			complete = false
 		}
 	}
+	// The profiles count toward the verdict and the claim, not toward Counts (the
+	// matrix's): a failed profile fails the run, and one that lacked a capability for a
+	// claim makes the claim partial. When present, each must be there exactly once.
+	seenProfile := map[CaseID]bool{}
+	for _, p := range r.Profiles {
+		for _, m := range p.MissingCapabilities {
+			missing[m] = true
+		}
+		if !p.Outcome.Valid() || seenProfile[p.ID] {
+			complete = false
+		}
+		if p.Outcome == Failed {
+			failedProfile = true
+		}
+		seenProfile[p.ID] = true
+	}
+	if len(r.Profiles) > 0 {
+		for _, p := range profiles {
+			if !seenProfile[p.ID] {
+				complete = false
+			}
+		}
+	}
 	r.MissingCapabilities = nil
 	for m := range missing {
 		r.MissingCapabilities = append(r.MissingCapabilities, m)
@@ -176,7 +213,7 @@ func (r *Report) finish() {
 		r.Claim = ClaimPartial
 	}
 	r.Result = Passed
-	if r.Error != "" || r.Counts.Failed > 0 || !complete {
+	if r.Error != "" || r.Counts.Failed > 0 || failedProfile || !complete {
 		r.Result = Failed
 	}
 }
@@ -264,6 +301,8 @@ type CompactReport struct {
 	Counts Counts `json:"counts"`
 	// Cases holds one entry per case in matrix order.
 	Cases []CompactCase `json:"cases"`
+	// Profiles holds one entry per governance profile, in report order.
+	Profiles []CompactCase `json:"profiles,omitempty"`
 }
 
 // Compact returns the compact JSON form, guaranteed to be at most MaxTerminationMessage
@@ -300,6 +339,13 @@ func (r *Report) Compact() ([]byte, error) {
 				Message: truncateString(cr.Message, limit),
 			})
 		}
+		for _, pr := range r.Profiles {
+			c.Profiles = append(c.Profiles, CompactCase{
+				ID:      CaseID(truncateString(string(pr.ID), 40)),
+				Outcome: pr.Outcome,
+				Message: truncateString(pr.Message, limit),
+			})
+		}
 		b, err := json.Marshal(c)
 		if err != nil {
 			return nil, fmt.Errorf("compact report: %w", err)
@@ -321,7 +367,7 @@ func ParseCompact(data []byte) (*CompactReport, error) {
 	if !c.Result.Valid() {
 		return nil, fmt.Errorf("parse compact report: unknown result %q", truncateString(string(c.Result), 32))
 	}
-	for _, cc := range c.Cases {
+	for _, cc := range append(slices.Clone(c.Cases), c.Profiles...) {
 		if !cc.Outcome.Valid() {
 			return nil, fmt.Errorf("parse compact report: case %q: unknown outcome %q", truncateString(string(cc.ID), 64), truncateString(string(cc.Outcome), 32))
 		}
@@ -368,6 +414,15 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.ID, c.Outcome, truncateString(oneLine(c.Message), 160))
 		if c.Outcome == Failed && c.Hint != "" {
 			fmt.Fprintf(tw, "\t\thint: %s\n", oneLine(c.Hint))
+		}
+	}
+	if len(r.Profiles) > 0 {
+		fmt.Fprintln(tw, "PROFILE\tOUTCOME\tMESSAGE")
+		for _, p := range r.Profiles {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", p.ID, p.Outcome, truncateString(oneLine(p.Message), 160))
+			if p.Outcome == Failed && p.Hint != "" {
+				fmt.Fprintf(tw, "\t\thint: %s\n", oneLine(p.Hint))
+			}
 		}
 	}
 	if err := tw.Flush(); err != nil {

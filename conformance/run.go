@@ -179,6 +179,9 @@ func Execute(ctx context.Context, h Harness, opts Options) *Report {
 			fmt.Fprintf(opts.Progress, "%-20s %-13s %s\n", res.ID, res.Outcome, truncateString(oneLine(res.Message), 160))
 		}
 	}
+	if manifestErr == nil {
+		r.Profiles = runProfiles(ctx, h, m, opts)
+	}
 	if ctx.Err() == nil && opts.disabledCheck != checkVersionsHeld {
 		if drift := versionDrift(ctx, h, r, opts); drift != "" {
 			r.Error = drift

@@ -369,7 +369,7 @@ func TestPartialClaimHelper(t *testing.T) {
 // The adapter packages' own tests run the suite against each backend (adapters/inmemory is
 // the reference); this module's tests stay on its fake so that the contract module needs no
 // adapter, and so no Kubernetes module, to test itself.
-func TestProgressHasOneLinePerCase(t *testing.T) {
+func TestProgressHasOneLinePerCaseAndProfile(t *testing.T) {
 	var progress strings.Builder
 	opts := fastOptions()
 	opts.Progress = &progress
@@ -377,8 +377,8 @@ func TestProgressHasOneLinePerCase(t *testing.T) {
 	if r.Result != Passed {
 		t.Fatalf("fake: %+v\n%s", r.Counts, r.Table())
 	}
-	if lines := strings.Count(progress.String(), "\n"); lines != len(cases) {
-		t.Errorf("progress has %d lines, want one per case:\n%s", lines, progress.String())
+	if lines := strings.Count(progress.String(), "\n"); lines != len(cases)+len(profiles) {
+		t.Errorf("progress has %d lines, want one per case and profile:\n%s", lines, progress.String())
 	}
 }
 

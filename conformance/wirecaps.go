@@ -129,6 +129,12 @@ func (c *caseRun) has(cp Capability) bool {
 	case CapIdentitylessWrite:
 		_, ok := c.h.(IdentitylessWriter)
 		return ok
+	case CapGovernanceTokens:
+		_, ok := c.h.(GovernanceHarness)
+		return ok
+	case CapRetentionSweep:
+		_, ok := c.h.(RetentionSweeper)
+		return ok
 	case CapBackendCalls:
 		_, t := c.h.(TransportObserver)
 		_, b := c.h.(BackendCallCounter)

@@ -139,7 +139,15 @@ var _ memory.ExternalStore = (*Store)(nil)
 type ProblemError struct {
 	// Problem is the decoded body.
 	Problem memory.Problem
+	// RetryAfter is the answer's Retry-After (a 429 rate_limited carries one); zero when
+	// absent.
+	RetryAfter time.Duration
 }
+
+var _ memory.ServerProblem = (*ProblemError)(nil)
+
+// ServerProblem implements memory.ServerProblem.
+func (e *ProblemError) ServerProblem() (memory.Problem, time.Duration) { return e.Problem, e.RetryAfter }
 
 // Error implements error.
 func (e *ProblemError) Error() string {
@@ -554,7 +562,7 @@ func mapProblem(method, path string, resp *http.Response, data []byte) error {
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	var p memory.Problem
 	if ct == "application/problem+json" && json.Unmarshal(data, &p) == nil && p.Type != "" {
-		pe := &ProblemError{Problem: p}
+		pe := &ProblemError{Problem: p, RetryAfter: memory.RetryAfterHeader(resp.Header.Get("Retry-After"))}
 		switch p.Type {
 		case memory.ProblemUnsupportedQuery:
 			if len(p.RejectedKeys) == 0 {

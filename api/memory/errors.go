@@ -3,7 +3,9 @@ package memory
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Sentinel errors let callers classify failures with errors.Is without knowing the concrete
@@ -125,4 +127,34 @@ func joinMessage(prefix, message string, cause error) string {
 		b.WriteString(cause.Error())
 	}
 	return b.String()
+}
+
+// ServerProblem is an error that carries an adapter server's problem answer and its
+// Retry-After (zero when absent): the cause a wire client chains under the typed error, so
+// that code past the client (the conformance profiles, an agent backing off) can tell a
+// 403 forbidden, a 507 quota_exceeded or a 429 rate_limited apart without parsing messages.
+type ServerProblem interface {
+	error
+	// ServerProblem returns the decoded problem and the answer's Retry-After.
+	ServerProblem() (Problem, time.Duration)
+}
+
+// ProblemOf returns the server problem err carries anywhere in its chain.
+func ProblemOf(err error) (Problem, time.Duration, bool) {
+	var sp ServerProblem
+	if errors.As(err, &sp) {
+		p, ra := sp.ServerProblem()
+		return p, ra, true
+	}
+	return Problem{}, 0, false
+}
+
+// RetryAfterHeader parses a Retry-After header's delay-seconds form, bounded to a day; an
+// absent or other form (an HTTP date, which the adapter server never sends) is zero.
+func RetryAfterHeader(v string) time.Duration {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return time.Duration(min(n, 86400)) * time.Second
 }

@@ -57,6 +57,12 @@ var wrongToken = "conformance-wrong-token-" + uuid.NewString()
 // do sends one request and returns status, media type and the bounded body. A transport
 // failure is MemoryAdapterUnavailable.
 func (e *endpoint) do(ctx context.Context, method, path string, body []byte, auth string) (int, string, []byte, error) {
+	status, mt, data, _, err := e.doHeader(ctx, method, path, body, auth)
+	return status, mt, data, err
+}
+
+// doHeader is do that also returns the answer's headers.
+func (e *endpoint) doHeader(ctx context.Context, method, path string, body []byte, auth string) (int, string, []byte, http.Header, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
 	u := *e.base
@@ -67,7 +73,7 @@ func (e *endpoint) do(ctx context.Context, method, path string, body []byte, aut
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
-		return 0, "", nil, memory.NewAdapterError("wire: building the request", err)
+		return 0, "", nil, nil, memory.NewAdapterError("wire: building the request", err)
 	}
 	req.Header.Set("Accept", "application/json, application/problem+json")
 	if body != nil {
@@ -84,18 +90,18 @@ func (e *endpoint) do(ctx context.Context, method, path string, body []byte, aut
 	}
 	resp, err := e.client.Do(req)
 	if err != nil {
-		return 0, "", nil, memory.NewUnavailable(fmt.Sprintf("wire: %s %s", method, path), stripURL(err))
+		return 0, "", nil, nil, memory.NewUnavailable(fmt.Sprintf("wire: %s %s", method, path), stripURL(err))
 	}
 	defer func() { _ = resp.Body.Close() }()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
 	if err != nil {
-		return 0, "", nil, memory.NewUnavailable(fmt.Sprintf("wire: %s %s: reading the response", method, path), stripURL(err))
+		return 0, "", nil, nil, memory.NewUnavailable(fmt.Sprintf("wire: %s %s: reading the response", method, path), stripURL(err))
 	}
 	if len(data) > MaxResponseBytes {
-		return 0, "", nil, memory.NewAdapterError(fmt.Sprintf("wire: %s %s: response over %d bytes", method, path, MaxResponseBytes), nil)
+		return 0, "", nil, nil, memory.NewAdapterError(fmt.Sprintf("wire: %s %s: response over %d bytes", method, path, MaxResponseBytes), nil)
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	return resp.StatusCode, mt, data, nil
+	return resp.StatusCode, mt, data, resp.Header, nil
 }
 
 // stripURL drops the request URL from a transport error; a URL may carry user info.
@@ -161,13 +167,13 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 	if err != nil {
 		return uuid.Nil, memory.NewAdapterError("wire: store: the item cannot be encoded", err)
 	}
-	status, mt, data, err := s.ep.do(ctx, http.MethodPost, "/v1/items", body, "token")
+	status, mt, data, header, err := s.ep.doHeader(ctx, http.MethodPost, "/v1/items", body, "token")
 	if err != nil {
 		return uuid.Nil, err
 	}
 	s.remember(status, mt, data)
 	if status/100 != 2 {
-		return uuid.Nil, problemError("POST /v1/items", status, mt, data)
+		return uuid.Nil, problemError("POST /v1/items", status, mt, data, header.Get("Retry-After"))
 	}
 	return ackedID(data), nil
 }
@@ -201,7 +207,7 @@ func (s *Store) Retrieve(ctx context.Context, id uuid.UUID) (*memory.Item, error
 		return nil, nil
 	}
 	if status != http.StatusOK {
-		return nil, problemError("GET "+path, status, mt, data)
+		return nil, problemError("GET "+path, status, mt, data, "")
 	}
 	var it memory.Item
 	if err := json.Unmarshal(data, &it); err != nil {
@@ -223,7 +229,7 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 	}
 	s.remember(status, mt, data)
 	if status != http.StatusOK {
-		return nil, problemError("POST /v1/search", status, mt, data)
+		return nil, problemError("POST /v1/search", status, mt, data, "")
 	}
 	var res struct {
 		Items []memory.Item `json:"items"`
@@ -257,20 +263,24 @@ func problemType(mt string, data []byte) memory.ProblemType {
 // problemError maps the server's answer to the contract's errors by problem type, keeping
 // rejected_keys exactly as the server sent them; without a problem body 503 is unavailable
 // and anything else an adapter error.
-func problemError(op string, status int, mt string, data []byte) error {
+func problemError(op string, status int, mt string, data []byte, retryAfter string) error {
 	var p memory.Problem
 	if mt == "application/problem+json" && json.Unmarshal(data, &p) == nil && p.Type != "" {
 		msg := fmt.Sprintf("wire: %s: server answered %d %s", op, status, p.Type)
 		if p.Detail != "" {
 			msg += ": " + truncate(p.Detail, 512)
 		}
+		// The problem rides along as the cause, with the status the server really sent (the
+		// body's status field is the server's word, not the answer's).
+		p.Status = status
+		cause := &answeredProblem{p: p, retryAfter: memory.RetryAfterHeader(retryAfter)}
 		switch p.Type {
 		case memory.ProblemUnsupportedQuery:
 			return &memory.UnsupportedMemoryQuery{RejectedKeys: p.RejectedKeys}
 		case memory.ProblemUnavailable:
-			return memory.NewUnavailable(msg, nil)
+			return memory.NewUnavailable(msg, cause)
 		default:
-			return memory.NewAdapterError(msg, nil)
+			return memory.NewAdapterError(msg, cause)
 		}
 	}
 	if status == http.StatusServiceUnavailable {
@@ -278,3 +288,16 @@ func problemError(op string, status int, mt string, data []byte) error {
 	}
 	return memory.NewAdapterError(fmt.Sprintf("wire: %s: HTTP %d without a problem body", op, status), nil)
 }
+
+// answeredProblem is the memory.ServerProblem a raw client chains under its typed errors.
+type answeredProblem struct {
+	p          memory.Problem
+	retryAfter time.Duration
+}
+
+func (a *answeredProblem) Error() string {
+	return fmt.Sprintf("server answered %d %s", a.p.Status, a.p.Type)
+}
+
+// ServerProblem implements memory.ServerProblem.
+func (a *answeredProblem) ServerProblem() (memory.Problem, time.Duration) { return a.p, a.retryAfter }

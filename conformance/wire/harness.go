@@ -26,7 +26,28 @@ const (
 	PathResponsesMalformed   = "/harness/v1/responses-malformed"
 	PathIdentitylessWrite    = "/harness/v1/identityless-write"
 	PathBackendCalls         = "/harness/v1/backend-calls"
+	PathGovernanceTokens     = "/harness/v1/governance-tokens"
+	PathRetentionSweep       = "/harness/v1/retention-sweep"
 )
+
+// GovernanceTokens is the body of POST /harness/v1/governance-tokens' answer: data-listener
+// tokens of a fresh governed scope G (read-write and read-only) and of two sub-scopes.
+type GovernanceTokens struct {
+	// ReadWrite reads and writes G.
+	ReadWrite string `json:"read_write"`
+	// ReadOnly reads G and may not write.
+	ReadOnly string `json:"read_only"`
+	// SubScopeA reads and writes sub-scope A.
+	SubScopeA string `json:"sub_scope_a"`
+	// SubScopeB reads and writes sub-scope B.
+	SubScopeB string `json:"sub_scope_b"`
+}
+
+// RetentionSweep is the body of POST /harness/v1/retention-sweep.
+type RetentionSweep struct {
+	// AfterSeconds is how far past now the sweep's clock is.
+	AfterSeconds int64 `json:"after_seconds"`
+}
 
 // Capabilities is the body of GET /harness/v1/capabilities.
 type Capabilities struct {
@@ -160,12 +181,17 @@ func (h *Harness) HasCapability(name string) bool {
 
 // call invokes one harness endpoint, or reports the capability missing.
 func (h *Harness) call(ctx context.Context, capability, method, path string, out any) error {
-	if h.harness == nil || !h.has[capability] {
-		return &MissingCapabilityError{Name: capability}
-	}
 	var body []byte
 	if method == http.MethodPost {
 		body = []byte(`{}`)
+	}
+	return h.callWith(ctx, capability, method, path, body, out)
+}
+
+// callWith is call with a request body.
+func (h *Harness) callWith(ctx context.Context, capability, method, path string, body []byte, out any) error {
+	if h.harness == nil || !h.has[capability] {
+		return &MissingCapabilityError{Name: capability}
 	}
 	status, _, data, err := h.harness.do(ctx, method, path, body, "token")
 	if err != nil {
@@ -189,7 +215,7 @@ func (h *Harness) fetchManifest(ctx context.Context) (memory.Manifest, error) {
 		return memory.Manifest{}, err
 	}
 	if status != http.StatusOK {
-		return memory.Manifest{}, problemError("GET /v1/manifest", status, mt, data)
+		return memory.Manifest{}, problemError("GET /v1/manifest", status, mt, data, "")
 	}
 	h.record(data)
 	var m memory.Manifest
@@ -238,6 +264,38 @@ func (h *Harness) MakeTransportUnavailable(ctx context.Context) error {
 func (h *Harness) Close(context.Context) error {
 	h.data.client.CloseIdleConnections()
 	return nil
+}
+
+// MakeGovernedStores implements conformance.GovernanceHarness: raw clients of the target
+// with the tokens POST /harness/v1/governance-tokens answers.
+func (h *Harness) MakeGovernedStores(ctx context.Context) (rw, ro, a, b memory.ExternalStore, err error) {
+	if _, err := h.fetchManifest(ctx); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	var t GovernanceTokens
+	if err := h.call(ctx, "governance_tokens", http.MethodPost, PathGovernanceTokens, &t); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	stores := make([]memory.ExternalStore, 0, 4)
+	for _, tok := range []string{t.ReadWrite, t.ReadOnly, t.SubScopeA, t.SubScopeB} {
+		if tok == "" || len(tok) > 4096 {
+			return nil, nil, nil, nil, fmt.Errorf("harness: %s answered an empty or oversized token", PathGovernanceTokens)
+		}
+		ep := *h.data
+		ep.token = tok
+		stores = append(stores, &Store{ep: &ep, h: h})
+	}
+	return stores[0], stores[1], stores[2], stores[3], nil
+}
+
+// SweepRetentionAfter implements conformance.RetentionSweeper with POST
+// /harness/v1/retention-sweep.
+func (h *Harness) SweepRetentionAfter(ctx context.Context, after time.Duration) error {
+	body, err := json.Marshal(RetentionSweep{AfterSeconds: int64(after / time.Second)})
+	if err != nil {
+		return err
+	}
+	return h.callWith(ctx, "retention_sweep", http.MethodPost, PathRetentionSweep, body, nil)
 }
 
 // MakeWrongKindRecord asks the harness to plant a record of another native kind.
@@ -289,7 +347,7 @@ func (h *Harness) evidence(ctx context.Context) (memory.EvidenceReport, error) {
 		return memory.EvidenceReport{}, err
 	}
 	if status != http.StatusOK {
-		return memory.EvidenceReport{}, problemError("GET /v1/evidence", status, mt, data)
+		return memory.EvidenceReport{}, problemError("GET /v1/evidence", status, mt, data, "")
 	}
 	var ev memory.EvidenceReport
 	if err := json.Unmarshal(data, &ev); err != nil {
