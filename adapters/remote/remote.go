@@ -147,7 +147,9 @@ type ProblemError struct {
 var _ memory.ServerProblem = (*ProblemError)(nil)
 
 // ServerProblem implements memory.ServerProblem.
-func (e *ProblemError) ServerProblem() (memory.Problem, time.Duration) { return e.Problem, e.RetryAfter }
+func (e *ProblemError) ServerProblem() (memory.Problem, time.Duration) {
+	return e.Problem, e.RetryAfter
+}
 
 // Error implements error.
 func (e *ProblemError) Error() string {

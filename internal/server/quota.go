@@ -300,7 +300,11 @@ func (s *Server) governStore() error {
 	if s.cfg.Scope == "" {
 		s.cfg.Scope = DefaultScope
 	}
-	g, err := s.NewGovernor(s.cfg.Scope, s.cfg.Store, s.cfg.Retention, s.cfg.Quota)
+	policy, limits := s.cfg.Retention, s.cfg.Quota
+	if s.cfg.GovernSubScopesOnly {
+		policy, limits = memory.RetentionPolicy{}, QuotaLimits{}
+	}
+	g, err := s.NewGovernor(s.cfg.Scope, s.cfg.Store, policy, limits)
 	if err != nil {
 		return err
 	}

@@ -64,11 +64,14 @@ func scopeGauge(name, help string) *prometheus.GaugeVec {
 // recounts takes the items it removed off the count (their bytes stay counted until the
 // next recount). MaxAge goes first; MaxItems only when the count is over it. It returns
 // how many items it removed.
-func (g *Governor) Sweep(ctx context.Context) (int64, error) {
+func (g *Governor) Sweep(ctx context.Context) (int64, error) { return g.sweepAt(ctx, g.now()) }
+
+// sweepAt is Sweep with the retention clock at now.
+func (g *Governor) sweepAt(ctx context.Context, now time.Time) (int64, error) {
 	var deleted int64
 	var errs []error
 	sweep := func(p memory.RetentionPolicy) {
-		n, err := g.sweeper.Sweep(ctx, p, g.now())
+		n, err := g.sweeper.Sweep(ctx, p, now)
 		deleted += n
 		g.metrics.deleted.WithLabelValues(g.scope).Add(float64(n))
 		if err != nil {

@@ -83,6 +83,15 @@ type Config struct {
 	SweepPeriod time.Duration
 	// Quota is Store's quotas (quota.go); the zero value limits nothing.
 	Quota QuotaLimits
+	// AccessControl publishes the governance/v1 claims read_only and isolation: the
+	// operator sets it with spec.access, whose token file grants read-only tokens and
+	// sub-scopes (tokenfile.go). The server enforces grants whenever a token file has them;
+	// the claim is what a client may rely on for the server's whole life.
+	AccessControl bool
+	// GovernSubScopesOnly leaves Store's own scope ungoverned while its sub-scopes get
+	// Retention and Quota: harness mode, where the matrix writes into Store's disposable
+	// scope (and would breach a small quota) and the governance profiles into sub-scopes.
+	GovernSubScopesOnly bool
 }
 
 // Server serves one memory.ExternalStore over HTTP. Create it with New.
@@ -134,7 +143,10 @@ func New(cfg Config) (*Server, error) {
 	if len(cfg.Token) > 0 && cfg.Tokens != nil {
 		return nil, errors.New("server: Token and Tokens exclude each other")
 	}
-	m := cfg.Store.Manifest().Normalize()
+	if cfg.Store.Manifest().Extensions != nil {
+		return nil, errors.New("server: the store's manifest carries extensions; the server's configuration claims them")
+	}
+	m := cfg.Store.Manifest().WithGovernance(cfg.GovernanceClaim()).Normalize()
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("server: the store's manifest is invalid: %w", err)
 	}
@@ -228,7 +240,7 @@ func (s *Server) Refresh(ctx context.Context, force bool) memory.EvidenceReport 
 	}
 	ev := s.baseEvidence()
 	obs := memory.EvidenceObservation{
-		Published: s.manifest, Current: s.store.Manifest(), MaxIndexLag: s.cfg.MaxIndexLag,
+		Published: s.manifest, Current: s.store.Manifest().WithGovernance(s.manifest.Governance()), MaxIndexLag: s.cfg.MaxIndexLag,
 		Probed: s.cfg.Prober != nil,
 	}
 	if obs.Probed {
@@ -468,7 +480,7 @@ func (s *Server) storeFor(w http.ResponseWriter, r *http.Request) (memory.Extern
 		return fail("the sub-scope's governor: " + err.Error())
 	}
 	entry := scopedStore{store: traceStore(view, s.cfg.Tracing)}
-	if s.governor != nil {
+	if s.governor != nil || s.cfg.GovernSubScopesOnly {
 		// Governed like the scope: the same policy and limits, per sub-scope.
 		entry.gov = gov
 		s.governors = append(s.governors, gov)
