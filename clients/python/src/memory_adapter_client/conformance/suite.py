@@ -1095,7 +1095,7 @@ async def profile_retention(p: _ProfileRun) -> None:
         await p.sweep(early)
         got, err = await _attempt(lambda: rw.retrieve(x.id))
         if p.check("retention/not-early") and (err is not None or got is None):
-            what = f"raised {err!r}" if err is not None else "removed X"
+            what = f"raised {err!r}" if err is not None else "returned None"
             p.fail(f"a sweep {early} s after the store (max_age_seconds {r.max_age_seconds}): the retrieve of X {what}, want X: removed early")
         late = r.max_age_seconds + r.sweep_period_seconds + 1
         await p.sweep(late)
