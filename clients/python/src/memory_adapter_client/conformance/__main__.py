@@ -51,9 +51,11 @@ async def _main(a: argparse.Namespace) -> int:
     if a.fake:
         gov = None
         if a.fake_governance:
+            if len(a.fake_governance) > 4096:
+                raise SystemExit("--fake-governance: longer than 4096 characters")
             try:
-                gov = Governance.from_wire(jsonexact.loads(a.fake_governance[:4096]))
-            except ValueError as e:
+                gov = Governance.from_wire(jsonexact.loads(a.fake_governance))
+            except (ValueError, RecursionError) as e:
                 raise SystemExit(f"--fake-governance: {e}")
         h = FakeHarness(governance=gov)
     else:
