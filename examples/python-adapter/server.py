@@ -13,6 +13,11 @@ one process and is lost at exit.
 prints LISTEN=host:port and HARNESS_LISTEN=host:port once it serves.
 
 --lie NAME switches on one planted lie (see LIES): the conformance suite must catch each.
+
+--governance JSON claims the manifest extension governance/v1 (shared-notes/governance-v1.md)
+with that object, e.g. '{"read_only":true,"isolation":true,"quota":{"max_items":6,"max_bytes":0,
+"writes_per_second":0,"write_burst":0}}', publishes it in the manifest and enforces it: see
+"Governance" in README.md.
 """
 
 import argparse
@@ -20,9 +25,11 @@ import datetime
 import hashlib
 import hmac
 import json
+import math
 import os
 import platform
 import re
+import secrets
 import ssl
 import sys
 import threading
@@ -66,6 +73,12 @@ LIES = {
     "version-drift": "the service version moves (an upgrade) after the run's first evidence reads, the manifest still valid",
     "malformed-answered-200": "a malformed backend answer to a read is passed on as a 200 whose body does not decode",
     "rejected-write-400": "a write the backend rejected is answered 400 invalid_request instead of 502 adapter_error",
+    # governance/v1 (with --governance): each is caught by its conformance profile.
+    "read-only-writes": "a read-only token's store succeeds and stores the item",
+    "sub-scope-leak": "every sub-scope shares one store",
+    "retention-early": "a retention sweep removes items max_age_seconds early (its clock moves by after + max_age)",
+    "retention-ignored": "a retention sweep removes nothing",
+    "quota-ignored": "a store over the max_items quota is accepted",
 }
 
 
@@ -79,6 +92,22 @@ class Rejected(Exception):
 
 class BadRequest(Exception):
     """The request does not follow the wire."""
+
+
+class Forbidden(Exception):
+    """The token's grant does not allow the operation (a read-only token's store)."""
+
+
+class QuotaExceeded(Exception):
+    """A store would take a governed scope over its max_items or max_bytes quota."""
+
+
+class RateLimited(Exception):
+    """A store beyond a governed scope's write rate; retry_after is whole seconds, at least 1."""
+
+    def __init__(self, detail, retry_after):
+        super().__init__(detail)
+        self.retry_after = retry_after
 
 
 # ---- JSON, exactly ----
@@ -164,6 +193,9 @@ def canonical(manifest):
         "search_returns_tags": manifest["search_returns_tags"],
         "preserves_metadata": manifest["preserves_metadata"],
     }
+    gov = normalize_governance((manifest.get("extensions") or {}).get(GOVERNANCE))
+    if gov is not None:
+        m["extensions"] = {GOVERNANCE: gov}
     s = json.dumps(m, ensure_ascii=False, separators=(",", ":"))
     # Go's HTML-safe escaping; these characters occur only inside strings.
     for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
@@ -175,15 +207,148 @@ def manifest_hash(manifest):
     return "sha256:" + hashlib.sha256(canonical(manifest).encode("utf-8")).hexdigest()
 
 
+# ---- governance/v1: the claim (shared-notes/governance-v1.md §1) ----
+
+GOVERNANCE = "governance/v1"
+RETENTION_MEMBERS = ("max_age_seconds", "max_items", "sweep_period_seconds")
+QUOTA_MEMBERS = ("max_items", "max_bytes", "writes_per_second", "write_burst")
+# The Go side decodes every number into an int64.
+MAX_GOVERNANCE_INT = (1 << 63) - 1
+MAX_GOVERNANCE_TEXT = 4096
+DEFAULT_SWEEP_PERIOD = 60
+# after_seconds of POST /harness/v1/retention-sweep: at most 10 years (of 365 days).
+MAX_SWEEP_AFTER = 10 * 365 * 24 * 3600
+
+
+def governance_object(where, v, members, required):
+    if not isinstance(v, dict):
+        raise ValueError("%s: want a JSON object" % where)
+    unknown, missing = sorted(set(v) - set(members)), sorted(set(required) - set(v))
+    if unknown or missing:
+        raise ValueError("%s: unknown members %s, missing %s" % (where, unknown[:8], missing))
+    return v
+
+
+def governance_int(where, v):
+    # bool is an int in Python and the JSON decoder gives Decimal for 1.0 or 1e3: the claim
+    # has no floats, so only a plain int is taken.
+    if type(v) is not int or v < 0 or v > MAX_GOVERNANCE_INT:
+        raise ValueError("%s: want an integer from 0 to %d" % (where, MAX_GOVERNANCE_INT))
+    return v
+
+
+def parse_governance(v):
+    """The governance/v1 object, checked strictly (unknown or missing members, wrong kinds,
+    floats and negatives refused: ValueError), in the contract's member order."""
+    governance_object(GOVERNANCE, v, ("read_only", "isolation", "retention", "quota"), ("read_only", "isolation"))
+    out = {}
+    for k in ("read_only", "isolation"):
+        if not isinstance(v[k], bool):
+            raise ValueError("%s.%s: want true or false" % (GOVERNANCE, k))
+        out[k] = v[k]
+    for part, members in (("retention", RETENTION_MEMBERS), ("quota", QUOTA_MEMBERS)):
+        if part in v:
+            where = GOVERNANCE + "." + part
+            o = governance_object(where, v[part], members, members)
+            out[part] = {k: governance_int(where + "." + k, o[k]) for k in members}
+    return out
+
+
+def normalize_governance(g):
+    """The normalized claim, or None when nothing is left: a retention whose max age and max
+    items are both 0 and a quota of zeros are dropped, and then a claim with neither, nor
+    read_only, nor isolation. The manifest publishes (and the hash covers) this form only."""
+    if not g:
+        return None
+    out = {"read_only": g["read_only"], "isolation": g["isolation"]}
+    r, q = g.get("retention"), g.get("quota")
+    if r and (r["max_age_seconds"] or r["max_items"]):
+        out["retention"] = {k: r[k] for k in RETENTION_MEMBERS}
+    if q and any(q[k] for k in QUOTA_MEMBERS):
+        out["quota"] = {k: q[k] for k in QUOTA_MEMBERS}
+    if not out["read_only"] and not out["isolation"] and len(out) == 2:
+        return None
+    return out
+
+
+def item_size(item):
+    """What an item counts against max_bytes: its content's JSON, each metadata key and value
+    JSON, and each tag plus 3 bytes (the Go server's memory.ItemSize), in UTF-8 bytes."""
+    n = len(dumps(item["content"]).encode("utf-8"))
+    for k, x in item["metadata"].items():
+        n += len(k.encode("utf-8")) + len(dumps(x).encode("utf-8"))
+    for t in item["tags"]:
+        n += len(t.encode("utf-8")) + 3
+    return n
+
+
+class Limits:
+    """A governed scope's retention, quota and write-rate state. Its methods run under the
+    scope's Backend lock, so an admission and the store it admits are one step."""
+
+    def __init__(self, claim, lie, clock=time.time):
+        self.lie, self.clock = lie, clock
+        self.retention = claim.get("retention")
+        self.quota = claim.get("quota") or {k: 0 for k in QUOTA_MEMBERS}
+        rate = self.quota["writes_per_second"]
+        # The bucket holds write_burst tokens (0: one second's worth of the rate, at least 1).
+        self.burst = self.quota["write_burst"] or max(1, rate)
+        self.reset()
+
+    def reset(self):
+        self.tokens, self.filled = float(self.burst), self.clock()
+
+    def admit(self, records, item):
+        """Raises RateLimited or QuotaExceeded when the store of item may not happen; a
+        refused store changes nothing (nor does a store the quota refuses take a token)."""
+        rate = self.quota["writes_per_second"]
+        if rate:
+            now = self.clock()
+            self.tokens = min(float(self.burst), self.tokens + (now - self.filled) * rate)
+            self.filled = now
+            if self.tokens < 1:
+                wait = max(1, math.ceil((1 - self.tokens) / rate))
+                raise RateLimited("over the write rate of %d stores per second (burst %d)" % (rate, self.burst), wait)
+        replaced = [r for r in records if r["item"]["id"] == item["id"]]
+        max_items, max_bytes = self.quota["max_items"], self.quota["max_bytes"]
+        if max_items and self.lie != "quota-ignored" and len(records) - len(replaced) + 1 > max_items:
+            raise QuotaExceeded("the scope holds %d items, its quota is %d" % (len(records), max_items))
+        if max_bytes:
+            used = sum(r["size"] for r in records) - sum(r["size"] for r in replaced)
+            if used + item_size(item) > max_bytes:
+                raise QuotaExceeded("the store would take the scope to %d bytes, its quota is %d" % (used + item_size(item), max_bytes))
+        if rate:
+            self.tokens -= 1
+
+    def sweep(self, records, after=0):
+        """The records retention keeps, the sweep's clock moved forward by after seconds. Age is
+        the server's store time (stored_at), never the client's created_at."""
+        r = self.retention
+        if r is None or self.lie == "retention-ignored":
+            return records
+        now = self.clock() + after
+        if r["max_age_seconds"]:
+            if self.lie == "retention-early":
+                now += r["max_age_seconds"]
+            # Stored at or before now - max age: never before max age has passed.
+            records = [x for x in records if x["stored_at"] > now - r["max_age_seconds"]]
+        if r["max_items"] and len(records) > r["max_items"]:
+            # Records are in store order (a new store of an id moves it last): keep the newest.
+            records = records[-r["max_items"]:]
+        return records
+
+
 # ---- the backend: an in-memory store of native records ----
 
 class Backend:
     """The service behind the adapter: native records of several kinds, a call counter and
     the faults the harness plants."""
 
-    def __init__(self, keep_duplicates):
+    def __init__(self, keep_duplicates, limits=None):
         self.lock = threading.Lock()
         self.keep_duplicates = keep_duplicates
+        # A governed sub-scope's Limits (retention, quota, write rate); None: ungoverned.
+        self.limits = limits
         self.calls = 0
         self.reset()
 
@@ -193,6 +358,8 @@ class Backend:
         self.malformed = False
         self.identityless = False
         self.rejected = set()
+        if self.limits is not None:
+            self.limits.reset()
 
     def _enter(self):
         self.calls += 1
@@ -205,6 +372,9 @@ class Backend:
             if item["id"] in self.rejected:
                 raise Rejected("the backend rejected the write (planted by the harness)")
             rec = {"kind": "memory", "item": item}
+            if self.limits is not None:
+                self.limits.admit(self.records, item)
+                rec["stored_at"], rec["size"] = self.limits.clock(), item_size(item)
             if not self.keep_duplicates:
                 self.records = [r for r in self.records if r["item"]["id"] != item["id"]]
             self.records.append(rec)
@@ -226,6 +396,16 @@ class Backend:
             self._enter()
             return [self._out(r) for r in self.records]
 
+    def sweep(self, after=0):
+        """Retention over this scope now (or as if after seconds had passed); the count removed."""
+        with self.lock:
+            if self.limits is None:
+                return 0
+            kept = self.limits.sweep(self.records, after)
+            removed = len(self.records) - len(kept)
+            self.records = kept
+            return removed
+
     def cached(self):
         """The records without a counted call (only the limit-zero-items lie reads this)."""
         with self.lock:
@@ -240,9 +420,16 @@ class Backend:
 # ---- the adapter: wire rules over the backend ----
 
 class Adapter:
-    def __init__(self, adapter_id, lie):
+    def __init__(self, adapter_id, lie, governance=None):
         self.lie = lie
         self.backend = Backend(keep_duplicates=(lie == "duplicate-id-differs"))
+        # The normalized governance/v1 claim, or None. Retention and quotas govern the
+        # sub-scopes (the harness's G, A and B and the token file's); the scope itself is the
+        # matrix's disposable scope and stays ungoverned, as the contract allows.
+        self.governance = normalize_governance(governance)
+        self.subscopes = {}
+        self.subscopes_lock = threading.Lock()
+        self.minted = None  # the harness's governance tokens: {sha256 digest: Grant}
         self.manifest = {
             "adapter": adapter_id,
             "native_item_fields": list(ITEM_FIELDS),
@@ -254,9 +441,59 @@ class Adapter:
             "search_returns_tags": True,
             "preserves_metadata": True,
         }
+        if self.governance is not None:
+            self.manifest["extensions"] = {GOVERNANCE: self.governance}
         self.manifest_reads = 0
         self.evidence_reads = 0
         self.lock = threading.Lock()
+
+    def subscope(self, name):
+        """The Backend of a sub-scope (made on first use), governed by the claim. Names come from
+        grants only (the token file's, at most MAX_TOKENS, and the harness's three), so the map
+        stays small; MAX_SUBSCOPES bounds it even across many token rotations."""
+        if self.lie == "sub-scope-leak":
+            name = ("leak",)
+        with self.subscopes_lock:
+            b = self.subscopes.get(name)
+            if b is None:
+                if len(self.subscopes) >= MAX_SUBSCOPES:
+                    raise Unavailable("too many sub-scopes in this process")
+                limits = Limits(self.governance, self.lie) if self.governance is not None else None
+                b = self.subscopes[name] = Backend(keep_duplicates=self.backend.keep_duplicates, limits=limits)
+            return b
+
+    def harness_subscopes(self):
+        return [self.subscope(("harness", n)) for n in ("g", "a", "b")]
+
+    def governance_tokens(self):
+        """The four data tokens of POST /harness/v1/governance-tokens, made once and valid for
+        the process's life: read-write and read-only in G, read-write in A and in B."""
+        with self.subscopes_lock:
+            if self.minted is None:
+                grants = {"read_write": (False, ("harness", "g")), "read_only": (True, ("harness", "g")),
+                          "sub_scope_a": (False, ("harness", "a")), "sub_scope_b": (False, ("harness", "b"))}
+                tokens = {k: secrets.token_urlsafe(32) for k in grants}
+                self.minted = (tokens, [Grant(hashlib.sha256(tokens[k].encode()).digest(), ro, sub)
+                                        for k, (ro, sub) in grants.items()])
+            return self.minted[0]
+
+    def minted_grant(self, presented):
+        with self.subscopes_lock:
+            minted = self.minted
+        return match_grant(presented, minted[1]) if minted else None
+
+    def sweep_all(self, after=0):
+        with self.subscopes_lock:
+            scopes = list(self.subscopes.values())
+        for b in scopes:
+            b.sweep(after)
+
+    def sweeper(self):
+        """Runs the retention sweep of every sub-scope each sweep period, for the process's life."""
+        period = self.governance["retention"]["sweep_period_seconds"] or DEFAULT_SWEEP_PERIOD
+        while True:
+            time.sleep(period)
+            self.sweep_all()
 
     def current_manifest(self, count=True):
         with self.lock:
@@ -326,7 +563,7 @@ class Adapter:
             raise BadRequest("metadata: nested deeper than 32 levels of arrays and objects (the contract's limit)")
         return {"id": self.parse_id(v["id"]), "created_at": v["created_at"], "metadata": meta, "content": content, "tags": list(tags)}
 
-    def store(self, v):
+    def store(self, v, backend=None):
         item = self.decode_item(v)
         if self.lie == "nested-metadata-dropped":
             item["metadata"] = {k: x for k, x in item["metadata"].items() if not isinstance(x, (dict, list))}
@@ -334,7 +571,7 @@ class Adapter:
             item["created_at"] = int(item["created_at"])
         if self.lie == "tags-deduplicated":
             item["tags"] = list(dict.fromkeys(item["tags"]))
-        got = self.backend.store(item)
+        got = (backend or self.backend).store(item)
         if got != item["id"]:
             raise Rejected("the backend acknowledged the write without the item's id")
         if self.lie == "different-id":
@@ -351,12 +588,12 @@ class Adapter:
             raise Rejected("the backend answered a malformed record")
         return it
 
-    def retrieve(self, item_id):
+    def retrieve(self, item_id, backend=None):
         item_id = self.parse_id(item_id)
         if self.lie == "retrieve-via-text":
-            hits = self.search({"text": item_id, "limit": 1})
+            hits = self.search({"text": item_id, "limit": 1}, backend)
             return hits[0] if hits else None
-        return self.check_record(self.backend.get(item_id))
+        return self.check_record((backend or self.backend).get(item_id))
 
     def decode_query(self, v):
         if not isinstance(v, dict):
@@ -378,15 +615,16 @@ class Adapter:
             raise BadRequest("limit: must be an integer within ±1000000")
         return {"text": text or "", "tags": tags or [], "filters": filters or {}, "limit": limit}
 
-    def search(self, v):
+    def search(self, v, backend=None):
+        backend = backend or self.backend
         q = self.decode_query(v)
         supported = set(self.manifest["supported_filters"])
         unsupported = sorted((k for k in q["filters"] if k not in supported), key=lambda s: s.encode("utf-8"))
         limit = q["limit"]
         if unsupported and self.lie == "unsupported-after-backend":
-            self.backend.scan()
+            backend.scan()
         if limit < 0 and self.lie == "negative-limit-after-backend":
-            self.backend.scan()
+            backend.scan()
         if limit < 0 and self.lie == "negative-limit-generic-error":
             raise BadRequest("limit: must not be negative")
         if self.lie == "unsupported-filter-ignored":
@@ -404,12 +642,12 @@ class Adapter:
             raise Unsupported(rejected)
         if limit == 0:
             if self.lie == "limit-zero-items":
-                return [r["item"] for r in self.backend.cached() if r.get("kind") == "memory"][:DEFAULT_LIMIT]
+                return [r["item"] for r in backend.cached() if r.get("kind") == "memory"][:DEFAULT_LIMIT]
             if self.lie == "limit-zero-backend-call":
-                self.backend.scan()
+                backend.scan()
             return []
         hits = []
-        for rec in self.backend.scan():
+        for rec in backend.scan():
             it = self.check_record(rec)
             if it is None or not self.matches(it, q):
                 continue
@@ -449,6 +687,7 @@ TITLES = {
     "method_not_allowed": "Method not allowed", "payload_too_large": "Payload too large",
     "unsupported_media_type": "Unsupported media type", "unsupported_query": "Unsupported memory query",
     "adapter_error": "Memory adapter error", "unavailable": "Memory adapter unavailable",
+    "forbidden": "Forbidden", "quota_exceeded": "Quota exceeded", "rate_limited": "Rate limited",
 }
 
 
@@ -465,17 +704,19 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):  # quiet: the test reads stdout only
         pass
 
-    def send(self, status, body, ctype="application/json"):
+    def send(self, status, body, ctype="application/json", headers=()):
         data = body.encode("utf-8") if isinstance(body, str) else body
         self.send_response(status)
         self.send_header("Content-Type", ctype)
+        for k, v in headers:
+            self.send_header(k, v)
         self.send_header("Content-Length", str(len(data)))
         self.send_header("X-Content-Type-Options", "nosniff")
         self.end_headers()
         if data:
             self.wfile.write(data)
 
-    def problem(self, status, typ, detail="", rejected=None):
+    def problem(self, status, typ, detail="", rejected=None, headers=()):
         p = {"type": typ, "title": TITLES[typ], "status": status}
         if detail:
             p["detail"] = detail[:512]
@@ -490,7 +731,7 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(body)
             return
-        self.send(status, json.dumps(p), "application/problem+json")
+        self.send(status, json.dumps(p), "application/problem+json", headers)
 
     def body(self):
         """The request body, read once: also before an early answer (401, 415), so that the
@@ -506,10 +747,31 @@ class Handler(BaseHTTPRequestHandler):
         return self._body
 
     def authorized(self):
+        """Whether the request's token is accepted; sets self.grant, what the token may do."""
+        self.grant = FULL_ACCESS
+        scheme, _, tok = (self.headers.get("Authorization") or "").partition(" ")
+        presented = tok.strip().encode() if scheme.lower() == "bearer" else None
+        if presented is not None and not self.harness:
+            # The harness's governance tokens work on the data listener with their grants,
+            # also on a server without a token file.
+            minted = self.adapter.minted_grant(presented)
+            if minted is not None:
+                self.grant = minted
+                return True
         if self.tokens is None or (self.adapter.lie == "no-token-check" and not self.harness):
             return True
-        scheme, _, tok = (self.headers.get("Authorization") or "").partition(" ")
-        return scheme.lower() == "bearer" and self.tokens.accepts(tok.strip().encode())
+        if presented is None:
+            return False
+        g = self.tokens.grant(presented)
+        if g is None:
+            return False
+        self.grant = g
+        return True
+
+    def scope(self):
+        """The Backend the request's grant works in: its sub-scope's, else the scope's own."""
+        sub = self.grant.sub_scope
+        return self.adapter.subscope(sub if isinstance(sub, tuple) else ("token-file", sub)) if sub else None
 
     def do_GET(self):
         self.dispatch("GET")
@@ -549,6 +811,12 @@ class Handler(BaseHTTPRequestHandler):
             self.problem(422, "unsupported_query", str(e), e.keys)
         except Unavailable as e:
             self.problem(503, "unavailable", str(e))
+        except Forbidden as e:
+            self.problem(403, "forbidden", str(e))
+        except QuotaExceeded as e:
+            self.problem(507, "quota_exceeded", str(e))
+        except RateLimited as e:
+            self.problem(429, "rate_limited", str(e), headers=[("Retry-After", str(e.retry_after))])
         except Rejected as e:
             lie = getattr(self.adapter, "lie", None)
             if lie == "malformed-answered-200" and path != "/v1/items":
@@ -581,12 +849,15 @@ class Handler(BaseHTTPRequestHandler):
         return routes[path][method]
 
     def store(self):
+        # Refused before the body is decoded: a read-only token gets nothing parsed for it.
+        if self.grant.read_only and self.adapter.lie != "read-only-writes":
+            raise Forbidden("this token is read-only: it may retrieve and search, not store")
         v = loads(self.body())
-        item_id = self.adapter.store(v)
+        item_id = self.adapter.store(v, self.scope())
         self.send(201, json.dumps({"id": item_id}))
 
     def retrieve(self, raw_id):
-        it = self.adapter.retrieve(raw_id)
+        it = self.adapter.retrieve(raw_id, self.scope())
         if it is None:
             return self.problem(404, "not_found", "no item has id " + raw_id[:64])
         self.send(200, item_json(it))
@@ -595,7 +866,7 @@ class Handler(BaseHTTPRequestHandler):
         v = loads(self.body())
         a = self.adapter
         try:
-            hits = a.search(v)
+            hits = a.search(v, self.scope())
         except Unavailable:
             if a.lie == "empty-on-outage":
                 return self.send(200, '{"items":[]}')
@@ -606,11 +877,6 @@ class Handler(BaseHTTPRequestHandler):
 
     def harness_route(self, method, path):
         a, b = self.adapter, self.adapter.backend
-
-        def reset():
-            with b.lock:
-                b.reset()
-            self.send(204, b"")
 
         def cut():
             b.cut = True
@@ -635,9 +901,35 @@ class Handler(BaseHTTPRequestHandler):
                 self.send(204, b"")
             return set_flag
 
-        caps = {"capabilities": ["reset", "search_index_visible", "transport_unavailable", "wrong_kind_record",
-                                 "write_rejected", "responses_malformed", "identityless_write", "backend_calls"],
-                "duplicate_id_behaviour": "Overwrite", "scope": "python in-memory store"}
+        def reset():
+            # The governed sub-scopes G, A and B are emptied too, their quota and rate state reset.
+            for sb in [b] + (a.harness_subscopes() if a.governance is not None else []):
+                with sb.lock:
+                    sb.reset()
+            self.send(204, b"")
+
+        def governance_tokens():
+            v = loads(self.small_body())
+            if v != {}:
+                raise BadRequest("the body must be {}")
+            self.send(200, json.dumps(a.governance_tokens()))
+
+        def retention_sweep():
+            v = loads(self.small_body())
+            if not isinstance(v, dict) or set(v) != {"after_seconds"}:
+                raise BadRequest('the body must be {"after_seconds": N}')
+            after = v["after_seconds"]
+            if type(after) is not int or not 0 <= after <= MAX_SWEEP_AFTER:
+                raise BadRequest("after_seconds: want an integer from 0 to %d" % MAX_SWEEP_AFTER)
+            for sb in a.harness_subscopes():
+                sb.sweep(after)
+            self.send(204, b"")
+
+        cap_names = ["reset", "search_index_visible", "transport_unavailable", "wrong_kind_record",
+                     "write_rejected", "responses_malformed", "identityless_write", "backend_calls"]
+        if a.governance is not None:
+            cap_names += ["governance_tokens", "retention_sweep"]
+        caps = {"capabilities": cap_names, "duplicate_id_behaviour": "Overwrite", "scope": "python in-memory store"}
         routes = {
             "/harness/v1/capabilities": {"GET": (True, lambda: self.send(200, json.dumps(caps)))},
             "/harness/v1/reset": {"POST": (True, reset)},
@@ -649,7 +941,17 @@ class Handler(BaseHTTPRequestHandler):
             "/harness/v1/identityless-write": {"POST": (True, flag("identityless"))},
             "/harness/v1/backend-calls": {"GET": (True, lambda: self.send(200, json.dumps({"count": b.calls})))},
         }
+        if a.governance is not None:
+            routes["/harness/v1/governance-tokens"] = {"POST": (True, governance_tokens)}
+            routes["/harness/v1/retention-sweep"] = {"POST": (True, retention_sweep)}
         return self.pick(routes, method, path)
+
+    def small_body(self):
+        """The body of a harness call that takes a small JSON object: refused early when larger."""
+        data = self.body()
+        if len(data) > MAX_HARNESS_BODY:
+            raise BadRequest("the body is over %d bytes" % MAX_HARNESS_BODY)
+        return data
 
 
 class TooLarge(Exception):
@@ -659,31 +961,91 @@ class TooLarge(Exception):
 MAX_TOKENS = 4
 MAX_TOKEN_BYTES = 512
 MAX_TOKEN_FILE_BYTES = 64 << 10
+# Sub-scopes one process serves (token-file grants across rotations, and the harness's three).
+MAX_SUBSCOPES = 64
+# The body of a harness call taking a small object (governance-tokens, retention-sweep).
+MAX_HARNESS_BODY = 1024
+# A sub-scope's own name (the Go server's memory.SubScopePattern, at most 63 characters).
+SUBSCOPE_NAME = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$")
+
+
+class Grant:
+    """What one accepted token may do: digest is its SHA-256; read_only refuses its stores
+    (403 forbidden); sub_scope, when set, is the sub-scope every data call with it works in."""
+
+    __slots__ = ("digest", "read_only", "sub_scope")
+
+    def __init__(self, digest, read_only=False, sub_scope=None):
+        self.digest, self.read_only, self.sub_scope = digest, read_only, sub_scope
+
+
+FULL_ACCESS = Grant(b"", False, None)
+
+
+def grant_options(fields):
+    """A line's options after the token, as the Go server reads them (internal/server
+    tokenfile.go): "read-only", and "sub-scope=NAME"."""
+    read_only, sub = False, None
+    for opt in fields:
+        name, eq, value = opt.partition(b"=")
+        if name == b"read-only" and not eq and not read_only:
+            read_only = True
+        elif name == b"sub-scope" and sub is None:
+            text = value.decode("ascii", "replace")
+            if not SUBSCOPE_NAME.match(text):
+                # Not quoted: a line run together with the next could put a token here.
+                raise ValueError("option sub-scope: want 1 to 63 characters matching %s" % SUBSCOPE_NAME.pattern)
+            sub = text
+        else:
+            # Neither quoted: a mistyped line could be a token run together with its option.
+            raise ValueError("unknown or repeated option (want read-only or sub-scope=NAME, each once)")
+    return read_only, sub
+
+
+def parse_grants(data):
+    """The (token, read_only, sub_scope) of a token file, one token a line with its options.
+    The errors never quote the file: it is secret."""
+    grants = []
+    for n, line in enumerate(data.split(b"\n"), 1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields[0]) > MAX_TOKEN_BYTES:
+            raise ValueError("line %d: a token is longer than %d bytes" % (n, MAX_TOKEN_BYTES))
+        if len(grants) == MAX_TOKENS:
+            raise ValueError("more than %d tokens" % MAX_TOKENS)
+        try:
+            grants.append((fields[0],) + grant_options(fields[1:]))
+        except ValueError as e:
+            raise ValueError("line %d: %s" % (n, e)) from None
+    if not grants:
+        raise ValueError("no token in the file")
+    return grants
 
 
 def parse_tokens(data):
-    """The tokens of a token file, one a line. The errors never quote the file: it is secret."""
-    tokens = []
-    for n, line in enumerate(data.split(b"\n"), 1):
-        tok = line.strip()
-        if not tok:
-            continue
-        if len(tok) > MAX_TOKEN_BYTES:
-            raise ValueError("line %d: a token is longer than %d bytes" % (n, MAX_TOKEN_BYTES))
-        if len(tokens) == MAX_TOKENS:
-            raise ValueError("more than %d tokens" % MAX_TOKENS)
-        tokens.append(tok)
-    if not tokens:
-        raise ValueError("no token in the file")
-    return tokens
+    """The tokens of a token file, one a line (their options checked, then left out)."""
+    return [g[0] for g in parse_grants(data)]
 
 
-def read_tokens(path):
+def match_grant(presented, grants):
+    """The grant whose digest is the presented token's, or None. Every digest is compared,
+    without stopping at a match, so the time taken tells neither the token's length nor
+    which one matched."""
+    sum_ = hashlib.sha256(presented).digest()
+    found = None
+    for g in grants:
+        if hmac.compare_digest(sum_, g.digest):
+            found = g
+    return found
+
+
+def read_grants(path):
     with open(path, "rb") as f:
         data = f.read(MAX_TOKEN_FILE_BYTES + 1)
     if len(data) > MAX_TOKEN_FILE_BYTES:
         raise ValueError("larger than %d bytes" % MAX_TOKEN_FILE_BYTES)
-    return parse_tokens(data)
+    return parse_grants(data)
 
 
 def file_stamp(path):
@@ -708,11 +1070,11 @@ class TokenFile:
         self.lock = threading.Lock()
         self.checked = clock()
         self.stamp = file_stamp(path)
-        self.digests = self._digests(read_tokens(path))
+        self.digests = self._digests(read_grants(path))
 
     @staticmethod
-    def _digests(tokens):
-        return [hashlib.sha256(t).digest() for t in tokens]
+    def _digests(grants):
+        return [Grant(hashlib.sha256(t).digest(), ro, sub) for t, ro, sub in grants]
 
     def _current(self):
         with self.lock:
@@ -725,19 +1087,17 @@ class TokenFile:
                 return self.digests
             self.stamp = stamp
             try:
-                self.digests = self._digests(read_tokens(self.path))
+                self.digests = self._digests(read_grants(self.path))
             except (OSError, ValueError) as e:
                 print("keeping the previous bearer tokens: %s: %s" % (self.path, e), file=sys.stderr, flush=True)
             return self.digests
 
+    def grant(self, presented):
+        """The presented token's grant, or None when the file does not accept it."""
+        return match_grant(presented, self._current())
+
     def accepts(self, presented):
-        # Digests make every comparison one length, and every accepted token is compared
-        # without stopping at a match, so the time taken tells neither length nor which one.
-        sum_ = hashlib.sha256(presented).digest()
-        ok = False
-        for d in self._current():
-            ok |= hmac.compare_digest(sum_, d)
-        return ok
+        return self.grant(presented) is not None
 
 
 def load_tokens(flag, path):
@@ -822,6 +1182,8 @@ def main():
     p.add_argument("--harness-token-file")
     p.add_argument("--adapter-id", default="python-example")
     p.add_argument("--lie", choices=sorted(LIES), help="plant one lie (for the conformance accuracy table)")
+    p.add_argument("--governance", metavar="JSON",
+                   help='claim and enforce governance/v1 with this object, e.g. {"read_only":true,"isolation":true}')
     p.add_argument("--check-hash-vectors", metavar="FILE", help="check manifest_hash against known-answer vectors and exit")
     # The operator sets these for an External server whose adapter serves TLS (the default).
     p.add_argument("--tls-cert-file", default=os.environ.get("MEMORY_ADAPTER_TLS_CERT_FILE"),
@@ -833,7 +1195,17 @@ def main():
         sys.exit(check_vectors(args.check_hash_vectors))
     if args.harness_listen and not args.harness_token_file:
         sys.exit("--harness-listen needs --harness-token-file")
-    adapter = Adapter(args.adapter_id, args.lie)
+    governance = None
+    if args.governance is not None:
+        if len(args.governance) > MAX_GOVERNANCE_TEXT:
+            sys.exit("--governance: longer than %d characters" % MAX_GOVERNANCE_TEXT)
+        try:
+            governance = parse_governance(loads(args.governance.encode("utf-8")))
+        except (BadRequest, ValueError) as e:
+            sys.exit("--governance: %s" % e)
+    adapter = Adapter(args.adapter_id, args.lie, governance)
+    if adapter.governance is not None and "retention" in adapter.governance:
+        threading.Thread(target=adapter.sweeper, daemon=True).start()
     data_cls = type("DataHandler", (Handler,), {"adapter": adapter, "harness": False,
                                                 "tokens": load_tokens("--token-file", args.token_file) if args.token_file else None})
     if bool(args.tls_cert_file) != bool(args.tls_key_file):

@@ -33,6 +33,47 @@ class ParseTokensTest(unittest.TestCase):
                     self.assertEqual(server.parse_tokens(data), want)
 
 
+class ParseGrantsTest(unittest.TestCase):
+    # The Go server's grant options (internal/server tokenfile.go): "read-only" and
+    # "sub-scope=NAME" after the token, each at most once.
+    def test_table(self):
+        cases = {
+            "no options": (b"tok\n", [(b"tok", False, None)]),
+            "read-only": (b"ro read-only\n", [(b"ro", True, None)]),
+            "sub-scope": (b"a sub-scope=team-a.x\n", [(b"a", False, "team-a.x")]),
+            "both, any order, tabs": (b"b\tsub-scope=b1 read-only\r\n", [(b"b", True, "b1")]),
+            "mixed lines": (b"x\ny read-only\n", [(b"x", False, None), (b"y", True, None)]),
+            "read-only twice": (b"t read-only read-only\n", None),
+            "read-only with a value": (b"t read-only=yes\n", None),
+            "sub-scope twice": (b"t sub-scope=a sub-scope=b\n", None),
+            "sub-scope empty": (b"t sub-scope=\n", None),
+            "sub-scope upper case": (b"t sub-scope=Team\n", None),
+            "sub-scope too long": (b"t sub-scope=" + b"a" * 64 + b"\n", None),
+            "sub-scope of the longest": (b"t sub-scope=" + b"a" * 63 + b"\n", [(b"t", False, "a" * 63)]),
+            "unknown option": (b"t secret-xyz\n", None),
+        }
+        for name, (data, want) in cases.items():
+            with self.subTest(name):
+                if want is None:
+                    with self.assertRaises(ValueError) as cm:
+                        server.parse_grants(data)
+                    self.assertNotIn("secret-xyz", str(cm.exception))
+                else:
+                    self.assertEqual(server.parse_grants(data), want)
+                    self.assertEqual(server.parse_tokens(data), [g[0] for g in want])
+
+    def test_token_file_grants(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "token")
+            with open(path, "wb") as f:
+                f.write(b"rw\nro read-only\nsa sub-scope=alpha\n")
+            tf = server.TokenFile(path)
+            got = {t: (g.read_only, g.sub_scope) for t in (b"rw", b"ro", b"sa") for g in [tf.grant(t)]}
+            self.assertEqual(got, {b"rw": (False, None), b"ro": (True, None), b"sa": (False, "alpha")})
+            self.assertIsNone(tf.grant(b"r"))
+            self.assertFalse(tf.accepts(b"read-only"))
+
+
 class Clock:
     def __init__(self):
         self.now = 1000.0

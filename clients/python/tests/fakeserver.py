@@ -27,8 +27,9 @@ def problem(status, type_, **extra):
 
 class FakeServer:
     """Answers GET /v1/manifest with MANIFEST and every other request with ``self.answer``
-    (a function of (method, path, headers, body) returning (status, content type, body) or
-    (status, content type, body, delay seconds)). Records every request."""
+    (a function of (method, path, headers, body) returning (status, content type, body),
+    (status, content type, body, delay seconds) or (status, content type, body, delay
+    seconds, {extra header: value})). Records every request."""
 
     def __init__(self, certfile=None, keyfile=None):
         self.requests = []
@@ -55,6 +56,8 @@ class FakeServer:
                     time.sleep(res[3])
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
+                for k, v in (res[4] if len(res) > 4 else {}).items():
+                    self.send_header(k, v)
                 self.send_header("Content-Length", str(len(data)))
                 self.send_header("Connection", "close")
                 self.end_headers()

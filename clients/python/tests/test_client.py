@@ -149,6 +149,27 @@ class ClientTest(unittest.TestCase):
             self.run_(self.store.search(MemoryQuery(text="x")))
         self.assertEqual(cm.exception.rejected_keys, ("a", "z"))
 
+    def test_governance_refusals_keep_their_problem(self):
+        # governance/v1: 403 forbidden, 507 quota_exceeded and 429 rate_limited are
+        # MemoryAdapterError (never Unavailable: retrying elsewhere cannot help) with the
+        # problem, and the 429's integer Retry-After, chained.
+        cases = [
+            (problem(403, "forbidden"), None),
+            (problem(507, "quota_exceeded"), None),
+            (problem(429, "rate_limited") + (0, {"Retry-After": "3"}), 3),
+            (problem(429, "rate_limited") + (0, {"Retry-After": "Wed, 21 Oct 2026 07:28:00 GMT"}), None),
+            (problem(429, "rate_limited") + (0, {"Retry-After": "1" * 12}), None),
+        ]
+        it = MemoryItem()
+        for answer, retry_after in cases:
+            self.srv.answer = lambda m, p, h, b, answer=answer: answer
+            with self.assertRaises(MemoryAdapterError) as cm:
+                self.run_(self.store.store(it))
+            self.assertIs(type(cm.exception), MemoryAdapterError, answer)
+            pe = cm.exception.__cause__
+            self.assertIsInstance(pe, ProblemError)
+            self.assertEqual((pe.status, pe.type, pe.retry_after), (answer[0], json.loads(answer[2])["type"], retry_after))
+
     def test_limit_zero_makes_no_call(self):
         self.assertEqual(self.run_(self.store.search(MemoryQuery(limit=0))), [])
         self.assertEqual(self.srv.requests, [])

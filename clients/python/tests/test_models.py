@@ -26,7 +26,8 @@ import asyncio, json, uuid
 from decimal import Decimal
 import memory_adapter_client as mac
 from memory_adapter_client import *
-from memory_adapter_client.models import manifest_from_wire, manifest_hash
+from memory_adapter_client.models import manifest_from_wire, manifest_hash, manifest_to_wire, governance_of
+from memory_adapter_client import jsonexact
 
 # The six coherence rules, in order, with the seed's messages.
 base = dict(adapter="a", native_item_fields=frozenset({"id","created_at","metadata","content","tags"}),
@@ -73,6 +74,84 @@ with open(REPO + "/api/memory/testdata/manifest_hash_vectors.json", encoding="ut
     for v in json.load(f)["vectors"]:
         got = manifest_hash(manifest_from_wire(v["manifest"]))
         assert got == v["manifest_hash"], (v["name"], got)
+
+# governance/v1 (shared-notes/governance-v1.md §1): canonical strings written out by hand, their
+# hashes computed with sha256sum over them (printf '%s' ... | sha256sum), not with this code.
+full_wire = {"adapter": "sqlite", "native_item_fields": ["id", "created_at", "metadata", "content", "tags"],
+             "dropped_item_fields": [], "supported_filters": ["source", "kind"], "search_consistency": "immediate",
+             "retrieve_fidelity": "full", "search_fidelity": "full", "search_returns_tags": True, "preserves_metadata": True}
+BASE_CANON = ('{"adapter":"sqlite","native_item_fields":["content","created_at","id","metadata","tags"],"dropped_item_fields":[],'
+              '"supported_filters":["kind","source"],"search_consistency":"immediate","retrieve_fidelity":"full","search_fidelity":"full",'
+              '"search_returns_tags":true,"preserves_metadata":true')
+gov_vectors = [
+    ({"governance/v1": {"quota": {"write_burst": 0, "writes_per_second": 0, "max_bytes": 0, "max_items": 6}, "isolation": True, "read_only": True,
+                        "retention": {"sweep_period_seconds": 60, "max_items": 0, "max_age_seconds": 3600}}},
+     BASE_CANON + ',"extensions":{"governance/v1":{"read_only":true,"isolation":true,"retention":{"max_age_seconds":3600,"max_items":0,'
+     '"sweep_period_seconds":60},"quota":{"max_items":6,"max_bytes":0,"writes_per_second":0,"write_burst":0}}}}',
+     "sha256:b16da64e2225dff8554dac3dce4bfe57870147e816d1d9c0d975b0d3db322c73"),
+    # a retention of zeros is dropped, read_only/isolation false are kept while a quota is left
+    ({"governance/v1": {"read_only": False, "isolation": False, "retention": {"max_age_seconds": 0, "max_items": 0, "sweep_period_seconds": 30},
+                        "quota": {"max_items": 0, "max_bytes": 1048576, "writes_per_second": 5, "write_burst": 10}}},
+     BASE_CANON + ',"extensions":{"governance/v1":{"read_only":false,"isolation":false,"quota":{"max_items":0,"max_bytes":1048576,'
+     '"writes_per_second":5,"write_burst":10}}}}',
+     "sha256:06d7a9bb272a170557c44fa5155c9c559a49aa085a83badeae97ac80c4511d24"),
+]
+for ext, canon, want in gov_vectors:
+    gm = manifest_from_wire(dict(full_wire, extensions=ext))
+    assert jsonexact.dumps(manifest_to_wire(gm)).decode() == canon, jsonexact.dumps(manifest_to_wire(gm))
+    assert manifest_hash(gm) == want, (manifest_hash(gm), want)
+    assert manifest_from_wire(manifest_to_wire(gm)) == gm and hash(manifest_from_wire(manifest_to_wire(gm))) == hash(gm)
+    assert MemoryAdapterManifest(**dict(base, extensions=ext)).extensions == gm.extensions
+g = governance_of(manifest_from_wire(dict(full_wire, extensions=gov_vectors[0][0])))
+assert (g.read_only, g.isolation, g.retention.max_age_seconds, g.quota.max_items) == (True, True, 3600, 6), g
+# Normalized away entirely: equal to, and hashing as, the manifest without extensions.
+plain = manifest_from_wire(full_wire)
+for empty in ({}, {"governance/v1": {"read_only": False, "isolation": False}},
+              {"governance/v1": {"read_only": False, "isolation": False,
+                                 "retention": {"max_age_seconds": 0, "max_items": 0, "sweep_period_seconds": 9},
+                                 "quota": {"max_items": 0, "max_bytes": 0, "writes_per_second": 0, "write_burst": 0}}}):
+    em = manifest_from_wire(dict(full_wire, extensions=empty))
+    assert em.extensions is None and em == plain and manifest_hash(em) == manifest_hash(plain), empty
+    assert "extensions" not in manifest_to_wire(em)
+# Strict: unknown names and members, missing members, wrong kinds, floats, negatives, too large.
+okq = {"max_items": 1, "max_bytes": 0, "writes_per_second": 0, "write_burst": 0}
+okr = {"max_age_seconds": 1, "max_items": 0, "sweep_period_seconds": 0}
+def gov(**kw):
+    return {"governance/v1": dict({"read_only": True, "isolation": False}, **kw)}
+refused = {
+    "unknown extension": {"governance/v2": {}},
+    "extensions not an object": [],
+    "governance not an object": {"governance/v1": None},
+    "missing isolation": {"governance/v1": {"read_only": True}},
+    "unknown member": gov(audit=True),
+    "read_only a number": {"governance/v1": {"read_only": 1, "isolation": False}},
+    "isolation null": {"governance/v1": {"read_only": True, "isolation": None}},
+    "retention null": gov(retention=None),
+    "retention member missing": gov(retention={"max_age_seconds": 1, "max_items": 0}),
+    "retention unknown member": gov(retention=dict(okr, min_age_seconds=1)),
+    "quota unknown member": gov(quota=dict(okq, max_tags=1)),
+    "quota member missing": gov(quota={"max_items": 1, "max_bytes": 0, "writes_per_second": 0}),
+    "float": gov(quota=dict(okq, max_items=1.0)),
+    "float from the wire": gov(quota=dict(okq, max_items=jsonexact.loads("2.5"))),
+    "exponent": gov(retention=dict(okr, max_age_seconds=jsonexact.loads("1e3"))),
+    "negative": gov(retention=dict(okr, max_items=-1)),
+    "bool as int": gov(quota=dict(okq, write_burst=True)),
+    "string as int": gov(quota=dict(okq, max_bytes="10")),
+    "over int64": gov(quota=dict(okq, max_bytes=1 << 63)),
+}
+for name, ext in refused.items():
+    try:
+        manifest_from_wire(dict(full_wire, extensions=ext))
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("accepted extensions: " + name)
+    try:
+        MemoryAdapterManifest(**dict(base, extensions=ext))
+    except (ValueError, TypeError):
+        pass
+    else:
+        raise AssertionError("the model accepted extensions: " + name)
 
 e = UnsupportedMemoryQuery(["b", "a", "b", "limit"])
 assert e.rejected_keys == ("a", "b", "limit") and str(e) == "unsupported memory query keys: a, b, limit"

@@ -70,6 +70,24 @@ func StartPython(t testing.TB, lie string) *Python {
 	return startPython(t, lie, "http")
 }
 
+// PythonOptions are the example server's optional settings (StartPythonWith).
+type PythonOptions struct {
+	// Governance, when set, is the governance/v1 extension object the server claims and
+	// enforces (server.py --governance), for example
+	// `{"read_only":true,"isolation":true,"quota":{"max_items":6,"max_bytes":0,"writes_per_second":0,"write_burst":0}}`.
+	Governance string
+}
+
+// StartPythonWith is StartPython with the options set (a governance/v1 claim).
+func StartPythonWith(t testing.TB, lie string, opts PythonOptions) *Python {
+	t.Helper()
+	var extra []string
+	if opts.Governance != "" {
+		extra = append(extra, "--governance", opts.Governance)
+	}
+	return startPython(t, lie, "http", extra...)
+}
+
 // StartPythonTLS is StartPython with the data listener on HTTPS, serving the PEM pair in
 // certFile and keyFile (and picking up a pair rewritten there); the harness listener stays
 // plain, on loopback, as the operator runs it.

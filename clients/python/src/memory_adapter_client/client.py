@@ -159,6 +159,31 @@ def query_to_wire(query: Any) -> dict:
     }
 
 
+# ---- answers ----
+
+# Retry-After as the wire writes it (integer seconds); an HTTP date or anything longer is
+# not read: the client never waits on a server-chosen date.
+_RETRY_AFTER = re.compile(r"^[0-9]{1,9}$")
+
+
+class _Answer(tuple):
+    """One exchange's answer: unpacks as ``(status, media type, body)`` as it always did (the
+    agent wraps ``_exchange`` and prints those three), and carries ``retry_after`` beside them
+    for the problem a 429 becomes."""
+
+    retry_after: int | None
+
+    def __new__(cls, status: int, ctype: str, data: bytes, retry_after: int | None = None) -> "_Answer":
+        self = super().__new__(cls, (status, ctype, data))
+        self.retry_after = retry_after
+        return self
+
+
+def _retry_after(value: str | None) -> int | None:
+    v = (value or "").strip()
+    return int(v) if _RETRY_AFTER.match(v) else None
+
+
 # ---- files that Kubernetes may swap under us ----
 
 
@@ -449,14 +474,16 @@ class RemoteMemoryStore:
         if self._closed:
             raise MemoryAdapterError("remote: the store is closed")
         token = self._current_token()
-        status, ctype, data = self._exchange(method, path, body, token)
-        if status == 401 and self._token_file is not None:
+        answer = self._exchange(method, path, body, token)
+        if answer[0] == 401 and self._token_file is not None:
             # 401: the server did not act, so after a rotation one retry is safe for any call.
             fresh = self._current_token(force=True)
             if fresh != token:
-                status, ctype, data = self._exchange(method, path, body, fresh)
+                answer = self._exchange(method, path, body, fresh)
+        status, ctype, data = answer
         if status != want:
-            raise self._problem(method, path, status, ctype, data)
+            # getattr: a wrapped _exchange (a test's, the agent's) may hand back a plain tuple.
+            raise self._problem(method, path, status, ctype, data, getattr(answer, "retry_after", None))
         try:
             return jsonexact.loads(data)
         except (ValueError, RecursionError) as exc:
@@ -486,7 +513,7 @@ class RemoteMemoryStore:
                 last = exc
         raise MemoryAdapterUnavailable("remote: no connection to the server could be opened") from last
 
-    def _exchange(self, method: str, path: str, body: bytes | None, token: str | None) -> tuple[int, str, bytes]:
+    def _exchange(self, method: str, path: str, body: bytes | None, token: str | None) -> _Answer:
         deadline = time.monotonic() + self._timeout
         conn = self._connect(deadline)
         op = f"remote: {method} {path}"
@@ -528,13 +555,13 @@ class RemoteMemoryStore:
                     size += len(chunk)
                     if size > self._max:
                         raise MemoryAdapterError(f"{op}: response over {self._max} bytes")
-                return resp.status, ctype, b"".join(chunks)
+                return _Answer(resp.status, ctype, b"".join(chunks), _retry_after(resp.getheader("Retry-After")))
             except (OSError, http.client.HTTPException) as exc:
                 raise MemoryAdapterUnavailable(f"{op}: the exchange failed") from exc
         finally:
             conn.close()
 
-    def _problem(self, method: str, path: str, status: int, ctype: str, data: bytes) -> MemoryAdapterError:
+    def _problem(self, method: str, path: str, status: int, ctype: str, data: bytes, retry_after: int | None = None) -> MemoryAdapterError:
         op = f"remote: {method} {path}"
         if ctype == "application/problem+json":
             try:
@@ -542,7 +569,7 @@ class RemoteMemoryStore:
             except (ValueError, RecursionError):
                 p = None
             if isinstance(p, dict) and isinstance(p.get("type"), str) and p["type"]:
-                pe = ProblemError(status, p["type"][:64], _text(p.get("title")), _text(p.get("detail")))
+                pe = ProblemError(status, p["type"][:64], _text(p.get("title")), _text(p.get("detail")), retry_after)
                 err: MemoryAdapterError
                 if p["type"] == "unsupported_query":
                     keys = p.get("rejected_keys")

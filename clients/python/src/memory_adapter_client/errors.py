@@ -26,14 +26,17 @@ class MemoryAdapterUnavailable(MemoryAdapterError):
 class ProblemError(Exception):
     """The server's problem+json answer; chained as the cause of the typed error a call raises.
 
-    Only the problem's fields are kept, never the request (its URL or token).
+    Only the problem's fields are kept, never the request (its URL or token). ``retry_after``
+    is the answer's ``Retry-After`` in whole seconds when it carried one as an integer (a 429
+    ``rate_limited`` says when to store again), else None.
     """
 
-    def __init__(self, status: int, type_: str, title: str = "", detail: str = "") -> None:
+    def __init__(self, status: int, type_: str, title: str = "", detail: str = "", retry_after: int | None = None) -> None:
         self.status = status
         self.type = type_
         self.title = title
         self.detail = detail
+        self.retry_after = retry_after
         text = f"server answered {status} {type_}"
         if detail:
             text += ": " + detail

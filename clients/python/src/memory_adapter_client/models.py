@@ -29,7 +29,14 @@ __all__ = (
     "MemoryQuery",
     "MemoryStore",
     "ExternalMemoryStore",
+    "GOVERNANCE_V1",
+    "Extensions",
+    "Governance",
+    "Quota",
+    "Retention",
     "coherence_error",
+    "extensions_from_wire",
+    "governance_of",
     "manifest_from_wire",
     "manifest_to_wire",
     "manifest_hash",
@@ -53,6 +60,189 @@ _MANIFEST_ORDER = (
 _SETS = ("native_item_fields", "dropped_item_fields", "supported_filters")
 
 
+# ---- the manifest's extensions (governance/v1, shared-notes/governance-v1.md §1) ----
+
+GOVERNANCE_V1 = "governance/v1"
+# Every governance number is a non-negative integer the Go side decodes into an int64: a
+# larger one is refused here rather than accepted by one side and refused by the other.
+_MAX_GOV_INT = (1 << 63) - 1
+_RETENTION_ORDER = ("max_age_seconds", "max_items", "sweep_period_seconds")
+_QUOTA_ORDER = ("max_items", "max_bytes", "writes_per_second", "write_burst")
+_GOVERNANCE_ORDER = ("read_only", "isolation", "retention", "quota")
+
+
+def _gov_int(where: str, name: str, v: Any) -> int:
+    # bool is an int in Python and 1.0/Decimal are numbers in JSON: the contract allows
+    # neither ("no floats anywhere"), so only a plain int passes.
+    if type(v) is not int:
+        raise ValueError(f"{where}.{name}: want a non-negative integer, got {type(v).__name__}")
+    if v < 0 or v > _MAX_GOV_INT:
+        raise ValueError(f"{where}.{name}: want an integer from 0 to {_MAX_GOV_INT}")
+    return v
+
+
+def _gov_object(where: str, data: Any, order: tuple[str, ...], required: tuple[str, ...]) -> dict:
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: want a JSON object")
+    unknown = sorted(set(data) - set(order))
+    missing = sorted(set(required) - set(data))
+    if unknown or missing:
+        # Unknown members are refused: a claim the client cannot check is not accepted.
+        raise ValueError(f"{where} members: unknown {unknown[:8]}, missing {missing}")
+    return data
+
+
+class _Frozen:
+    """A small immutable value: equality, hash and repr over ``_fields``."""
+
+    _fields: tuple[str, ...] = ()
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise TypeError(f"{type(self).__name__} is frozen")
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, k) for k in self._fields)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._values() == other._values()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._values()))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self._fields) + ")"
+
+
+class Retention(_Frozen):
+    """governance/v1 ``retention``: 0 means no limit of that kind (sweep period 0: the server's default)."""
+
+    _fields = _RETENTION_ORDER
+    __slots__ = _RETENTION_ORDER
+
+    def __init__(self, *, max_age_seconds: int, max_items: int, sweep_period_seconds: int) -> None:
+        for k, v in zip(_RETENTION_ORDER, (max_age_seconds, max_items, sweep_period_seconds)):
+            object.__setattr__(self, k, _gov_int("retention", k, v))
+
+    def empty(self) -> bool:
+        # The sweep period alone limits nothing: such a retention is dropped by normalization.
+        return self.max_age_seconds == 0 and self.max_items == 0  # type: ignore[attr-defined]
+
+    def to_wire(self) -> dict:
+        return {k: getattr(self, k) for k in _RETENTION_ORDER}
+
+
+class Quota(_Frozen):
+    """governance/v1 ``quota``: 0 means no limit of that kind."""
+
+    _fields = _QUOTA_ORDER
+    __slots__ = _QUOTA_ORDER
+
+    def __init__(self, *, max_items: int, max_bytes: int, writes_per_second: int, write_burst: int) -> None:
+        for k, v in zip(_QUOTA_ORDER, (max_items, max_bytes, writes_per_second, write_burst)):
+            object.__setattr__(self, k, _gov_int("quota", k, v))
+
+    def empty(self) -> bool:
+        return all(getattr(self, k) == 0 for k in _QUOTA_ORDER)
+
+    def to_wire(self) -> dict:
+        return {k: getattr(self, k) for k in _QUOTA_ORDER}
+
+
+class Governance(_Frozen):
+    """The ``governance/v1`` extension, normalized: an empty retention or quota is ``None``."""
+
+    _fields = _GOVERNANCE_ORDER
+    __slots__ = _GOVERNANCE_ORDER
+
+    def __init__(self, *, read_only: bool, isolation: bool, retention: Retention | None = None, quota: Quota | None = None) -> None:
+        for k, v in (("read_only", read_only), ("isolation", isolation)):
+            if not isinstance(v, bool):
+                raise ValueError(f"{GOVERNANCE_V1}.{k}: want a bool")
+            object.__setattr__(self, k, v)
+        if retention is not None and not isinstance(retention, Retention):
+            raise ValueError(f"{GOVERNANCE_V1}.retention: want a Retention")
+        if quota is not None and not isinstance(quota, Quota):
+            raise ValueError(f"{GOVERNANCE_V1}.quota: want a Quota")
+        object.__setattr__(self, "retention", None if retention is None or retention.empty() else retention)
+        object.__setattr__(self, "quota", None if quota is None or quota.empty() else quota)
+
+    def empty(self) -> bool:
+        return not self.read_only and not self.isolation and self.retention is None and self.quota is None  # type: ignore[attr-defined]
+
+    def to_wire(self) -> dict:
+        out: dict = {"read_only": self.read_only, "isolation": self.isolation}  # type: ignore[attr-defined]
+        if self.retention is not None:  # type: ignore[attr-defined]
+            out["retention"] = self.retention.to_wire()  # type: ignore[attr-defined]
+        if self.quota is not None:  # type: ignore[attr-defined]
+            out["quota"] = self.quota.to_wire()  # type: ignore[attr-defined]
+        return out
+
+    @classmethod
+    def from_wire(cls, data: Any) -> "Governance":
+        """Strict: exactly the known members, bools and non-negative integers of the right kind."""
+        where = GOVERNANCE_V1
+        data = _gov_object(where, data, _GOVERNANCE_ORDER, ("read_only", "isolation"))
+        retention = quota = None
+        if "retention" in data:
+            r = _gov_object(where + ".retention", data["retention"], _RETENTION_ORDER, _RETENTION_ORDER)
+            retention = Retention(**r)
+        if "quota" in data:
+            q = _gov_object(where + ".quota", data["quota"], _QUOTA_ORDER, _QUOTA_ORDER)
+            quota = Quota(**q)
+        return cls(read_only=data["read_only"], isolation=data["isolation"], retention=retention, quota=quota)
+
+
+class Extensions(_Frozen):
+    """The manifest's ``extensions``: one member per known extension name (only governance/v1)."""
+
+    _fields = ("governance",)
+    __slots__ = ("governance",)
+
+    def __init__(self, *, governance: Governance | None = None) -> None:
+        if governance is not None and not isinstance(governance, Governance):
+            raise ValueError("extensions.governance: want a Governance")
+        object.__setattr__(self, "governance", None if governance is None or governance.empty() else governance)
+
+    def empty(self) -> bool:
+        return self.governance is None  # type: ignore[attr-defined]
+
+    def to_wire(self) -> dict:
+        return {} if self.governance is None else {GOVERNANCE_V1: self.governance.to_wire()}  # type: ignore[attr-defined]
+
+
+def extensions_from_wire(data: Any) -> Extensions | None:
+    """The wire ``extensions`` member decoded strictly and normalized; ``None`` when nothing is
+    left (so a manifest whose extensions normalize away equals, and hashes as, one without)."""
+    if not isinstance(data, dict):
+        raise ValueError("manifest extensions: want a JSON object")
+    unknown = sorted(set(data) - {GOVERNANCE_V1})
+    if unknown:
+        raise ValueError(f"manifest extensions: unknown extension names {unknown[:8]} (only {GOVERNANCE_V1})")
+    gov = Governance.from_wire(data[GOVERNANCE_V1]) if GOVERNANCE_V1 in data else None
+    ext = Extensions(governance=gov)
+    return None if ext.empty() else ext
+
+
+def _extensions_value(v: Any) -> Extensions | None:
+    """The manifest's ``extensions`` argument: None, an ``Extensions``, or its wire form."""
+    if v is None:
+        return None
+    if isinstance(v, Extensions):
+        return None if v.empty() else v
+    if isinstance(v, dict):
+        return extensions_from_wire(v)
+    raise ValueError("extensions: want an Extensions, its wire object, or None")
+
+
+def governance_of(m: Any) -> Governance | None:
+    """The manifest's governance/v1 claim, or None when it claims none."""
+    ext = getattr(m, "extensions", None)
+    return None if ext is None else ext.governance
+
+
 def coherence_error(m: Any) -> str | None:
     """The seed's ``coherent_projection``: its six rules in order, with its messages word for word."""
     fields = {"id", "created_at", "metadata", "content", "tags"}
@@ -74,7 +264,7 @@ def coherence_error(m: Any) -> str | None:
 
 
 try:  # pydantic 2 when importable
-    from pydantic import BaseModel, ConfigDict, Field, model_validator
+    from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, model_validator
 
     _HAVE_PYDANTIC = True
 except ImportError:  # pragma: no cover - exercised on Debian's python3
@@ -82,8 +272,15 @@ except ImportError:  # pragma: no cover - exercised on Debian's python3
 
 
 if _HAVE_PYDANTIC:
-    from typing import Literal
+    from typing import Annotated, Literal
 
+    # Validated by the package's own strict decoder (never pydantic's lax int coercion) and
+    # written back as the wire object.
+    ExtensionsField = Annotated[
+        Extensions | None,
+        PlainValidator(_extensions_value),
+        PlainSerializer(lambda e: None if e is None else e.to_wire()),
+    ]
     MemoryItemField = Literal["id", "created_at", "metadata", "content", "tags"]
     SearchConsistency = Literal["immediate", "eventual"]
     Fidelity = Literal["full", "native_fields", "lossy"]
@@ -102,6 +299,7 @@ if _HAVE_PYDANTIC:
         search_fidelity: Fidelity
         search_returns_tags: bool
         preserves_metadata: bool
+        extensions: ExtensionsField = None
 
         @model_validator(mode="after")
         def coherent_projection(self) -> "MemoryAdapterManifest":
@@ -119,7 +317,7 @@ else:
         ``ValueError`` (pydantic's ``ValidationError`` is a ``ValueError`` too).
         """
 
-        __slots__ = _MANIFEST_ORDER
+        __slots__ = _MANIFEST_ORDER + ("extensions",)
 
         def __init__(
             self,
@@ -133,6 +331,7 @@ else:
             search_fidelity: str,
             search_returns_tags: bool,
             preserves_metadata: bool,
+            extensions: Extensions | dict | None = None,
         ) -> None:
             if not isinstance(adapter, str) or not adapter:
                 raise ValueError("adapter: a string of at least 1 character")
@@ -167,6 +366,7 @@ else:
                 search_fidelity=search_fidelity,
                 search_returns_tags=search_returns_tags,
                 preserves_metadata=preserves_metadata,
+                extensions=_extensions_value(extensions),
                 **sets,
             )
             for k, v in values.items():
@@ -181,33 +381,37 @@ else:
         def __eq__(self, other: object) -> bool:
             if not isinstance(other, MemoryAdapterManifest):
                 return NotImplemented
-            return all(getattr(self, k) == getattr(other, k) for k in _MANIFEST_ORDER)
+            return all(getattr(self, k) == getattr(other, k) for k in _MANIFEST_ORDER + ("extensions",))
 
         def __hash__(self) -> int:
-            return hash(tuple(getattr(self, k) for k in _MANIFEST_ORDER))
+            return hash(tuple(getattr(self, k) for k in _MANIFEST_ORDER + ("extensions",)))
 
         def __repr__(self) -> str:
-            return "MemoryAdapterManifest(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in _MANIFEST_ORDER) + ")"
+            fields = _MANIFEST_ORDER + ("extensions",)
+            return "MemoryAdapterManifest(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in fields) + ")"
 
         def model_dump(self, mode: str = "python") -> dict:
             out = {k: getattr(self, k) for k in _MANIFEST_ORDER}
+            out["extensions"] = self.extensions
             if mode == "json":
                 for k in _SETS:
                     out[k] = sorted(out[k])
+                out["extensions"] = None if self.extensions is None else self.extensions.to_wire()
             return out
 
 
 def manifest_from_wire(data: Any) -> MemoryAdapterManifest:
     """The manifest of a ``GET /v1/manifest`` answer, decoded strictly.
 
-    Exactly the nine members, lists of strings (never null), strings and bools of the right
+    Exactly the nine members and optionally ``extensions`` (decoded strictly, see
+    ``extensions_from_wire``), lists of strings (never null), strings and bools of the right
     kind; then the model's own validation (enums, the six coherence rules). ``ValueError``
     when anything is off.
     """
     if not isinstance(data, dict):
         raise ValueError("the manifest is not a JSON object")
-    if set(data) != set(_MANIFEST_ORDER):
-        extra = sorted(set(data) - set(_MANIFEST_ORDER))
+    if set(data) - {"extensions"} != set(_MANIFEST_ORDER):
+        extra = sorted(set(data) - set(_MANIFEST_ORDER) - {"extensions"})
         missing = sorted(set(_MANIFEST_ORDER) - set(data))
         raise ValueError(f"manifest members: unknown {extra}, missing {missing}")
     for k in _SETS:
@@ -223,14 +427,20 @@ def manifest_from_wire(data: Any) -> MemoryAdapterManifest:
     kwargs = dict(data)
     for k in _SETS:
         kwargs[k] = frozenset(data[k])
+    if "extensions" in data:
+        kwargs["extensions"] = extensions_from_wire(data["extensions"])
     return MemoryAdapterManifest(**kwargs)
 
 
 def manifest_to_wire(m: Any) -> dict:
-    """The manifest as wire JSON: the nine members in order, sets as lists in UTF-8 byte order."""
+    """The manifest as wire JSON: the nine members in order, sets as lists in UTF-8 byte order,
+    then ``extensions`` (normalized) only when one is left: the canonical form's order."""
     out = {k: getattr(m, k) for k in _MANIFEST_ORDER}
     for k in _SETS:
         out[k] = sorted(set(out[k]), key=lambda s: s.encode("utf-8", "surrogatepass"))
+    ext = getattr(m, "extensions", None)
+    if ext is not None and not ext.empty():
+        out["extensions"] = ext.to_wire()
     return out
 
 

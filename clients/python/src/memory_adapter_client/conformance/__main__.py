@@ -4,8 +4,11 @@ server in harness mode (or any server speaking /harness/v1).
     python3 -m memory_adapter_client.conformance --target http://127.0.0.1:8080 --token-file tok \\
         --harness-url http://127.0.0.1:8081 --harness-token-file htok [--json FILE] [--require-full-claim]
 
-``--fake`` runs the matrix against the built-in fake instead (no server). Exit code 0 only
-for a Passed run (with ``--require-full-claim``, only for a full claim); 1 otherwise.
+``--fake`` runs the matrix against the built-in fake instead (no server); with
+``--fake-governance JSON`` (a governance/v1 object) the fake claims and enforces it. The
+governance profiles run after the matrix and are reported apart (the table's ``profile``
+lines, the JSON report's ``profiles``); a failed profile fails the run. Exit code 0 only for
+a Passed run (with ``--require-full-claim``, only for a full claim); 1 otherwise.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ import importlib
 import json
 import sys
 
+from .. import jsonexact
 from ..client import BINDING_FILE_LIMIT
+from ..models import Governance
 from .fake import FakeHarness
 from .suite import PASSED, Options, run
 from .wire import WireHarness
@@ -40,9 +45,19 @@ def _factory(spec: str):
 
 
 async def _main(a: argparse.Namespace) -> int:
-    opts = Options(case_timeout=a.case_timeout)
+    opts = Options(case_timeout=a.case_timeout, profile_timeout=a.profile_timeout)
+    if a.fake_governance and not a.fake:
+        raise SystemExit("--fake-governance goes with --fake")
     if a.fake:
-        h = FakeHarness()
+        gov = None
+        if a.fake_governance:
+            if len(a.fake_governance) > 4096:
+                raise SystemExit("--fake-governance: longer than 4096 characters")
+            try:
+                gov = Governance.from_wire(jsonexact.loads(a.fake_governance))
+            except (ValueError, RecursionError) as e:
+                raise SystemExit(f"--fake-governance: {e}")
+        h = FakeHarness(governance=gov)
     else:
         if not a.target or not a.harness_url:
             raise SystemExit("--target and --harness-url are required (or --fake)")
@@ -76,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fake", action="store_true", help="run against the built-in fake instead of a server")
     p.add_argument("--json", help="write the JSON report here")
     p.add_argument("--require-full-claim", action="store_true", help="fail a run whose claim is partial")
+    p.add_argument("--fake-governance", metavar="JSON", help="with --fake: the governance/v1 object the fake claims and enforces")
     p.add_argument("--case-timeout", type=float, default=30.0, help="bound on one case, seconds")
+    p.add_argument("--profile-timeout", type=float, default=120.0, help="bound on one governance profile, seconds")
     p.add_argument("--progress", action="store_true", help="one line per finished case on stderr")
     p.add_argument("--store-factory", help="module:callable(url, token) making the store under test (tests)")
     return asyncio.run(_main(p.parse_args(argv)))

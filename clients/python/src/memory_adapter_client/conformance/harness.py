@@ -31,6 +31,9 @@ CAPABILITIES = {
     "responses_malformed": "make_responses_malformed",
     "identityless_write": "make_next_write_identityless",
     "backend_calls": "backend_calls",
+    # governance/v1 (shared-notes/governance-v1.md §2), for the governance profiles.
+    "governance_tokens": "make_governance_stores",
+    "retention_sweep": "retention_sweep",
 }
 
 
@@ -55,6 +58,13 @@ class MemoryAdapterHarness(Protocol):
 #   make_responses_malformed() -> None      reads answer malformed until reset
 #   make_next_write_identityless() -> None  the next write is acknowledged without identity
 #   backend_calls() -> int                  calls that reached the service so far
+#   make_governance_stores() -> dict        stores of the four governance tokens, keyed
+#                                           read_write, read_only (both in sub-scope G),
+#                                           sub_scope_a, sub_scope_b (read-write in A and B)
+#   retention_sweep(after_seconds) -> None  run the retention sweep of G, A and B as if
+#                                           after_seconds had passed since now
+#   sleep(seconds) -> None                  wait on Retry-After (a fake's virtual clock);
+#                                           without it the suite waits in real time
 #   has_capability(name) -> bool            (sync) capabilities discovered at run time
 
 

@@ -8,6 +8,11 @@ Failed with the reason and the run goes on. Outcomes are ``Passed``, ``Failed`` 
 
 ``created_at`` is compared bit-exactly as a double (contract.md §3), and the fixtures carry
 what Python's ``time.time()`` makes: sub-microsecond bits.
+
+After the matrix, the four governance profiles (shared-notes/governance-v1.md §3:
+``read-only``, ``isolation``, ``retention``, ``quota``) run, each after a reset, against the
+stores of the harness's governance tokens; they are NotApplicable unless the manifest's
+``governance/v1`` extension claims them, and reported apart from the cases (``Report.profiles``).
 """
 
 from __future__ import annotations
@@ -22,11 +27,23 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Awaitable, Callable
 
-from ..errors import MemoryAdapterError, MemoryAdapterUnavailable, UnsupportedMemoryQuery
-from ..models import MemoryItem, MemoryQuery, coherence_error, manifest_hash
+from ..errors import MemoryAdapterError, MemoryAdapterUnavailable, ProblemError, UnsupportedMemoryQuery
+from ..models import MemoryItem, MemoryQuery, coherence_error, governance_of, manifest_hash
 from .harness import MissingCapability, has_capability
 
-__all__ = ("CASE_IDS", "Options", "Report", "CaseResult", "run", "json_equal", "PASSED", "FAILED", "NOT_APPLICABLE")
+__all__ = (
+    "CASE_IDS",
+    "PROFILE_IDS",
+    "Options",
+    "Report",
+    "CaseResult",
+    "ProfileResult",
+    "run",
+    "json_equal",
+    "PASSED",
+    "FAILED",
+    "NOT_APPLICABLE",
+)
 
 PASSED, FAILED, NOT_APPLICABLE = "Passed", "Failed", "NotApplicable"
 SUITE_VERSION = "0.1.0"
@@ -69,6 +86,12 @@ class Options:
     accuracy: Callable[[], Awaitable[Any]] | None = None
     # Set by the accuracy table for its own runs, which must not recurse.
     nested: bool = False
+    # Bound on one governance profile, seconds: its stores may wait up to
+    # GOVERNANCE_RETRY_BUDGET on Retry-After, plus the calls themselves.
+    profile_timeout: float = 120.0
+    # One named profile check to skip (PROFILE_CHECKS): only the test proving that every
+    # check is needed sets it.
+    disabled_check: str = ""
 
 
 @dataclass
@@ -90,8 +113,34 @@ class CaseResult:
 
 
 @dataclass
+class ProfileResult:
+    id: str
+    outcome: str
+    reason: str = ""
+    failures: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    missing_capabilities: list[str] = field(default_factory=list)
+    duration_ms: int = 0
+
+    @property
+    def title(self) -> str:
+        return PROFILE_TITLES.get(self.id, self.id)
+
+    def to_json(self) -> dict:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "failures": list(self.failures),
+            "notes": list(self.notes),
+        }
+
+
+@dataclass
 class Report:
     cases: list[CaseResult] = field(default_factory=list)
+    profiles: list[ProfileResult] = field(default_factory=list)
     adapter_id: str = ""
     manifest_hash: str = ""
     error: str = ""
@@ -102,14 +151,19 @@ class Report:
 
     def finish(self) -> None:
         seen = [c.id for c in self.cases]
-        complete = sorted(seen) == sorted(CASE_IDS) and all(c.outcome in (PASSED, FAILED, NOT_APPLICABLE) for c in self.cases)
-        self.missing_capabilities = sorted({m for c in self.cases for m in c.missing_capabilities})
-        failed = any(c.outcome == FAILED for c in self.cases)
+        complete = sorted(seen) == sorted(CASE_IDS) and all(c.outcome in (PASSED, FAILED, NOT_APPLICABLE) for c in self.cases + self.profiles)
+        self.missing_capabilities = sorted({m for c in self.cases + self.profiles for m in c.missing_capabilities})
+        # A failed profile fails the run; a claimed profile NotApplicable for a missing
+        # capability makes the claim partial (through missing_capabilities).
+        failed = any(c.outcome == FAILED for c in self.cases + self.profiles)
         self.result = PASSED if complete and not failed and not self.error else FAILED
         self.claim = "full" if complete and not self.missing_capabilities and not self.error else "partial"
 
     def outcomes(self) -> dict[str, str]:
         return {c.id: c.outcome for c in self.cases}
+
+    def profile_outcomes(self) -> dict[str, str]:
+        return {p.id: p.outcome for p in self.profiles}
 
     def summary(self) -> str:
         if self.result != PASSED:
@@ -124,6 +178,8 @@ class Report:
             lines.append("error: " + self.error)
         for c in self.cases:
             lines.append(f"{c.id:<20} {c.outcome:<13} {_one_line(c.message)[:300]}")
+        for p in self.profiles:
+            lines.append(f"profile {p.id:<12} {p.outcome:<13} {_one_line(p.reason or '; '.join(p.failures or p.notes))[:300]}")
         return "\n".join(lines)
 
     def to_json(self) -> dict:
@@ -136,6 +192,7 @@ class Report:
             "missing_capabilities": self.missing_capabilities,
             "error": self.error,
             "cases": [c.to_json() for c in self.cases],
+            "profiles": [p.to_json() for p in self.profiles],
         }
 
 
@@ -341,11 +398,12 @@ class _CaseRun:
             self.fatal(f"setup: retrieve after store returned ({got is not None}, {err!r})")
         return got
 
-    async def poll_search(self, q: Any, done: Callable[[list], bool]) -> tuple[list, bool, BaseException | None]:
+    async def poll_search(self, q: Any, done: Callable[[list], bool], store: Any = None) -> tuple[list, bool, BaseException | None]:
+        store = store if store is not None else self.store
         deadline = time.monotonic() + self.opts.visibility_timeout
         while True:
             try:
-                hits = await self.store.search(q)
+                hits = await store.search(q)
             except Exception as e:  # noqa: BLE001 - an error is not "not yet visible"
                 return [], False, e
             if done(hits):
@@ -846,6 +904,351 @@ async def _run_case(h: Any, case_id: str, opts: Options) -> CaseResult:
     return res
 
 
+# ---- the governance profiles (shared-notes/governance-v1.md §3) ----
+
+PROFILE_IDS = ("read-only", "isolation", "retention", "quota")
+PROFILE_TITLES = {
+    "read-only": "A read-only token reads and never stores",
+    "isolation": "Sub-scopes never see each other's items",
+    "retention": "Retention removes items on time, never early",
+    "quota": "Quotas refuse with typed problems and store nothing",
+}
+# The governance tokens' stores, as POST /harness/v1/governance-tokens names them.
+GOVERNANCE_STORES = ("read_write", "read_only", "sub_scope_a", "sub_scope_b")
+# A profile's stores that answer 429 rate_limited are tried again after Retry-After, up to
+# this many seconds of waiting in all: a small claimed write rate slows a profile, never fails it.
+GOVERNANCE_RETRY_BUDGET = 30.0
+# Bounds of the limits a profile exercises (larger ones would make a run store too much).
+MAX_EXERCISED_ITEMS = 200
+MAX_EXERCISED_BYTES = 1 << 20
+MAX_BYTES_STORES = 16
+SEARCH_LIMIT = 50
+# The names of the profiles' checks, filled as they run (Options.disabled_check skips one).
+PROFILE_CHECKS: set[str] = set()
+
+
+def problem_of(e: BaseException | None) -> ProblemError | None:
+    """The server's problem behind a typed error (chained as its cause), if any."""
+    cause = getattr(e, "__cause__", None)
+    return cause if isinstance(cause, ProblemError) else None
+
+
+def _is_problem(e: BaseException | None, status: int, type_: str) -> bool:
+    p = problem_of(e)
+    return _is_adapter_error(e) and p is not None and p.status == status and p.type == type_
+
+
+def _describe_error(e: BaseException) -> str:
+    p = problem_of(e)
+    return f"{type(e).__name__} (problem {p.status} {p.type})" if p is not None else repr(e)
+
+
+class _ProfileRun(_CaseRun):
+    def __init__(self, h: Any, opts: Options, gov: Any) -> None:
+        super().__init__(h, opts)
+        self.gov = gov
+        self.stores: dict[str, Any] = {}
+        self.waited = 0.0
+        self.rate_limited = 0
+
+    def check(self, name: str) -> bool:
+        """Whether the named check runs (registered for the test that disables each in turn)."""
+        PROFILE_CHECKS.add(name)
+        return self.opts.disabled_check != name
+
+    async def begin(self, *caps: str) -> dict[str, Any]:
+        """The profile's start: the capabilities it needs, a reset, the governance stores."""
+        for cap in ("governance_tokens", *caps):
+            self.need(cap, "the governance profiles need it")
+        await self.harness("reset")
+        got = await self.harness("make_governance_stores")
+        if not isinstance(got, dict) or set(got) != set(GOVERNANCE_STORES) or any(s is None for s in got.values()):
+            self.fatal(f"harness make_governance_stores returned {sorted(got) if isinstance(got, dict) else type(got).__name__}, want {list(GOVERNANCE_STORES)}")
+        self.stores = got
+        return got
+
+    async def gov_store(self, s: Any, it: Any) -> BaseException | None:
+        """Store it, trying again after each 429's Retry-After within the run's budget; the
+        error of the last attempt, or None once stored."""
+        while True:
+            _, err = await _attempt(lambda: s.store(it))
+            if err is None or not _is_problem(err, 429, "rate_limited"):
+                return err
+            self.rate_limited += 1
+            wait = max(1, problem_of(err).retry_after or 1)  # type: ignore[union-attr]
+            if self.waited + wait > GOVERNANCE_RETRY_BUDGET:
+                return err
+            self.waited += wait
+            sleep = getattr(self.h, "sleep", None)  # a fake's virtual clock
+            await (sleep(wait) if callable(sleep) else asyncio.sleep(wait))
+
+    async def must_gov_store(self, what: str, s: Any, it: Any) -> None:
+        err = await self.gov_store(s, it)
+        if err is not None:
+            self.fatal(f"setup: {what} failed: {_describe_error(err)}")
+
+    async def sweep(self, after: int) -> None:
+        await self.harness("retention_sweep", after)
+
+    async def retrieve_equal(self, what: str, s: Any, it: Any) -> None:
+        got, err = await _attempt(lambda: s.retrieve(it.id))
+        if err is not None or got is None:
+            self.fail(f"{what}: retrieve returned ({got is not None}, {err!r}), want the item")
+            return
+        for prob in field_problems(it, got, "id", "content", "tags"):
+            self.fail(f"{what}: {prob}")
+
+    async def retrieve_none(self, what: str, s: Any, id_: uuid.UUID) -> None:
+        got, err = await _attempt(lambda: s.retrieve(id_))
+        if err is not None or got is not None:
+            self.fail(f"{what}: retrieve returned ({'an item' if got is not None else None}, {err!r}), want None")
+
+    async def search_ids(self, what: str, s: Any, q: Any) -> set | None:
+        hits, err = await _attempt(lambda: s.search(q))
+        if err is not None:
+            self.fail(f"{what}: search raised {err!r}")
+            return None
+        return {h.id for h in hits}
+
+    def result(self) -> ProfileResult:  # type: ignore[override]
+        if self.rate_limited:
+            self.note(f"{self.rate_limited} stores answered 429 rate_limited and were tried again after Retry-After ({self.waited:g} s)")
+        if self.problems:
+            return ProfileResult("", FAILED, "", list(self.problems), list(self.notes), self.missing)
+        if self.na:
+            return ProfileResult("", NOT_APPLICABLE, self.na, [], list(self.notes), self.missing)
+        return ProfileResult("", PASSED, "", [], list(self.notes), self.missing)
+
+
+def gov_item(label: str) -> Any:
+    """A profile's item: content whose text is unique (a text query finds it and nothing else)."""
+    id_ = uuid.uuid4()
+    return MemoryItem(id=id_, created_at=_FIXTURE_TIME, metadata={}, content={"text": f"governance {label} {id_}"}, tags=["governance", label])
+
+
+async def profile_read_only(p: _ProfileRun) -> None:
+    if not p.gov.read_only:
+        p.not_applicable("the manifest does not claim read_only")
+    s = await p.begin()
+    rw, ro = s["read_write"], s["read_only"]
+    x, y = gov_item("read-only-x"), gov_item("read-only-y")
+    await p.must_gov_store("the read-write token's store of X in G", rw, x)
+    await p.harness("make_search_index_visible")
+    if p.check("read-only/reads"):
+        await p.retrieve_equal("the read-only token's retrieve of X", ro, x)
+        hits, ok, err = await p.poll_search(MemoryQuery(limit=SEARCH_LIMIT), lambda h: _contains_all(h, [x.id]), ro)
+        if err is not None or not ok:
+            p.fail(f"the read-only token's empty-query search returned {_hit_ids(hits)} (error {err!r}), want it to hold X")
+    err = await p.gov_store(ro, y)
+    if p.check("read-only/refused"):
+        if err is None:
+            p.fail("the read-only token's store of Y succeeded, want MemoryAdapterError with problem 403 forbidden")
+        elif not _is_problem(err, 403, "forbidden"):
+            p.fail(f"the read-only token's store of Y raised {_describe_error(err)}, want MemoryAdapterError with problem 403 forbidden")
+    if p.check("read-only/nothing-stored"):
+        await p.retrieve_none("after the read-only store, the read-write token's retrieve of Y", rw, y.id)
+        await p.harness("make_search_index_visible")
+        ids = await p.search_ids("the read-write token", rw, MemoryQuery(limit=SEARCH_LIMIT))
+        if ids is not None and ids != {x.id}:
+            p.fail(f"the read-write token's search holds {len(ids)} items, want exactly X (the one it stored)")
+    p.note("a read-only token retrieves and searches G; its store is 403 forbidden and stores nothing")
+
+
+async def profile_isolation(p: _ProfileRun) -> None:
+    if not p.gov.isolation:
+        p.not_applicable("the manifest does not claim isolation")
+    s = await p.begin()
+    a, b, g = s["sub_scope_a"], s["sub_scope_b"], s["read_write"]
+    x = gov_item("isolation-x")
+    await p.must_gov_store("sub-scope A's store of X", a, x)
+    got, err = await _attempt(lambda: a.retrieve(x.id))
+    if err is not None or got is None or field_problems(x, got, "id", "content", "tags"):
+        p.fatal(f"setup: sub-scope A's retrieve of its own X returned ({got is not None}, {err!r}) or another item")
+    await p.harness("make_search_index_visible")
+    if p.check("isolation/hidden"):
+        await p.retrieve_none("sub-scope B's retrieve of A's X", b, x.id)
+        for q in (MemoryQuery(limit=SEARCH_LIMIT), MemoryQuery(text=x.content["text"], limit=SEARCH_LIMIT)):
+            ids = await p.search_ids("sub-scope B", b, q)
+            if ids is not None and x.id in ids:
+                p.fail(f"sub-scope B's search (text {q.text is not None}) returned A's X")
+        await p.retrieve_none("G's read-write retrieve of A's X", g, x.id)
+    other = MemoryItem(id=x.id, created_at=_FIXTURE_TIME, metadata={}, content={"text": f"governance isolation-b {uuid.uuid4()}"}, tags=["governance", "isolation-b"])
+    err = await p.gov_store(b, other)
+    if p.check("isolation/own-id"):
+        if err is not None:
+            p.fail(f"sub-scope B's store under X's id raised {_describe_error(err)}, want success (B's own item)")
+        await p.retrieve_equal("after B stored under X's id, A's retrieve of X", a, x)
+    p.note("sub-scopes A and B and G see none of each other's items, even under one id")
+
+
+async def profile_retention(p: _ProfileRun) -> None:
+    r = p.gov.retention
+    if r is None:
+        p.not_applicable("the manifest does not claim retention")
+    s = await p.begin("retention_sweep")
+    rw, a = s["read_write"], s["sub_scope_a"]
+    skipped = []
+    if r.max_age_seconds > 0:
+        x = gov_item("retention-x")
+        await p.must_gov_store("the read-write token's store of X in G", rw, x)
+        early = max(0, r.max_age_seconds - 60)
+        await p.sweep(early)
+        got, err = await _attempt(lambda: rw.retrieve(x.id))
+        if p.check("retention/not-early") and (err is not None or got is None):
+            what = f"raised {err!r}" if err is not None else "returned None"
+            p.fail(f"a sweep {early} s after the store (max_age_seconds {r.max_age_seconds}): the retrieve of X {what}, want X: removed early")
+        late = r.max_age_seconds + r.sweep_period_seconds + 1
+        await p.sweep(late)
+        if p.check("retention/removed"):
+            await p.retrieve_none(f"a sweep {late} s after the store: X", rw, x.id)
+            await p.harness("make_search_index_visible")
+            ids = await p.search_ids(f"a sweep {late} s after the store", rw, MemoryQuery(limit=SEARCH_LIMIT))
+            if ids is not None and x.id in ids:
+                p.fail(f"a sweep {late} s after the store left X in the empty-query search")
+        p.note(f"max_age_seconds {r.max_age_seconds}: kept {early} s, removed {late} s after the store")
+    m = r.max_items
+    q = p.gov.quota
+    if m > 0 and (m > MAX_EXERCISED_ITEMS or (q is not None and 0 < q.max_items <= m)):
+        masked = f" (masked by the quota's max_items {q.max_items})" if m <= MAX_EXERCISED_ITEMS else f" (over {MAX_EXERCISED_ITEMS})"
+        skipped.append(f"max_items {m} not exercised{masked}")
+        p.note(skipped[-1])
+    elif m > 0:
+        items = [gov_item(f"retention-{i}") for i in range(m + 1)]
+        for it in items:  # one by one: the store order is the age order
+            await p.must_gov_store("sub-scope A's store", a, it)
+        await p.sweep(0)
+        if p.check("retention/max-items"):
+            await p.retrieve_none(f"max_items {m}: after {m + 1} stores and a sweep, the first", a, items[0].id)
+            for it in items[1:]:
+                await p.retrieve_equal(f"max_items {m}: after {m + 1} stores and a sweep, one of the newest", a, it)
+        p.note(f"max_items {m}: the oldest of {m + 1} removed, the newest {m} kept")
+    if r.max_age_seconds == 0 and (m == 0 or skipped):
+        p.not_applicable("; ".join(skipped) or "the retention claim limits nothing")
+
+
+async def profile_quota(p: _ProfileRun) -> None:
+    q = p.gov.quota
+    if q is None:
+        p.not_applicable("the manifest does not claim quota")
+    s = await p.begin()
+    rw, a, b = s["read_write"], s["sub_scope_a"], s["sub_scope_b"]
+    skipped: list[str] = []
+    exercised = 0
+    m = q.max_items
+    if 1 <= m <= MAX_EXERCISED_ITEMS:
+        exercised += 1
+        items = [gov_item(f"quota-{i}") for i in range(m)]
+        errs = [await p.gov_store(a, it) for it in items]
+        over = gov_item("quota-over")
+        err = await p.gov_store(a, over)
+        if p.check("quota/items"):
+            for i, e in enumerate(errs):
+                if e is not None:
+                    p.fail(f"max_items {m}: store {i + 1} of {m} in sub-scope A raised {_describe_error(e)}, want success")
+            if err is None:
+                p.fail(f"max_items {m}: store {m + 1} in sub-scope A succeeded, want problem 507 quota_exceeded")
+            elif not _is_problem(err, 507, "quota_exceeded"):
+                p.fail(f"max_items {m}: store {m + 1} in sub-scope A raised {_describe_error(err)}, want problem 507 quota_exceeded")
+            for it, e in zip(items, errs):
+                if e is None:
+                    await p.retrieve_equal(f"max_items {m}: an acknowledged item after the refusal", a, it)
+        p.note(f"max_items {m}: store {m + 1} refused 507 quota_exceeded, the {m} kept")
+    elif m:
+        skipped.append(f"max_items {m} not exercised (outside 1..{MAX_EXERCISED_ITEMS})")
+    nbytes = q.max_bytes
+    if 1 <= nbytes <= MAX_EXERCISED_BYTES:
+        exercised += 1
+        size = max(1, nbytes // 8)
+        acked, refusal = [], None
+        for i in range(MAX_BYTES_STORES):
+            it = MemoryItem(id=uuid.uuid4(), created_at=_FIXTURE_TIME, metadata={}, content="b" * size, tags=[])
+            err = await p.gov_store(b, it)
+            if err is not None:
+                refusal = err
+                break
+            acked.append(it)
+        if p.check("quota/bytes"):
+            if refusal is None:
+                p.fail(f"max_bytes {nbytes}: {MAX_BYTES_STORES} stores of a {size}-character string in sub-scope B all succeeded, want a 507 quota_exceeded")
+            elif not _is_problem(refusal, 507, "quota_exceeded"):
+                p.fail(f"max_bytes {nbytes}: store {len(acked) + 1} in sub-scope B raised {_describe_error(refusal)}, want problem 507 quota_exceeded")
+            for it in acked:
+                await p.retrieve_equal(f"max_bytes {nbytes}: an acknowledged item", b, it)
+        p.note(f"max_bytes {nbytes}: {len(acked)} stores of {size} characters kept, the next refused")
+    elif nbytes:
+        skipped.append(f"max_bytes {nbytes} not exercised (outside 1..{MAX_EXERCISED_BYTES})")
+    w, u = q.writes_per_second, q.write_burst
+    if w > 0 and 1 <= u <= MAX_EXERCISED_ITEMS and not (0 < m < u + 1):
+        exercised += 1
+        tried = [gov_item(f"quota-rate-{i}") for i in range(u + 1)]
+        results = []
+        for it in tried:  # as fast as possible, never tried again: the burst must run out
+            results.append((it, (await _attempt(lambda: rw.store(it)))[1]))
+        if p.check("quota/rate"):
+            limited = [e for _, e in results if _is_problem(e, 429, "rate_limited")]
+            if not limited:
+                p.fail(f"write rate {w}/s, burst {u}: none of {u + 1} immediate stores in G answered 429 rate_limited")
+            for e in limited:
+                ra = problem_of(e).retry_after  # type: ignore[union-attr]
+                if ra is None or ra < 1:
+                    p.fail(f"write rate {w}/s: a 429 carried Retry-After {ra!r}, want whole seconds >= 1")
+                    break
+            for it, e in results:
+                if e is None:
+                    await p.retrieve_equal(f"write rate {w}/s: an acknowledged store", rw, it)
+                else:
+                    await p.retrieve_none(f"write rate {w}/s: a refused store ({_describe_error(e)})", rw, it.id)
+            other = [e for _, e in results if e is not None and not _is_problem(e, 429, "rate_limited")]
+            if other:
+                p.note(f"write rate: {len(other)} stores refused otherwise ({_describe_error(other[0])})")
+        p.note(f"write rate {w}/s, burst {u}: {sum(e is not None for _, e in results)} of {u + 1} immediate stores refused")
+    elif w > 0:
+        masked = f" (masked by max_items {m})" if 1 <= u <= MAX_EXERCISED_ITEMS else f" (burst outside 1..{MAX_EXERCISED_ITEMS})"
+        skipped.append(f"write rate {w}/s with burst {u} not exercised{masked}")
+    for n in skipped:
+        p.note(n)
+    if not exercised:
+        p.not_applicable("; ".join(skipped) or "the quota claim limits nothing")
+
+
+PROFILES: dict[str, Callable[[_ProfileRun], Awaitable[None]]] = {
+    "read-only": profile_read_only,
+    "isolation": profile_isolation,
+    "retention": profile_retention,
+    "quota": profile_quota,
+}
+assert tuple(PROFILES) == PROFILE_IDS
+
+
+async def _run_profile(h: Any, profile_id: str, gov: Any, opts: Options) -> ProfileResult:
+    p = _ProfileRun(h, opts, gov)
+
+    async def body() -> None:
+        try:
+            if gov is None:
+                p.not_applicable("the manifest claims no governance/v1")
+            await PROFILES[profile_id](p)
+        except _Abort:
+            pass
+        except Exception as e:  # noqa: BLE001 - a crash fails the profile, not the run
+            tb = traceback.extract_tb(e.__traceback__)[-3:]
+            where = " <- ".join(f"{f.name}:{f.lineno}" for f in reversed(tb))
+            p.fail(f"profile raised {e!r} ({where})")
+        finally:
+            for st in p.stores.values():
+                await _close_store(st)
+
+    start = time.monotonic()
+    try:
+        await asyncio.wait_for(body(), opts.profile_timeout)
+        res = p.result()
+    except asyncio.TimeoutError:
+        res = ProfileResult("", FAILED, "", [f"profile timed out after {opts.profile_timeout}s", *p.problems], list(p.notes), p.missing)
+    res.id = profile_id
+    res.duration_ms = int((time.monotonic() - start) * 1000)
+    return res
+
+
 async def _manifest_of(store: Any) -> Any:
     loader = getattr(store, "load_manifest", None)
     if callable(loader):
@@ -854,7 +1257,8 @@ async def _manifest_of(store: Any) -> Any:
 
 
 async def run(h: Any, opts: Options | None = None, progress: Callable[[str], None] | None = None) -> Report:
-    """Run the matrix's cases against harness ``h``; the caller owns (and closes) the harness."""
+    """Run the matrix's cases, then the governance profiles, against harness ``h``; the caller
+    owns (and closes) the harness."""
     opts = opts or Options()
     r = Report()
     try:
@@ -868,6 +1272,7 @@ async def run(h: Any, opts: Options | None = None, progress: Callable[[str], Non
     except Exception as e:  # noqa: BLE001
         r.error = f"making a probe store failed: {e!r}"
         r.cases = [CaseResult(cid, FAILED, "not run: " + r.error) for cid in CASE_IDS]
+        r.profiles = [ProfileResult(pid, FAILED, "", ["not run: " + r.error]) for pid in PROFILE_IDS]
         r.finish()
         return r
     r.adapter_id = m.adapter
@@ -883,5 +1288,14 @@ async def run(h: Any, opts: Options | None = None, progress: Callable[[str], Non
         r.cases.append(res)
         if progress is not None:
             progress(f"{res.id:<20} {res.outcome:<13} {_one_line(res.message)[:160]}")
+    gov = governance_of(m)
+    for pid in PROFILE_IDS:
+        if bad is not None:
+            pres = ProfileResult(pid, FAILED, "", ["not run: the manifest does not validate (see structural-surface): " + bad])
+        else:
+            pres = await _run_profile(h, pid, gov, opts)
+        r.profiles.append(pres)
+        if progress is not None:
+            progress(f"profile {pid:<12} {pres.outcome:<13} {_one_line(pres.reason or '; '.join(pres.failures))[:160]}")
     r.finish()
     return r

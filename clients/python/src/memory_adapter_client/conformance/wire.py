@@ -42,8 +42,8 @@ class WireHarness:
         self._caps: set[str] | None = None
         self.duplicate_id_behaviour = ""
 
-    async def _request(self, method: str, path: str) -> Any:
-        body = b"{}" if method == "POST" else None
+    async def _request(self, method: str, path: str, payload: Any = None) -> Any:
+        body = (jsonexact.dumps({} if payload is None else payload)) if method == "POST" else None
         status, _ctype, data = await asyncio.to_thread(self._h._exchange, method, path, body, self._h._token)
         if status // 100 != 2:
             raise RuntimeError(f"harness {method} {path} answered HTTP {status}: {data[:300]!r}")
@@ -64,11 +64,11 @@ class WireHarness:
             raise RuntimeError("call load_capabilities() first")
         return name in self._caps
 
-    async def _call(self, cap: str, method: str, path: str) -> Any:
+    async def _call(self, cap: str, method: str, path: str, payload: Any = None) -> Any:
         caps = await self.load_capabilities()
         if cap not in caps:
             raise MissingCapability(cap)
-        return await self._request(method, path)
+        return await self._request(method, path, payload)
 
     # -- the seed's five methods --
 
@@ -112,6 +112,24 @@ class WireHarness:
         if not isinstance(got, dict) or isinstance(got.get("count"), bool) or not isinstance(got.get("count"), int):
             raise RuntimeError("harness backend-calls: no count")
         return got["count"]
+
+    async def make_governance_stores(self) -> dict[str, Any]:
+        """The stores of the four data tokens POST /harness/v1/governance-tokens hands out."""
+        got = await self._call("governance_tokens", "POST", "/harness/v1/governance-tokens")
+        names = ("read_write", "read_only", "sub_scope_a", "sub_scope_b")
+        if not isinstance(got, dict) or set(got) != set(names) or not all(isinstance(got[n], str) and got[n] for n in names):
+            raise RuntimeError(f"harness governance-tokens: want the tokens {list(names)}")
+        stores = {}
+        for n in names:
+            s = self._factory(self.target_url, got[n])
+            await s.load_manifest()
+            stores[n] = s
+        return stores
+
+    async def retention_sweep(self, after_seconds: int) -> None:
+        if isinstance(after_seconds, bool) or not isinstance(after_seconds, int) or after_seconds < 0:
+            raise ValueError("after_seconds: a non-negative int")
+        await self._call("retention_sweep", "POST", "/harness/v1/retention-sweep", {"after_seconds": after_seconds})
 
 
 assert all(m is None or hasattr(WireHarness, m) for m in CAPABILITIES.values())
