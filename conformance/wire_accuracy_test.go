@@ -190,3 +190,60 @@ func TestPythonExampleHashesTheVectors(t *testing.T) {
 	}
 	t.Logf("%s", out)
 }
+
+// wireGovernanceClaim is the Python example's governance/v1 claim in the over-the-wire
+// profile rows: every profile claimed, each with limits one run exercises.
+const wireGovernanceClaim = `{"read_only":true,"isolation":true,` +
+	`"retention":{"max_age_seconds":3600,"max_items":5,"sweep_period_seconds":60},` +
+	`"quota":{"max_items":60,"max_bytes":65536,"writes_per_second":50,"write_burst":20}}`
+
+// wireProfileLies are the over-the-wire rows of the governance profiles: the Python example
+// claiming governance with one planted lie, and the profile meant to catch it.
+var wireProfileLies = []struct {
+	lie   string
+	meant CaseID
+}{
+	{"read-only-writes", ProfileReadOnly},
+	{"sub-scope-leak", ProfileIsolation},
+	{"retention-early", ProfileRetention},
+	{"retention-ignored", ProfileRetention},
+	{"quota-ignored", ProfileQuota},
+}
+
+func runWireGoverned(t *testing.T, lie, disabled string) *Report {
+	t.Helper()
+	py := wiretest.StartPythonWith(t, lie, wiretest.PythonOptions{Governance: wireGovernanceClaim})
+	ctx := t.Context()
+	h, err := wire.New(ctx, wire.Options{TargetURL: py.URL, Token: py.Token, HarnessURL: py.HarnessURL, HarnessToken: py.HarnessToken})
+	if err != nil {
+		t.Fatalf("wire harness: %v", err)
+	}
+	defer func() { _ = h.Close(context.Background()) }()
+	return Execute(ctx, h, nestedOptions(disabled))
+}
+
+// TestWireProfilesTable: the Python example claiming governance passes every profile over the
+// wire with the full claim; each planted lie fails its profile, and passes it once that
+// profile's checks are removed.
+func TestWireProfilesTable(t *testing.T) {
+	truthful := runWireGoverned(t, "", "")
+	if truthful.Result != Passed || truthful.Claim != ClaimFull {
+		t.Fatalf("the truthful governed Python server: %s\n%s", truthful.Summary(), truthful.Table())
+	}
+	for _, id := range ProfileIDs() {
+		if p, _ := truthful.Profile(id); p.Outcome != Passed {
+			t.Errorf("profile %s is %s over the wire: %s", id, p.Outcome, p.Message)
+		}
+	}
+	for _, l := range wireProfileLies {
+		r := runWireGoverned(t, l.lie, "")
+		if p, _ := r.Profile(l.meant); p.Outcome != Failed {
+			t.Errorf("lie %s: profile %s is %s, want Failed\n%s", l.lie, l.meant, p.Outcome, r.Table())
+			continue
+		}
+		off := runWireGoverned(t, l.lie, string(l.meant)+"/")
+		if p, _ := off.Profile(l.meant); p.Outcome != Passed {
+			t.Errorf("lie %s with profile %s's checks removed: %s (%s), want Passed", l.lie, l.meant, p.Outcome, p.Message)
+		}
+	}
+}
