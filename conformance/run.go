@@ -452,6 +452,21 @@ func Run(t *testing.T, h Harness, opts ...Options) *Report {
 			}
 		})
 	}
+	for _, p := range r.Profiles {
+		t.Run("profile-"+string(p.ID), func(t *testing.T) {
+			switch {
+			case p.Outcome == Passed:
+				t.Logf("passed: %s", p.Message)
+			case p.Outcome == NotApplicable && len(p.MissingCapabilities) > 0 && o.RequireFullClaim:
+				t.Errorf("claimed but not applicable, and the full claim was required: %s", p.Message)
+			case p.Outcome == NotApplicable:
+				// A profile the manifest does not claim is not a gap in the run's proof.
+				t.Logf("not applicable: %s", p.Message)
+			default:
+				t.Errorf("%s: %s\nhint: %s", p.Outcome, p.Message, p.Hint)
+			}
+		})
+	}
 	if r.Result != Passed {
 		t.Errorf("conformance result %s for adapter %q\n%s", r.Result, r.AdapterID, r.Table())
 	}

@@ -3,14 +3,17 @@ package wireharness
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -32,6 +35,23 @@ type Options struct {
 	// WrapTransport, if set, wraps the clients' transport closest to the wire (tests use it
 	// to validate every exchange against the OpenAPI document).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// Governance, if set, is the governance the servers enforce and claim in their manifest
+	// (the deployed server's serve flags): the matrix's scope stays ungoverned, and the
+	// governance profiles get governed sub-scopes (MakeGovernedStores).
+	Governance *Governance
+}
+
+// Governance is the retention, quotas and access control of the servers a wire harness
+// starts, as server.Config holds them.
+type Governance struct {
+	// Retention is the retention policy.
+	Retention memory.RetentionPolicy
+	// SweepPeriod is the claimed sweep period (the harness sweeps on demand).
+	SweepPeriod time.Duration
+	// Quota is the quotas.
+	Quota server.QuotaLimits
+	// AccessControl claims read-only tokens and isolated sub-scopes.
+	AccessControl bool
 }
 
 // Harness is the wire harness. Create it with New.
@@ -46,6 +66,7 @@ type Harness struct {
 	mu        sync.Mutex
 	servers   []*httptest.Server
 	clients   []*remote.Store
+	governed  []*server.Server
 	closed    bool
 }
 
@@ -104,28 +125,116 @@ func (h *Harness) MakeStore(ctx context.Context) (memory.ExternalStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := server.Config{Store: backend, AdapterVersion: h.opts.AdapterVersion, Token: []byte(h.opts.Token)}
+	_, hs, err := h.serve(ctx, backend, server.Config{Token: []byte(h.opts.Token)})
+	if err != nil {
+		return nil, err
+	}
+	rs, err := h.client(ctx, hs, h.opts.Token)
+	if err != nil {
+		// Not rs: a nil *remote.Store would be a non-nil ExternalStore.
+		return nil, err
+	}
+	return rs, nil
+}
+
+// serve starts a server of backend with cfg's tokens and the harness's governance, after one
+// probe. Callers hold h.mu.
+func (h *Harness) serve(ctx context.Context, backend memory.ExternalStore, cfg server.Config) (*server.Server, *httptest.Server, error) {
+	cfg.Store, cfg.AdapterVersion = backend, h.opts.AdapterVersion
+	if g := h.opts.Governance; g != nil {
+		cfg.Retention, cfg.SweepPeriod, cfg.Quota, cfg.AccessControl = g.Retention, g.SweepPeriod, g.Quota, g.AccessControl
+		cfg.GovernSubScopesOnly = true
+		if sc, ok := backend.(interface{ Scope() string }); ok {
+			cfg.Scope = sc.Scope()
+		}
+	}
 	if p, ok := backend.(memory.Prober); ok {
 		cfg.Prober = p
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("wire harness: %w", err)
+		return nil, nil, fmt.Errorf("wire harness: %w", err)
 	}
 	srv.Refresh(ctx, true)
 	hs := httptest.NewServer(srv.Handler())
 	h.servers = append(h.servers, hs)
+	return srv, hs, nil
+}
+
+// client is a remote client of hs with token, through the harness's faults. Callers hold
+// h.mu.
+func (h *Harness) client(ctx context.Context, hs *httptest.Server, token string) (*remote.Store, error) {
 	rt := hs.Client().Transport
 	if h.opts.WrapTransport != nil {
 		rt = h.opts.WrapTransport(rt)
 	}
 	client := &http.Client{Transport: &faults{h: h, base: rt}}
-	rs, err := remote.New(ctx, remote.Options{BaseURL: hs.URL, Token: h.opts.Token, HTTPClient: client})
+	rs, err := remote.New(ctx, remote.Options{BaseURL: hs.URL, Token: token, HTTPClient: client})
 	if err != nil {
 		return nil, err
 	}
 	h.clients = append(h.clients, rs)
 	return rs, nil
+}
+
+// MakeGovernedStores implements conformance.GovernanceHarness: a server of a fresh backend
+// store whose token file grants a read-write and a read-only token in a governed sub-scope
+// and read-write tokens in two more, each sub-scope named afresh so that it starts empty.
+// Without Options.Governance the harness has nothing to govern.
+func (h *Harness) MakeGovernedStores(ctx context.Context) (rw, ro, a, b memory.ExternalStore, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, nil, nil, nil, errors.New("wire harness: closed")
+	}
+	if h.opts.Governance == nil {
+		return nil, nil, nil, nil, errors.New("wire harness: no governance configured")
+	}
+	backend, err := h.inner.MakeStore(ctx)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	suffix := uuid.NewString()[:8]
+	grants := []server.Grant{
+		{SubScope: "g-" + suffix},
+		{SubScope: "g-" + suffix, ReadOnly: true},
+		{SubScope: "a-" + suffix},
+		{SubScope: "b-" + suffix},
+	}
+	tokens := make([]string, len(grants))
+	for i := range grants {
+		tokens[i] = uuid.NewString()
+		grants[i].Digest = sha256.Sum256([]byte(tokens[i]))
+	}
+	srv, hs, err := h.serve(ctx, backend, server.Config{Tokens: server.StaticGrants(grants)})
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	h.governed = append(h.governed, srv)
+	stores := make([]memory.ExternalStore, len(tokens))
+	for i, tok := range tokens {
+		if stores[i], err = h.client(ctx, hs, tok); err != nil {
+			return nil, nil, nil, nil, err
+		}
+	}
+	return stores[0], stores[1], stores[2], stores[3], nil
+}
+
+// SweepRetentionAfter implements conformance.RetentionSweeper: every governed server sweeps
+// as if after had passed.
+func (h *Harness) SweepRetentionAfter(ctx context.Context, after time.Duration) error {
+	h.mu.Lock()
+	governed := slices.Clone(h.governed)
+	h.mu.Unlock()
+	if len(governed) == 0 {
+		return errors.New("wire harness: no governed scope to sweep (MakeGovernedStores first)")
+	}
+	var errs []error
+	for _, srv := range governed {
+		_, err := srv.SweepAfter(ctx, after)
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // Reset restores the transport and resets the inner harness's scope.
