@@ -40,6 +40,9 @@ type conformanceFlags struct {
 	// requireFull fails a partial claim (--require-full-claim).
 	requireFull bool
 	target      targetFlags
+	// governanceFlags govern the matrix's servers as the deployed one is governed, so the
+	// run publishes (and its profiles check) the same governance/v1 claim.
+	governanceFlags
 }
 
 func newConformanceCommand() *cobra.Command {
@@ -68,6 +71,13 @@ table to stdout. Exit code 0 when the run passed, 1 when it failed, 2 on a usage
 			if err := f.target.resolve(cmd.Flags()); err != nil {
 				return err
 			}
+			if err := f.checkGovernor(); err != nil {
+				return err
+			}
+			if f.wireGovernance() != nil && (f.direct || f.target.url != "") {
+				// Neither run starts this build's server, so nothing would enforce them.
+				return usageError("the retention, quota and access-control flags govern this build's server: they exclude --direct and --target")
+			}
 			return runConformance(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)
 		},
 	}
@@ -85,6 +95,7 @@ table to stdout. Exit code 0 when the run passed, 1 when it failed, 2 on a usage
 	fs.BoolVar(&f.progress, "progress", false, "print one line per finished case to stderr")
 	fs.BoolVar(&f.requireFull, "require-full-claim", false, "fail a run whose claim is partial (a case not applicable for want of a harness capability)")
 	f.target.addFlags(fs)
+	addGovernorFlags(fs, &f.governanceFlags)
 	return cmd
 }
 
@@ -220,7 +231,7 @@ func runMatrix(ctx context.Context, f *conformanceFlags) *conformance.Report {
 	}
 	h := inner
 	if !f.direct {
-		h = wireharness.New(inner, wireharness.Options{AdapterVersion: adapterVersion(), Token: uuid.NewString()})
+		h = wireharness.New(inner, wireharness.Options{AdapterVersion: adapterVersion(), Token: uuid.NewString(), Governance: f.wireGovernance()})
 	}
 	defer func() { _ = h.Close(context.WithoutCancel(ctx)) }()
 	return conformance.Execute(ctx, h, opts)

@@ -6,12 +6,27 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/agentmem/memory-adapter-operator/api/memory"
 	"github.com/agentmem/memory-adapter-operator/internal/server"
+	"github.com/agentmem/memory-adapter-operator/internal/server/wireharness"
 )
 
-// addGovernorFlags declares serve's retention and quota flags (issue 46; docs/server.md,
-// "Retention and quotas"), which the operator renders from spec.retention and spec.quota.
-func addGovernorFlags(fs *pflag.FlagSet, f *serveFlags) {
+// governanceFlags are the retention, quota and access-control flags of serve and
+// conformance (issue 46): what the server enforces and claims in its manifest's governance/v1
+// extension, and what a conformance run's servers enforce so that its manifest is the
+// deployed one.
+type governanceFlags struct {
+	retention     memory.RetentionPolicy
+	sweepPeriod   time.Duration
+	quota         server.QuotaLimits
+	accessControl bool
+}
+
+// addGovernorFlags declares the governance flags (docs/server.md, "Retention and quotas"),
+// which the operator renders from spec.retention, spec.quota and spec.access.
+func addGovernorFlags(fs *pflag.FlagSet, f *governanceFlags) {
+	fs.BoolVar(&f.accessControl, "access-control", false,
+		"claim governance/v1 read_only and isolation: the token file's read-only and sub-scope grants (spec.access) are what clients may rely on")
 	fs.DurationVar(&f.retention.MaxAge, "retention-max-age", 0,
 		"remove items stored at least this long ago, by the adapter's clock (0: no age limit); an item goes within max age plus one sweep period")
 	fs.Int64Var(&f.retention.MaxItems, "retention-max-items", 0,
@@ -30,7 +45,7 @@ func addGovernorFlags(fs *pflag.FlagSet, f *serveFlags) {
 
 // checkGovernor refuses negative limits and periods, a max age under a second and a burst
 // without a rate, as usage errors.
-func (f *serveFlags) checkGovernor() error {
+func (f *governanceFlags) checkGovernor() error {
 	switch {
 	case f.retention.MaxAge < 0:
 		return usageError("--retention-max-age must not be negative (0 keeps items of any age)")
@@ -52,4 +67,13 @@ func (f *serveFlags) checkGovernor() error {
 		return usageError("--quota-write-burst needs --quota-write-rate")
 	}
 	return nil
+}
+
+// wireGovernance is the wire harness's governance from the flags; nil when they govern
+// nothing, so an ungoverned run's servers are exactly as before.
+func (f *governanceFlags) wireGovernance() *wireharness.Governance {
+	if !f.accessControl && !f.retention.Enabled() && f.quota == (server.QuotaLimits{}) {
+		return nil
+	}
+	return &wireharness.Governance{Retention: f.retention, SweepPeriod: f.sweepPeriod, Quota: f.quota, AccessControl: f.accessControl}
 }

@@ -36,9 +36,7 @@ type serveFlags struct {
 	tlsKeyFile       string
 	doorbellURL      string
 	harness          harnessFlags
-	retention        memory.RetentionPolicy
-	sweepPeriod      time.Duration
-	quota            server.QuotaLimits
+	governanceFlags
 }
 
 func newServeCommand() *cobra.Command {
@@ -74,7 +72,7 @@ func newServeCommand() *cobra.Command {
 	fs.DurationVar(&f.drainDelay, "drain-delay", 0,
 		"on SIGTERM, keep accepting and answering (each answer with Connection: close) this long before closing the listener, while load balancers stop sending to this instance (the operator sets 5s)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	addGovernorFlags(fs, &f)
+	addGovernorFlags(fs, &f.governanceFlags)
 	// The defaults come from the variables the operator sets for an External server, so
 	// this image run as one serves TLS exactly when the adapter's spec asks for it.
 	fs.StringVar(&f.tlsCertFile, "tls-cert-file", os.Getenv("MEMORY_ADAPTER_TLS_CERT_FILE"),
@@ -182,6 +180,7 @@ func runServe(parent context.Context, f *serveFlags) error {
 		MaxBodyBytes: f.maxBodyBytes, OperationTimeout: f.operationTimeout,
 		MaxIndexLag: f.maxIndexLag, Logger: log,
 		Scope: f.backend.Scope, Retention: f.retention, SweepPeriod: f.sweepPeriod, Quota: f.quota,
+		AccessControl: f.accessControl,
 	}
 	if p, ok := store.(memory.Prober); ok && (hstore == nil || hstore.CanProbe()) {
 		cfg.Prober = p
