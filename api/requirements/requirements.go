@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
@@ -33,12 +34,19 @@ const (
 	NamePreservesMetadata = "preservesMetadata"
 	NameSupportedFilters  = "supportedFilters"
 	NameNativeItemFields  = "nativeItemFields"
+	// The governance/v1 clauses (issue 46): what the adapter must claim, and so prove by
+	// the conformance profile of the same name, before the workload is released.
+	NameReadOnlyBindings = "readOnlyBindings"
+	NameIsolated         = "isolated"
+	NameRetention        = "retention"
+	NameQuota            = "quota"
 )
 
 // clauseNames lists the clause names in canonical order, the order String writes them in.
 var clauseNames = []string{
 	NameSearchConsistency, NameRetrieveFidelity, NameSearchFidelity,
 	NameSearchReturnsTags, NamePreservesMetadata, NameSupportedFilters, NameNativeItemFields,
+	NameReadOnlyBindings, NameIsolated, NameRetention, NameQuota,
 }
 
 // Requirements is a parsed requirement list. The zero value requires nothing.
@@ -58,6 +66,15 @@ type Requirements struct {
 	SupportedFilters []string
 	// NativeItemFields are item fields the adapter must store natively, sorted and unique.
 	NativeItemFields []memory.ItemField
+	// ReadOnlyBindings requires the governance/v1 read_only claim.
+	ReadOnlyBindings bool
+	// Isolated requires the governance/v1 isolation claim.
+	Isolated bool
+	// RetentionAtMost requires a retention max age claimed and at most this long (a
+	// workload whose data must not outlive a policy); zero: no clause.
+	RetentionAtMost time.Duration
+	// Quota requires a governance/v1 quota claim (a runaway writer is refused, not billed).
+	Quota bool
 }
 
 // fidelityRank orders the fidelities: lossy < native_fields < full.
@@ -155,6 +172,7 @@ func (r *Requirements) clause(n int, c span, seen map[string]int) error {
 		NameSearchConsistency: "=", NameRetrieveFidelity: ">=", NameSearchFidelity: ">=",
 		NameSearchReturnsTags: "", NamePreservesMetadata: "",
 		NameSupportedFilters: "=", NameNativeItemFields: "=",
+		NameReadOnlyBindings: "", NameIsolated: "", NameRetention: "<=", NameQuota: "",
 	}[name.text]
 	if op.text != wantOp {
 		if wantOp == "" {
@@ -182,6 +200,18 @@ func (r *Requirements) clause(n int, c span, seen map[string]int) error {
 		} else {
 			r.SearchFidelity = v
 		}
+	case NameReadOnlyBindings:
+		r.ReadOnlyBindings = true
+	case NameIsolated:
+		r.Isolated = true
+	case NameQuota:
+		r.Quota = true
+	case NameRetention:
+		d, err := time.ParseDuration(val.text)
+		if err != nil || d < time.Second || d%time.Second != 0 {
+			return val.err(n, "retention needs a whole number of seconds of at least 1s, as a duration (720h, 90s)")
+		}
+		r.RetentionAtMost = d
 	case NameSearchReturnsTags:
 		r.SearchReturnsTags = true
 	case NamePreservesMetadata:
@@ -287,6 +317,18 @@ func (r Requirements) String() string {
 		}
 		cs = append(cs, NameNativeItemFields+"="+strings.Join(fs, "+"))
 	}
+	if r.ReadOnlyBindings {
+		cs = append(cs, NameReadOnlyBindings)
+	}
+	if r.Isolated {
+		cs = append(cs, NameIsolated)
+	}
+	if r.RetentionAtMost > 0 {
+		cs = append(cs, NameRetention+"<="+r.RetentionAtMost.String())
+	}
+	if r.Quota {
+		cs = append(cs, NameQuota)
+	}
 	return strings.Join(cs, ", ")
 }
 
@@ -330,6 +372,27 @@ func (r Requirements) Unmet(m memory.Manifest) []string {
 			names[i] = string(f)
 		}
 		out = append(out, fmt.Sprintf("%s=%s (not native: %s)", NameNativeItemFields, strings.Join(names, "+"), strings.Join(fields, ", ")))
+	}
+	g := m.Governance()
+	if g == nil {
+		g = &memory.GovernanceV1{}
+	}
+	if r.ReadOnlyBindings && !g.ReadOnly {
+		out = append(out, NameReadOnlyBindings+" (the manifest does not claim governance/v1 read_only)")
+	}
+	if r.Isolated && !g.Isolation {
+		out = append(out, NameIsolated+" (the manifest does not claim governance/v1 isolation)")
+	}
+	if r.RetentionAtMost > 0 {
+		switch {
+		case g.Retention == nil || g.Retention.MaxAgeSeconds == 0:
+			out = append(out, fmt.Sprintf("%s<=%s (the manifest claims no retention max age)", NameRetention, r.RetentionAtMost))
+		case time.Duration(g.Retention.MaxAgeSeconds)*time.Second > r.RetentionAtMost:
+			out = append(out, fmt.Sprintf("%s<=%s (the manifest claims %ds)", NameRetention, r.RetentionAtMost, g.Retention.MaxAgeSeconds))
+		}
+	}
+	if r.Quota && g.Quota == nil {
+		out = append(out, NameQuota+" (the manifest claims no governance/v1 quota)")
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 
@@ -165,4 +166,33 @@ func TestEverythingMetByAFullManifest(t *testing.T) {
 		SearchReturnsTags: true, PreservesMetadata: true,
 	}
 	g.Expect(r.Unmet(m)).To(BeEmpty())
+}
+
+func TestGovernanceClauses(t *testing.T) {
+	g := NewWithT(t)
+	r, err := Parse("isolated, readOnlyBindings, retention<=720h, quota")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r).To(Equal(Requirements{Isolated: true, ReadOnlyBindings: true, RetentionAtMost: 720 * time.Hour, Quota: true}))
+	again, err := Parse(r.String())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again).To(Equal(r))
+
+	base := memory.FullManifest("a", nil)
+	g.Expect(r.Unmet(base)).To(Equal([]string{
+		"readOnlyBindings (the manifest does not claim governance/v1 read_only)",
+		"isolated (the manifest does not claim governance/v1 isolation)",
+		"retention<=720h0m0s (the manifest claims no retention max age)",
+		"quota (the manifest claims no governance/v1 quota)",
+	}))
+	long := base.WithGovernance(&memory.GovernanceV1{ReadOnly: true, Isolation: true,
+		Retention: &memory.GovernanceRetention{MaxAgeSeconds: 31 * 24 * 3600}, Quota: &memory.GovernanceQuota{MaxItems: 10}})
+	g.Expect(r.Unmet(long)).To(Equal([]string{"retention<=720h0m0s (the manifest claims 2678400s)"}))
+	short := base.WithGovernance(&memory.GovernanceV1{ReadOnly: true, Isolation: true,
+		Retention: &memory.GovernanceRetention{MaxAgeSeconds: 7 * 24 * 3600}, Quota: &memory.GovernanceQuota{MaxItems: 10}})
+	g.Expect(r.Unmet(short)).To(BeEmpty())
+
+	for _, bad := range []string{"retention<=1.5s", "retention=720h", "retention<=0s", "isolated=true", "quota<=5"} {
+		_, err := Parse(bad)
+		g.Expect(err).To(MatchError(ErrSyntax), bad)
+	}
 }

@@ -67,7 +67,7 @@ func decide(name string, ma *memoryv1alpha1.MemoryAdapter, pod boundPod) verdict
 	// spec.manifest is immutable, so the manifest a passing run verified (status.conformance
 	// carries its hash) is spec.manifest; before a run passes, the same manifest says early
 	// which requirements this adapter can never meet.
-	if unmet := reqs.Unmet(ma.Spec.Manifest.ToMemory()); len(unmet) > 0 {
+	if unmet := reqs.Unmet(ma.PublishedManifest()); len(unmet) > 0 {
 		why = append(why, "does not meet: "+strings.Join(unmet, "; "))
 	}
 	why = append(why, accessReasons(name, ma, pod)...)

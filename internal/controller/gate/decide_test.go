@@ -26,7 +26,7 @@ func adapter(consistency memoryv1alpha1.SearchConsistency, available metav1.Cond
 		ma.Status.Conditions = []metav1.Condition{{Type: memoryv1alpha1.ConditionAvailable, Status: available, Reason: reason}}
 	}
 	if verified {
-		ma.Status.Conformance = &memoryv1alpha1.ConformanceResult{JobName: "mem-run", ManifestHash: ma.Spec.Manifest.Hash(), Passed: 17}
+		ma.Status.Conformance = &memoryv1alpha1.ConformanceResult{JobName: "mem-run", ManifestHash: ma.PublishedManifestHash(), Passed: 17}
 	}
 	return ma
 }
@@ -86,6 +86,8 @@ func TestDecideAccess(t *testing.T) {
 		if enforced != nil {
 			ma.Status.Access = &memoryv1alpha1.AccessStatus{ServiceAccounts: enforced}
 		}
+		// spec.access puts its claim in the published manifest, which the run verified.
+		ma.Status.Conformance.ManifestHash = ma.PublishedManifestHash()
 		return ma
 	}
 	tests := []struct {

@@ -259,7 +259,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, ok bool) error {
 // says whether every phase succeeded, so that observedGeneration moves only then.
 func decideStatus(s *scope, ok bool) {
 	st := &s.ma.Status
-	st.ManifestHash = s.ma.Spec.Manifest.Hash()
+	st.ManifestHash = s.ma.PublishedManifestHash()
 	st.Lifecycle = s.settings.Lifecycle.DeepCopy()
 	st.Binding = &memoryv1alpha1.BindingReference{Name: render.BindingName(s.ma)}
 	if s.tls != nil {

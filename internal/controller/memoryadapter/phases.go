@@ -106,7 +106,7 @@ func (r *Reconciler) ensureSupportingObjects(ctx context.Context, s *scope) []er
 		s.ma.Status.Token = tokens.Status
 	}
 
-	manifestJSON, err := json.Marshal(ma.Spec.Manifest.ToMemory())
+	manifestJSON, err := json.Marshal(ma.PublishedManifest())
 	errs = append(errs, err)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: render.ManifestName(ma), Namespace: ma.Namespace}}
 	errs = append(errs, r.ensure(ctx, s, cm, true, func() { cm.Data = map[string]string{"manifest.json": string(manifestJSON)} }))
@@ -312,7 +312,7 @@ func (r *Reconciler) reconcileHealth(_ context.Context, s *scope) error {
 		Failures:     hs.Failures,
 		LastErr:      hs.LastErr,
 		URL:          addresses,
-		ManifestHash: s.ma.Spec.Manifest.Hash(),
+		ManifestHash: s.ma.PublishedManifestHash(),
 		Immediate:    spec.Immediate,
 		Threshold:    s.settings.FailureThreshold,
 		Grace:        s.settings.StalenessGrace,
@@ -341,7 +341,7 @@ func passedRun(r *memoryv1alpha1.ConformanceResult) *memoryv1alpha1.ConformanceR
 // the verified manifest workloads are gated on.
 func VerifiedRun(ma *memoryv1alpha1.MemoryAdapter) *memoryv1alpha1.ConformanceResult {
 	r := passedRun(ma.Status.Conformance)
-	if r == nil || r.ManifestHash != ma.Spec.Manifest.Hash() {
+	if r == nil || r.ManifestHash != ma.PublishedManifestHash() {
 		return nil
 	}
 	return r
@@ -452,7 +452,7 @@ func (r *Reconciler) observeConformance(ctx context.Context, s *scope) (runObser
 		evidence:     s.health.Evidence,
 		mixed:        s.health.Mixed,
 		last:         ma.Status.Conformance,
-		manifestHash: ma.Spec.Manifest.Hash(),
+		manifestHash: ma.PublishedManifestHash(),
 		rerun:        cond.Truncate(ma.Annotations[render.AnnotationRerunConformance], 63),
 		interval:     s.settings.ConformanceInterval,
 		deployed:     conditions.Deployed(s.deploy).Status == metav1.ConditionTrue,

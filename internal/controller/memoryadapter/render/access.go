@@ -107,10 +107,16 @@ func AccessBindingApply(ma *memoryv1alpha1.MemoryAdapter, t AccessToken, caPEM [
 		WithData(AccessBindingData(ma, t, caPEM))
 }
 
-// GovernanceArgs are serve's retention and quota flags from spec.retention and spec.quota;
-// none when both are omitted, so an adapter without them renders as before.
+// GovernanceArgs are serve's (and conformance's) access-control, retention and quota flags
+// from spec.access, spec.retention and spec.quota; none when all are omitted, so an adapter
+// without them renders as before. They make the server claim
+// MemoryAdapter.GovernanceClaim in its manifest.
 func GovernanceArgs(ma *memoryv1alpha1.MemoryAdapter) []string {
 	var args []string
+	if ma.Spec.Access != nil {
+		// The manifest claims the grants spec.access makes (governance/v1).
+		args = append(args, "--access-control")
+	}
 	if r := ma.Spec.Retention; r != nil {
 		if r.MaxAge != nil {
 			args = append(args, "--retention-max-age", r.MaxAge.Or(0).String())

@@ -589,6 +589,9 @@ func ConformanceJob(ma *memoryv1alpha1.MemoryAdapter, s Settings, name string, k
 		args = externalConformanceArgs(ma, s, budget)
 	} else {
 		args = append([]string{"conformance"}, backendArgs(ma)...)
+		// The matrix's servers are governed as the deployed one, so they publish its
+		// manifest and the governance profiles check its claim.
+		args = append(args, GovernanceArgs(ma)...)
 	}
 	if UsesTLS(ma) {
 		args = append(args, "--server-ca-file", BindingMountDir+"/ca.crt")
