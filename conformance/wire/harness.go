@@ -26,7 +26,7 @@ const (
 	PathResponsesMalformed   = "/harness/v1/responses-malformed"
 	PathIdentitylessWrite    = "/harness/v1/identityless-write"
 	PathBackendCalls         = "/harness/v1/backend-calls"
-	PathGovernanceTokens     = "/harness/v1/governance-tokens"
+	PathGovernanceTokens     = "/harness/v1/governance-tokens" //nolint:gosec // a route, not a credential
 	PathRetentionSweep       = "/harness/v1/retention-sweep"
 )
 

@@ -670,6 +670,14 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 			g.Expect(getMA(key).Status.Access).To(BeNil(), "status.access before any pod accepts the check token")
 		}).WithTimeout(3 * time.Second).WithPolling(300 * time.Millisecond).Should(Succeed())
 
+		By("the manifest claims what spec.access makes the adapter enforce (governance/v1)")
+		Eventually(func(g Gomega) {
+			dep := &appsv1.Deployment{}
+			g.Expect(k8sClient.Get(ctx, key, dep)).To(Succeed())
+			g.Expect(dep.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--access-control"))
+			g.Expect(getMA(key).PublishedManifest().Governance()).To(Equal(&memory.GovernanceV1{ReadOnly: true, Isolation: true}))
+		}, timeout, poll).Should(Succeed())
+
 		By("every pod accepts the check token: status.access lists both")
 		podsHaveIt.Store(true)
 		Eventually(func(g Gomega) {
@@ -687,6 +695,14 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 			g.Expect(getMA(key).Status.Access).To(BeNil())
 			g.Expect(accepted(g)).To(Equal([]string{render.DeriveToken(keySec.Data["key"], ma, rotation)}))
 		}, timeout, poll).Should(Succeed())
+		// spec.access put --access-control in the pod template (the manifest's governance
+		// claim) and took it out again: the Deployment rolled twice.
+		Eventually(func(g Gomega) {
+			dep := &appsv1.Deployment{}
+			g.Expect(k8sClient.Get(ctx, key, dep)).To(Succeed())
+			g.Expect(dep.Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement("--access-control"))
+		}, timeout, poll).Should(Succeed())
+		markAvailable(ctx, key)
 	})
 
 	It("reports a failing run with its case ids", func() {
