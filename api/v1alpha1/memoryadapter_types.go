@@ -481,6 +481,52 @@ type ConformanceResult struct {
 	// +listMapKey=id
 	// +kubebuilder:validation:MaxItems=32
 	Cases []ConformanceCaseResult `json:"cases,omitempty"`
+
+	// profiles holds one entry per governance profile of the run (read-only,
+	// isolation, retention, quota): each checks one claim of the published
+	// manifest's governance/v1 extension, and is NotApplicable unless the
+	// manifest makes that claim.
+	// +optional
+	// +listType=map
+	// +listMapKey=id
+	// +kubebuilder:validation:MaxItems=8
+	Profiles []ConformanceProfileResult `json:"profiles,omitempty"`
+}
+
+// ConformanceProfileID is the id of one governance profile of the conformance
+// suite (conformance.ProfileIDs).
+// +kubebuilder:validation:Enum=read-only;isolation;retention;quota
+type ConformanceProfileID string
+
+// The governance profiles, in the suite's order.
+const (
+	// ProfileReadOnly checks the governance/v1 read_only claim.
+	ProfileReadOnly ConformanceProfileID = "read-only"
+	// ProfileIsolation checks the governance/v1 isolation claim.
+	ProfileIsolation ConformanceProfileID = "isolation"
+	// ProfileRetention checks the governance/v1 retention claim.
+	ProfileRetention ConformanceProfileID = "retention"
+	// ProfileQuota checks the governance/v1 quota claim.
+	ProfileQuota ConformanceProfileID = "quota"
+)
+
+// AllConformanceProfileIDs lists the governance profiles in the suite's order.
+var AllConformanceProfileIDs = []ConformanceProfileID{ProfileReadOnly, ProfileIsolation, ProfileRetention, ProfileQuota}
+
+// ConformanceProfileResult is the outcome of one governance profile.
+type ConformanceProfileResult struct {
+	// id is the profile's id, for example "isolation".
+	// +required
+	ID ConformanceProfileID `json:"id"`
+
+	// outcome is Passed, Failed or NotApplicable.
+	// +required
+	Outcome ConformanceOutcome `json:"outcome"`
+
+	// message says briefly what was observed, or why the profile did not apply.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
 }
 
 // ConformanceCaseResult is the outcome of one conformance case.

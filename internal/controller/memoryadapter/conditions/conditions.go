@@ -339,11 +339,18 @@ func Conformant(o ConformObservation) metav1.Condition {
 		fmt.Sprintf("job %s runs the matrix for %s", o.Job.Name, o.Key))
 }
 
+// failedCases lists the failed cases' ids, then each failed governance profile as
+// "profile ID".
 func failedCases(r *memoryv1alpha1.ConformanceResult) []string {
 	var ids []string
 	for _, c := range r.Cases {
 		if c.Outcome == memoryv1alpha1.OutcomeFailed {
 			ids = append(ids, string(c.ID))
+		}
+	}
+	for _, p := range r.Profiles {
+		if p.Outcome == memoryv1alpha1.OutcomeFailed {
+			ids = append(ids, "profile "+string(p.ID))
 		}
 	}
 	return ids

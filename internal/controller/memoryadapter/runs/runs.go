@@ -129,6 +129,7 @@ func ResultFromJob(job *batchv1.Job, pods []corev1.Pod, key render.RunKey, rerun
 		return res
 	}
 	addCases(res, report)
+	addProfiles(res, report)
 	res.Message = reportMessage(res, report)
 	return res
 }
@@ -202,6 +203,18 @@ func addCases(res *memoryv1alpha1.ConformanceResult, report *conformance.Compact
 	}
 }
 
+// addProfiles adds the report's governance profiles to res; an id this operator does not know
+// (a newer suite's) is left out, as the CRD's enum would refuse it.
+func addProfiles(res *memoryv1alpha1.ConformanceResult, report *conformance.CompactReport) {
+	for _, p := range report.Profiles {
+		id := memoryv1alpha1.ConformanceProfileID(p.ID)
+		if !slices.Contains(memoryv1alpha1.AllConformanceProfileIDs, id) || slices.ContainsFunc(res.Profiles, func(r memoryv1alpha1.ConformanceProfileResult) bool { return r.ID == id }) {
+			continue
+		}
+		res.Profiles = append(res.Profiles, memoryv1alpha1.ConformanceProfileResult{ID: id, Outcome: memoryv1alpha1.ConformanceOutcome(p.Outcome), Message: cond.Truncate(p.Message, 1024)})
+	}
+}
+
 // reportMessage is the run-level verdict of a report whose cases are in res: its error when
 // it did not pass, or the cases missing from a report that shows no failure, since a partial
 // matrix verifies nothing it left out.
@@ -209,7 +222,16 @@ func reportMessage(res *memoryv1alpha1.ConformanceResult, report *conformance.Co
 	var msg string
 	if report.Result != conformance.Passed {
 		msg = report.Error
-		if msg == "" && res.Failed == 0 {
+		var profiles []string
+		for _, p := range res.Profiles {
+			if p.Outcome == memoryv1alpha1.OutcomeFailed {
+				profiles = append(profiles, fmt.Sprintf("%s: %s", p.ID, p.Message))
+			}
+		}
+		switch {
+		case msg == "" && len(profiles) > 0:
+			msg = "governance profile failed: " + strings.Join(profiles, "; ")
+		case msg == "" && res.Failed == 0:
 			msg = "the run reported Failed without a failing case"
 		}
 		msg = cond.Truncate(msg, 1024)

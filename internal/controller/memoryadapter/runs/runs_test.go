@@ -2,6 +2,7 @@ package runs
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -196,6 +197,9 @@ func TestReportMessage(t *testing.T) {
 		"failed without a failing case":     {condtest.CompactReport("Failed", "", condtest.AllCases(conformance.Passed)...), "the run reported Failed without a failing case"},
 		"a failing case says enough":        {condtest.CompactReport("Failed", "", "limit=Failed"), ""},
 		"a partial matrix verifies nothing": {condtest.CompactReport("Passed", "", "limit=Passed", "consistency=Passed"), fmt.Sprintf("the report holds 2 of the %d matrix cases", all)},
+		"a failed profile says which": {withProfiles(condtest.CompactReport("Failed", "", condtest.AllCases(conformance.Passed)...),
+			`[{"id":"read-only","outcome":"NotApplicable","message":"not claimed"},{"id":"isolation","outcome":"Failed","message":"sub-scope B retrieves A's item"},{"id":"some-newer-profile","outcome":"Failed"}]`),
+			"governance profile failed: isolation: sub-scope B retrieves A's item"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			rep, err := conformance.ParseCompact([]byte(tc.report))
@@ -204,9 +208,31 @@ func TestReportMessage(t *testing.T) {
 			}
 			res := &memoryv1alpha1.ConformanceResult{}
 			addCases(res, rep)
+			addProfiles(res, rep)
 			if got := reportMessage(res, rep); got != tc.want {
 				t.Errorf("reportMessage = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// withProfiles puts a profiles list (JSON) into a compact report.
+func withProfiles(report, profiles string) string {
+	return strings.TrimSuffix(report, "}") + `,"profiles":` + profiles + "}"
+}
+
+// TestProfileIDsMatchTheSuite: the CRD's profile enum is the suite's list, so no profile a
+// run reports is dropped from status for want of an enum value.
+func TestProfileIDsMatchTheSuite(t *testing.T) {
+	var got []string
+	for _, id := range memoryv1alpha1.AllConformanceProfileIDs {
+		got = append(got, string(id))
+	}
+	var want []string
+	for _, id := range conformance.ProfileIDs() {
+		want = append(want, string(id))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("API profile ids %v, suite %v", got, want)
 	}
 }
