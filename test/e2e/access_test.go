@@ -44,6 +44,11 @@ func accessSpec(ctx context.Context, c client.Client, ns string) {
 		g.Expect(ma.Status.Access.ServiceAccounts).To(ConsistOf("planner", "recaller", "outsider"))
 	}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 	tl.mark("Available; status.access lists %v", ma.Status.Access.ServiceAccounts)
+	expectProfiles(ma, map[memoryv1alpha1.ConformanceProfileID]memoryv1alpha1.ConformanceOutcome{
+		memoryv1alpha1.ProfileReadOnly: memoryv1alpha1.OutcomePassed, memoryv1alpha1.ProfileIsolation: memoryv1alpha1.OutcomePassed,
+		memoryv1alpha1.ProfileRetention: memoryv1alpha1.OutcomeNotApplicable, memoryv1alpha1.ProfileQuota: memoryv1alpha1.OutcomeNotApplicable,
+	})
+	tl.mark("the conformance run proved the read-only and isolation claims of manifest %s", ma.Status.Conformance.ManifestHash)
 
 	By("the planner stores through its own binding")
 	planner := watchingAgentPod(ns, name)
@@ -108,4 +113,18 @@ func mountedSecret(ctx context.Context, c client.Client, pod *corev1.Pod) string
 		}
 	}
 	return ""
+}
+
+// expectProfiles: the run that made the adapter Available verified its published manifest
+// (spec.manifest with the governance claim) and the governance profiles came out as want.
+func expectProfiles(ma *memoryv1alpha1.MemoryAdapter, want map[memoryv1alpha1.ConformanceProfileID]memoryv1alpha1.ConformanceOutcome) {
+	GinkgoHelper()
+	Expect(ma.Status.Conformance).NotTo(BeNil())
+	Expect(ma.Status.Conformance.ManifestHash).To(Equal(ma.PublishedManifestHash()))
+	Expect(ma.Status.Conformance.ManifestHash).NotTo(Equal(ma.Spec.Manifest.Hash()), "the governance claim is part of the verified manifest")
+	got := map[memoryv1alpha1.ConformanceProfileID]memoryv1alpha1.ConformanceOutcome{}
+	for _, p := range ma.Status.Conformance.Profiles {
+		got[p.ID] = p.Outcome
+	}
+	Expect(got).To(Equal(want), "status.conformance.profiles: %+v", ma.Status.Conformance.Profiles)
 }

@@ -37,6 +37,12 @@ func governanceSpec(ctx context.Context, c client.Client, ns string) {
 	DeferCleanup(func(ctx SpecContext) { _ = c.Delete(ctx, ma) })
 	waitAvailable(ctx, ns, name)
 	tl.mark("Available: retention %s (sweep %s), quota %d items", govMaxAge, govSweep, govQuota)
+	Expect(c.Get(ctx, client.ObjectKeyFromObject(ma), ma)).To(Succeed())
+	expectProfiles(ma, map[memoryv1alpha1.ConformanceProfileID]memoryv1alpha1.ConformanceOutcome{
+		memoryv1alpha1.ProfileReadOnly: memoryv1alpha1.OutcomeNotApplicable, memoryv1alpha1.ProfileIsolation: memoryv1alpha1.OutcomeNotApplicable,
+		memoryv1alpha1.ProfileRetention: memoryv1alpha1.OutcomePassed, memoryv1alpha1.ProfileQuota: memoryv1alpha1.OutcomePassed,
+	})
+	tl.mark("the conformance run proved the retention and quota claims")
 
 	agent := startWatchingAgent(ctx, c, ns, name)
 	By("the stores past the quota are refused with 507 quota_exceeded")
