@@ -197,18 +197,8 @@ const wireGovernanceClaim = `{"read_only":true,"isolation":true,` +
 	`"retention":{"max_age_seconds":3600,"max_items":5,"sweep_period_seconds":60},` +
 	`"quota":{"max_items":60,"max_bytes":65536,"writes_per_second":50,"write_burst":20}}`
 
-// wireProfileLies are the over-the-wire rows of the governance profiles: the Python example
-// claiming governance with one planted lie, and the profile meant to catch it.
-var wireProfileLies = []struct {
-	lie   string
-	meant CaseID
-}{
-	{"read-only-writes", ProfileReadOnly},
-	{"sub-scope-leak", ProfileIsolation},
-	{"retention-early", ProfileRetention},
-	{"retention-ignored", ProfileRetention},
-	{"quota-ignored", ProfileQuota},
-}
+// The over-the-wire profile rows are profileLies (profiles_test.go): the Python example
+// plants the same lies under the same names.
 
 func runWireGoverned(t *testing.T, lie, disabled string) *Report {
 	t.Helper()
@@ -235,7 +225,7 @@ func TestWireProfilesTable(t *testing.T) {
 			t.Errorf("profile %s is %s over the wire: %s", id, p.Outcome, p.Message)
 		}
 	}
-	for _, l := range wireProfileLies {
+	for _, l := range profileLies {
 		r := runWireGoverned(t, l.lie, "")
 		if p, _ := r.Profile(l.meant); p.Outcome != Failed {
 			t.Errorf("lie %s: profile %s is %s, want Failed\n%s", l.lie, l.meant, p.Outcome, r.Table())

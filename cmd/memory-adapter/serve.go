@@ -182,6 +182,20 @@ func runServe(parent context.Context, f *serveFlags) error {
 		Scope: f.backend.Scope, Retention: f.retention, SweepPeriod: f.sweepPeriod, Quota: f.quota,
 		AccessControl: f.accessControl,
 	}
+	var grants *server.HarnessGrants
+	if hstore != nil && f.wireGovernance() != nil {
+		// A governed harness: the matrix's disposable scope stays ungoverned (its writes
+		// would breach a small quota), the profiles get sub-scopes with tokens the harness
+		// issues.
+		if tokens == nil {
+			return usageError("--harness with governance flags needs --token-file: the governance profiles' tokens carry rights")
+		}
+		if hstore.Scope() == "" {
+			return usageError("--harness with governance flags: the %s harness does not name its disposable scope, so its sub-scopes could outlive it", f.backend.Backend)
+		}
+		grants = server.NewHarnessGrants(tokens)
+		cfg.Tokens, cfg.GovernSubScopesOnly, cfg.Scope = grants, true, hstore.Scope()
+	}
 	if p, ok := store.(memory.Prober); ok && (hstore == nil || hstore.CanProbe()) {
 		cfg.Prober = p
 	}
@@ -228,7 +242,7 @@ func runServe(parent context.Context, f *serveFlags) error {
 	log.Info("Serving", "address", l.Addr().String(), "backend", f.backend.Backend, "adapter", m.Adapter,
 		"manifestHash", m.Hash(), "adapterVersion", adapterVersion(), "auth", tokens != nil, "tls", certs != nil)
 	if hstore != nil {
-		return serveWithHarness(ctx, log, srv, hstore, l, t, f)
+		return serveWithHarness(ctx, log, srv, hstore, grants, l, t, f)
 	}
 	if err := srv.Serve(ctx, l, t, f.probePeriod); err != nil {
 		return err

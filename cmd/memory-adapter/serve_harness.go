@@ -82,10 +82,10 @@ func openHarnessStore(ctx context.Context, c *backendConfig) (*server.HarnessSto
 }
 
 // serveWithHarness serves the data listener and the harness listener until ctx ends.
-func serveWithHarness(ctx context.Context, log *slog.Logger, srv *server.Server, hs *server.HarnessStore, l net.Listener, t server.Timeouts, f *serveFlags) error {
+func serveWithHarness(ctx context.Context, log *slog.Logger, srv *server.Server, hs *server.HarnessStore, grants *server.HarnessGrants, l net.Listener, t server.Timeouts, f *serveFlags) error {
 	h, err := srv.HarnessHandler(server.HarnessConfig{
 		Store: hs, Token: f.harness.token, DuplicateIDBehaviour: f.backend.chosen().DuplicateID,
-		Scope: "disposable " + f.backend.Backend + " scope",
+		Scope: "disposable " + f.backend.Backend + " scope", Grants: grants,
 	})
 	if err != nil {
 		_ = l.Close()

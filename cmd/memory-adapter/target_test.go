@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -230,5 +231,70 @@ func TestTargetWaitOutlastsAServerStartingLate(t *testing.T) {
 	r, _, err := runTargetCommand(t, "--target", "http://"+storetest.ClosedAddr(t), "--token-file", tok, "--target-wait", "1s")
 	if err == nil || r.Result != conformance.Failed || !strings.Contains(r.Error, "not ready within --target-wait 1s") {
 		t.Errorf("a target that never listens: exit %v, result %s, error %q", err, r.Result, r.Error)
+	}
+}
+
+// TestTargetCommandAgainstAGovernedServeHarness: `serve --harness` with the governance flags
+// publishes the governance/v1 claim and offers the profiles' capabilities, and
+// `conformance --target` proves every claim against it over the wire on SQLite.
+func TestTargetCommandAgainstAGovernedServeHarness(t *testing.T) {
+	dir := t.TempDir()
+	tok, htok := writeFile(t, dir, "token", "data\n"), writeFile(t, dir, "harness-token", "harness\n")
+	data, harness := storetest.ClosedAddr(t), storetest.ClosedAddr(t)
+	startServe(t, data, "--backend", "sqlite", "--token-file", tok,
+		"--harness", "--harness-listen", harness, "--harness-token-file", htok, "--log-level", "error",
+		"--access-control", "--retention-max-age", "720h", "--retention-max-items", "5",
+		"--quota-max-items", "60", "--quota-write-rate", "50", "--quota-write-burst", "20")
+
+	r, out, _ := runTargetCommand(t, "--target", "http://"+data, "--token-file", tok,
+		"--harness-url", "http://"+harness, "--harness-token-file", htok)
+	if r.Result != conformance.Passed {
+		t.Fatalf("%s\n%s", r.Summary(), out)
+	}
+	g := r.Manifest.Governance()
+	if g == nil || !g.ReadOnly || !g.Isolation || g.Retention == nil || g.Quota == nil {
+		t.Fatalf("the published manifest claims %+v", g)
+	}
+	for _, id := range conformance.ProfileIDs() {
+		if p, _ := r.Profile(id); p.Outcome != conformance.Passed {
+			t.Errorf("profile %s is %s: %s", id, p.Outcome, p.Message)
+		}
+	}
+	if !strings.Contains(out, "PROFILE") {
+		t.Errorf("the table shows no profiles:\n%s", out)
+	}
+
+	// The sweep's clock is the harness's to move, within bounds, and only with its token.
+	for body, want := range map[string]int{
+		`{"after_seconds": 60}`:           http.StatusNoContent,
+		`{"after_seconds": -1}`:           http.StatusBadRequest,
+		`{"after_seconds": 1e12}`:         http.StatusBadRequest,
+		`{"after_seconds": 1.5}`:          http.StatusBadRequest,
+		`{}`:                              http.StatusBadRequest,
+		`{"after_seconds": 1, "x": true}`: http.StatusBadRequest,
+		`[`:                               http.StatusBadRequest,
+	} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+harness+"/harness/v1/retention-sweep", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer harness")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("retention-sweep %s: HTTP %d, want %d", body, resp.StatusCode, want)
+		}
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+harness+"/harness/v1/governance-tokens", strings.NewReader(`{}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer data")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("governance-tokens with the data token: HTTP %d, want 401", resp.StatusCode)
 	}
 }

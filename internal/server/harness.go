@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -152,6 +153,10 @@ type HarnessConfig struct {
 	DuplicateIDBehaviour string
 	// Scope names the disposable scope, for people.
 	Scope string
+	// Grants, when set, is the data listener's token source of a governed harness: the
+	// handler then offers governance_tokens (issuing tokens of fresh sub-scopes) and
+	// retention_sweep (the server's sweep as if time had passed).
+	Grants *HarnessGrants
 }
 
 // The capability names of the protocol (conformance.Capability values).
@@ -186,6 +191,9 @@ func (s *Server) HarnessHandler(cfg HarnessConfig) (http.Handler, error) {
 	wr, hasWR := inner.(conformance.WriteRejecter)
 	if hasWR {
 		caps.Capabilities = append(caps.Capabilities, string(conformance.CapWriteRejected))
+	}
+	if cfg.Grants != nil {
+		caps.Capabilities = append(caps.Capabilities, string(conformance.CapGovernanceTokens), string(conformance.CapRetentionSweep))
 	}
 	mux := http.NewServeMux()
 	handle := func(pattern string, h func(w http.ResponseWriter, r *http.Request) (any, error)) {
@@ -243,6 +251,31 @@ func (s *Server) HarnessHandler(cfg HarnessConfig) (http.Handler, error) {
 			Count int64 `json:"count"`
 		}{hs.BackendCalls()}, nil
 	})
+	if cfg.Grants != nil {
+		handle("POST /harness/v1/governance-tokens", func(http.ResponseWriter, *http.Request) (any, error) {
+			return cfg.Grants.issue()
+		})
+		mux.Handle("POST /harness/v1/retention-sweep", guard.requireToken(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+				s.problem(w, http.StatusUnsupportedMediaType, memory.ProblemUnsupportedMediaType, "the body must be Content-Type: application/json", nil)
+				return
+			}
+			var body struct {
+				AfterSeconds *int64 `json:"after_seconds"`
+			}
+			dec := json.NewDecoder(io.LimitReader(r.Body, 4<<10))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&body); err != nil || body.AfterSeconds == nil || *body.AfterSeconds < 0 || *body.AfterSeconds > maxSweepAfterSeconds {
+				s.problem(w, http.StatusBadRequest, memory.ProblemInvalidRequest, fmt.Sprintf("the body must be {\"after_seconds\": N} with N from 0 to %d", int64(maxSweepAfterSeconds)), nil)
+				return
+			}
+			if _, err := s.SweepAfter(r.Context(), time.Duration(*body.AfterSeconds)*time.Second); err != nil {
+				s.problem(w, http.StatusBadGateway, memory.ProblemAdapterError, "harness: "+err.Error(), nil)
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+		})))
+	}
 	if hasWK {
 		handle("POST /harness/v1/wrong-kind-record", func(_ http.ResponseWriter, r *http.Request) (any, error) {
 			id, err := wk.MakeWrongKindRecord(r.Context())
@@ -268,6 +301,10 @@ func (s *Server) HarnessHandler(cfg HarnessConfig) (http.Handler, error) {
 	})
 	return mux, nil
 }
+
+// maxSweepAfterSeconds bounds retention-sweep's after_seconds: twice the longest claim
+// (max age and sweep period each at memory.MaxGovernanceSeconds), and exact in a Duration.
+const maxSweepAfterSeconds = 2*memory.MaxGovernanceSeconds + 1
 
 // ServeHarness serves h on l until ctx ends, with the server's timeouts, then shuts down.
 func ServeHarness(ctx context.Context, l net.Listener, h http.Handler, t Timeouts) error {
