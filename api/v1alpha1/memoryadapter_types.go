@@ -493,6 +493,29 @@ type ConformanceResult struct {
 	Profiles []ConformanceProfileResult `json:"profiles,omitempty"`
 }
 
+// ScopeQuotaUsage is one scope's use of its quota.
+type ScopeQuotaUsage struct {
+	// scope is the scope's name; a sub-scope's is SCOPE~NAME.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Scope string `json:"scope"`
+
+	// itemsPercent is the scope's items in whole percent of spec.quota.maxItems;
+	// absent without that limit.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
+	ItemsPercent *int32 `json:"itemsPercent,omitempty"`
+
+	// bytesPercent is the scope's bytes in whole percent of spec.quota.maxBytes;
+	// absent without that limit.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
+	BytesPercent *int32 `json:"bytesPercent,omitempty"`
+}
+
 // ConformanceProfileID is the id of one governance profile of the conformance
 // suite (conformance.ProfileIDs).
 // +kubebuilder:validation:Enum=read-only;isolation;retention;quota
@@ -608,6 +631,17 @@ type EvidenceStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
+
+	// quotaUsage is each governed scope's use of its spec.quota limits, in whole
+	// percent (a scope at its limit shows 100), as the adapter counts them: its
+	// scope and the sub-scopes spec.access names, the fullest 16. Percent rather
+	// than counts, so that a busy adapter's status changes at most a hundred
+	// times on its way to full; the exact counts are the adapter's metrics.
+	// +optional
+	// +listType=map
+	// +listMapKey=scope
+	// +kubebuilder:validation:MaxItems=16
+	QuotaUsage []ScopeQuotaUsage `json:"quotaUsage,omitempty"`
 }
 
 // MemoryAdapter deploys a memory adapter for one backend, verifies its

@@ -3,6 +3,7 @@ package health
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -294,6 +295,7 @@ func EvidenceStatus(ev *memory.EvidenceReport, prev *memoryv1alpha1.EvidenceStat
 	}
 	slices.Sort(st.FailedProbes)
 	st.FailedProbes = slices.Compact(st.FailedProbes)
+	st.QuotaUsage = QuotaUsage(ev.Usage)
 	if prev != nil {
 		st.ObservedTime = prev.ObservedTime
 		if equality.Semantic.DeepEqual(st, prev) {
@@ -302,4 +304,52 @@ func EvidenceStatus(ev *memory.EvidenceReport, prev *memoryv1alpha1.EvidenceStat
 	}
 	st.ObservedTime = metav1.NewTime(now.Truncate(time.Second))
 	return st
+}
+
+// maxQuotaUsage is the CRD's bound on status.evidence.quotaUsage.
+const maxQuotaUsage = 16
+
+// QuotaUsage is status.evidence.quotaUsage of an evidence report's usage: the scopes with an
+// item or byte quota, in whole percent of it (clamped to the schema's 0..10000, since the
+// report is the adapter's word), the fullest maxQuotaUsage of them, ordered by scope.
+func QuotaUsage(usage []memory.ScopeUsage) []memoryv1alpha1.ScopeQuotaUsage {
+	type entry struct {
+		u    memoryv1alpha1.ScopeQuotaUsage
+		full int32
+	}
+	percent := func(n, limit int64) *int32 {
+		if limit <= 0 {
+			return nil
+		}
+		// In floating point: the counts are the adapter's word and may be anything.
+		p := int32(math.Floor(min(max(float64(n)*100/float64(limit), 0), 10000)))
+		return &p
+	}
+	var out []entry
+	for _, u := range usage {
+		if (u.MaxItems <= 0 && u.MaxBytes <= 0) || u.Scope == "" {
+			continue
+		}
+		e := entry{u: memoryv1alpha1.ScopeQuotaUsage{Scope: cond.Truncate(u.Scope, 253), ItemsPercent: percent(u.Items, u.MaxItems), BytesPercent: percent(u.Bytes, u.MaxBytes)}}
+		for _, p := range []*int32{e.u.ItemsPercent, e.u.BytesPercent} {
+			if p != nil {
+				e.full = max(e.full, *p)
+			}
+		}
+		if slices.ContainsFunc(out, func(o entry) bool { return o.u.Scope == e.u.Scope }) {
+			continue
+		}
+		out = append(out, e)
+	}
+	slices.SortStableFunc(out, func(a, b entry) int { return int(b.full - a.full) })
+	out = out[:min(len(out), maxQuotaUsage)]
+	res := make([]memoryv1alpha1.ScopeQuotaUsage, len(out))
+	for i, e := range out {
+		res[i] = e.u
+	}
+	slices.SortFunc(res, func(a, b memoryv1alpha1.ScopeQuotaUsage) int { return strings.Compare(a.Scope, b.Scope) })
+	if len(res) == 0 {
+		return nil
+	}
+	return res
 }

@@ -1,10 +1,15 @@
 package health
 
 import (
+	"fmt"
+	"math"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	. "github.com/onsi/gomega"
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
@@ -162,4 +167,28 @@ func TestManifestDiffQuotesOnlyTheRunThatReadThePublishedManifest(t *testing.T) 
 			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
 		}
 	}
+}
+
+func TestQuotaUsage(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(QuotaUsage(nil)).To(BeNil())
+	g.Expect(QuotaUsage([]memory.ScopeUsage{{Scope: "s", Items: 5}})).To(BeNil(), "no quota, no entry")
+	got := QuotaUsage([]memory.ScopeUsage{
+		{Scope: "s~b", Items: 3, MaxItems: 6},
+		{Scope: "s", Items: 7, MaxItems: 6, Bytes: 10, MaxBytes: 1000},
+		{Scope: "s~a", Items: -4, MaxItems: 6, Bytes: math.MaxInt64, MaxBytes: 1},
+		{Scope: "s~b", Items: 6, MaxItems: 6},
+	})
+	g.Expect(got).To(Equal([]memoryv1alpha1.ScopeQuotaUsage{
+		{Scope: "s", ItemsPercent: ptr.To[int32](116), BytesPercent: ptr.To[int32](1)},
+		{Scope: "s~a", ItemsPercent: ptr.To[int32](0), BytesPercent: ptr.To[int32](10000)},
+		{Scope: "s~b", ItemsPercent: ptr.To[int32](50)},
+	}))
+	var many []memory.ScopeUsage
+	for i := range 40 {
+		many = append(many, memory.ScopeUsage{Scope: fmt.Sprintf("s~%02d", i), Items: int64(i), MaxItems: 40})
+	}
+	got = QuotaUsage(many)
+	g.Expect(got).To(HaveLen(16))
+	g.Expect(got[0].Scope).To(Equal("s~24"), "the fullest 16, by scope")
 }
