@@ -66,6 +66,15 @@ func governanceSpec(ctx context.Context, c client.Client, ns string) {
 	Expect(time.Since(first)).To(BeNumerically("<", govMaxAge), "the read-back came too late to show the items kept while fresh")
 	tl.mark("all %d read back %s after the first store", found, time.Since(first).Round(time.Second))
 
+	By("status shows the scope at its item quota")
+	Eventually(func(g Gomega) {
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(ma), ma)).To(Succeed())
+		g.Expect(ma.Status.Evidence).NotTo(BeNil())
+		g.Expect(ma.Status.Evidence.QuotaUsage).To(ContainElement(And(
+			HaveField("Scope", ma.Spec.Backend.Scope), HaveField("ItemsPercent", HaveValue(BeNumerically(">=", 100))))))
+	}).WithTimeout(90 * time.Second).WithPolling(2 * time.Second).Should(Succeed())
+	tl.mark("status.evidence.quotaUsage: %+v", ma.Status.Evidence.QuotaUsage)
+
 	By("every item is gone within its age and one sweep, and the quota admits stores again")
 	// The stated window ends one sweep period after the last acknowledged item's age (2 s
 	// for the call's own time and the sweep's): read back only then, so that the read-back
