@@ -48,6 +48,14 @@ func newGovFake(claim *memory.GovernanceV1, lie string) *govFake {
 	return &govFake{Harness: fake.New(fake.Config{}), claim: claim, lie: lie, start: time.Now()}
 }
 
+// burstOf is the bucket's size a quota claims: write_burst, or a second's worth of the rate.
+func burstOf(q *memory.GovernanceQuota) int64 {
+	if q.WriteBurst > 0 {
+		return q.WriteBurst
+	}
+	return q.WritesPerSecond
+}
+
 func (g *govFake) manifest() memory.Manifest { return g.Manifest().WithGovernance(g.claim) }
 
 // MakeStore serves the matrix from the fake, publishing the claim with its manifest.
@@ -69,7 +77,7 @@ func (c claimingStore) Manifest() memory.Manifest { return c.m }
 func (g *govFake) newScope() *govScope {
 	s := &govScope{items: map[uuid.UUID]memory.Item{}, stored: map[uuid.UUID]time.Time{}}
 	if q := g.claim.Quota; q != nil {
-		s.tokens = float64(max(q.WriteBurst, q.WritesPerSecond))
+		s.tokens = float64(burstOf(q))
 	}
 	s.refill = g.clock()
 	g.scopes = append(g.scopes, s)
@@ -176,7 +184,7 @@ func (st *govStore) Store(_ context.Context, it memory.Item) (uuid.UUID, error) 
 			return uuid.Nil, refused(http.StatusInsufficientStorage, memory.ProblemQuotaExceeded, 0)
 		}
 		if q.WritesPerSecond > 0 {
-			burst := float64(max(q.WriteBurst, q.WritesPerSecond))
+			burst := float64(burstOf(q))
 			st.s.tokens = min(burst, st.s.tokens+now.Sub(st.s.refill).Seconds()*float64(q.WritesPerSecond))
 			st.s.refill = now
 			if st.s.tokens < 1 {

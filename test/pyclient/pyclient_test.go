@@ -121,7 +121,11 @@ func serveHarness(t *testing.T, backend, connection string) target {
 	tg.url, tg.harnessURL = "http://"+addr, "http://"+haddr
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "serve", "--backend", backend, "--listen", addr, "--token-file", tg.tokenFile,
-		"--harness", "--harness-listen", haddr, "--harness-token-file", tg.harnessTokenFile, "--log-level", "warn")
+		"--harness", "--harness-listen", haddr, "--harness-token-file", tg.harnessTokenFile, "--log-level", "warn",
+		// Governed as an adapter with spec.access, spec.retention and spec.quota: both suites
+		// run the governance profiles against this build's server.
+		"--access-control", "--retention-max-age", "720h", "--retention-max-items", "5",
+		"--quota-max-items", "60", "--quota-write-rate", "50", "--quota-write-burst", "20")
 	cmd.Env = os.Environ()
 	if connection != "" {
 		cmd.Env = append(cmd.Env, "MEMORY_ADAPTER_CONNECTION="+connection)
@@ -181,6 +185,10 @@ type pyReport struct {
 		Outcome string `json:"outcome"`
 		Message string `json:"message"`
 	} `json:"cases"`
+	Profiles []struct {
+		ID      string `json:"id"`
+		Outcome string `json:"outcome"`
+	} `json:"profiles"`
 }
 
 // runPython runs the Python matrix through the client against tg; factory, when set, is
@@ -256,6 +264,17 @@ func TestPythonMatrixMatchesGoOverTheWire(t *testing.T) {
 			}
 			if len(pyOut) != len(conformance.CaseIDs()) {
 				t.Errorf("python report has %d cases, want %d", len(pyOut), len(conformance.CaseIDs()))
+			}
+			// The governance profiles: both suites prove every claim of this build's server.
+			pyProfiles := map[string]string{}
+			for _, p := range r.Profiles {
+				pyProfiles[p.ID] = p.Outcome
+			}
+			for _, id := range conformance.ProfileIDs() {
+				g, _ := gr.Profile(id)
+				if g.Outcome != conformance.Passed || pyProfiles[string(id)] != string(conformance.Passed) {
+					t.Errorf("profile %s: Go over the wire %s (%s), Python %s", id, g.Outcome, g.Message, pyProfiles[string(id)])
+				}
 			}
 			t.Logf("%s: Go %s, Python %s (%s)", b.backend, gr.Summary(), r.Result, r.Claim)
 

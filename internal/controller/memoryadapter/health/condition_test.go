@@ -192,3 +192,18 @@ func TestQuotaUsage(t *testing.T) {
 	g.Expect(got).To(HaveLen(16))
 	g.Expect(got[0].Scope).To(Equal("s~24"), "the fullest 16, by scope")
 }
+
+// TestQuotaUsageWakesTheControllerOnlyByWholePercent: a store that moves a governed scope's
+// usage by a whole percent of its quota is a change the controller must see (status shows
+// it); one that does not is not, so a busy adapter is not a stream of reconciles.
+func TestQuotaUsageWakesTheControllerOnlyByWholePercent(t *testing.T) {
+	g := NewWithT(t)
+	at := func(items int64) *memory.EvidenceReport {
+		return &memory.EvidenceReport{ManifestHash: condtest.HashA, ManifestValid: true,
+			Usage: []memory.ScopeUsage{{Scope: "s", Items: items, MaxItems: 1000}}}
+	}
+	g.Expect(sameEvidence(at(100), at(109), true)).To(BeTrue())
+	g.Expect(sameEvidence(at(109), at(110), true)).To(BeFalse())
+	g.Expect(sameEvidence(&memory.EvidenceReport{Usage: []memory.ScopeUsage{{Scope: "s", Items: 5}}},
+		&memory.EvidenceReport{Usage: []memory.ScopeUsage{{Scope: "s", Items: 6}}}, true)).To(BeTrue(), "no quota: usage is not status")
+}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -632,7 +634,8 @@ func verdictChanged(before, after State, immediate bool) bool {
 }
 
 // sameEvidence compares two reports on what status and the conditions show of them: the
-// observation time moves with every read, and an eventual adapter's lag with every write.
+// observation time moves with every read, and an eventual adapter's lag with every write;
+// quota usage counts only in the whole percent status shows.
 func sameEvidence(a, b *memory.EvidenceReport, immediate bool) bool {
 	if a == nil || b == nil {
 		return a == b
@@ -646,7 +649,8 @@ func sameEvidence(a, b *memory.EvidenceReport, immediate bool) bool {
 	}
 	return a.ServiceVersion == b.ServiceVersion && a.InitialServiceVersion == b.InitialServiceVersion &&
 		a.AdapterVersion == b.AdapterVersion && a.ManifestHash == b.ManifestHash && a.ManifestValid == b.ManifestValid &&
-		a.Reason == b.Reason && lagA == lagB && slices.Equal(a.Probes, b.Probes)
+		a.Reason == b.Reason && lagA == lagB && slices.Equal(a.Probes, b.Probes) &&
+		equality.Semantic.DeepEqual(QuotaUsage(a.Usage), QuotaUsage(b.Usage))
 }
 
 // foldReads folds the pods' answers into one report: the first pod (by name) whose evidence

@@ -1178,16 +1178,34 @@ async def profile_quota(p: _ProfileRun) -> None:
     elif nbytes:
         skipped.append(f"max_bytes {nbytes} not exercised (outside 1..{MAX_EXERCISED_BYTES})")
     w, u = q.writes_per_second, q.write_burst
-    if w > 0 and 1 <= u <= MAX_EXERCISED_ITEMS and not (0 < m < u + 1):
-        exercised += 1
-        tried = [gov_item(f"quota-rate-{i}") for i in range(u + 1)]
+    n = 2 * u + 2
+    if w > 0 and 1 <= u <= MAX_EXERCISED_ITEMS and not (0 < m < n):
+        # Up to twice the burst, as fast as one client can, until the first refusal. A
+        # truthful bucket admits at most burst + rate x elapsed of them (and one for the
+        # clock's grain); a run whose stores came slower than the bucket refills proves
+        # nothing either way, and says so.
         results = []
-        for it in tried:  # as fast as possible, never tried again: the burst must run out
-            results.append((it, (await _attempt(lambda: rw.store(it)))[1]))
+        start = time.monotonic()
+        for i in range(n):
+            it = gov_item(f"quota-rate-{i}")
+            err = (await _attempt(lambda: rw.store(it)))[1]
+            results.append((it, err))
+            if err is not None:
+                break
+        elapsed = time.monotonic() - start
+        acked = [it for it, e in results if e is None]
+        admissible = u + w * elapsed + 1
+        if len(acked) < len(results) or len(acked) > admissible:
+            exercised += 1
         if p.check("quota/rate"):
             limited = [e for _, e in results if _is_problem(e, 429, "rate_limited")]
-            if not limited:
-                p.fail(f"write rate {w}/s, burst {u}: none of {u + 1} immediate stores in G answered 429 rate_limited")
+            refused = [e for _, e in results if e is not None]
+            if refused and not limited:
+                p.fail(f"write rate {w}/s, burst {u}: store {len(acked) + 1} raised {_describe_error(refused[0])}, want problem 429 rate_limited")
+            elif not refused and len(acked) > admissible:
+                p.fail(f"write rate {w}/s, burst {u}: {len(acked)} stores in {elapsed:.3f} s were all acknowledged; the bucket admits at most {admissible:.0f}")
+            elif not refused:
+                p.note(f"write rate {w}/s not exercised: {len(acked)} stores took {elapsed:.3f} s, as slow as the bucket refills")
             for e in limited:
                 ra = problem_of(e).retry_after  # type: ignore[union-attr]
                 if ra is None or ra < 1:
@@ -1198,10 +1216,7 @@ async def profile_quota(p: _ProfileRun) -> None:
                     await p.retrieve_equal(f"write rate {w}/s: an acknowledged store", rw, it)
                 else:
                     await p.retrieve_none(f"write rate {w}/s: a refused store ({_describe_error(e)})", rw, it.id)
-            other = [e for _, e in results if e is not None and not _is_problem(e, 429, "rate_limited")]
-            if other:
-                p.note(f"write rate: {len(other)} stores refused otherwise ({_describe_error(other[0])})")
-        p.note(f"write rate {w}/s, burst {u}: {sum(e is not None for _, e in results)} of {u + 1} immediate stores refused")
+        p.note(f"write rate {w}/s, burst {u}: {len(acked)} of {len(results)} immediate stores acknowledged")
     elif w > 0:
         masked = f" (masked by max_items {m})" if 1 <= u <= MAX_EXERCISED_ITEMS else f" (burst outside 1..{MAX_EXERCISED_ITEMS})"
         skipped.append(f"write rate {w}/s with burst {u} not exercised{masked}")
