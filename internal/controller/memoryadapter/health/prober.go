@@ -640,17 +640,18 @@ func sameEvidence(a, b *memory.EvidenceReport, immediate bool) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	lagA, lagB := int64(0), int64(0)
-	if immediate && a.IndexLag != nil {
-		lagA = *a.IndexLag
-	}
-	if immediate && b.IndexLag != nil {
-		lagB = *b.IndexLag
-	}
 	return a.ServiceVersion == b.ServiceVersion && a.InitialServiceVersion == b.InitialServiceVersion &&
 		a.AdapterVersion == b.AdapterVersion && a.ManifestHash == b.ManifestHash && a.ManifestValid == b.ManifestValid &&
-		a.Reason == b.Reason && lagA == lagB && slices.Equal(a.Probes, b.Probes) &&
+		a.Reason == b.Reason && shownLag(a, immediate) == shownLag(b, immediate) && slices.Equal(a.Probes, b.Probes) &&
 		equality.Semantic.DeepEqual(QuotaUsage(a.Usage), QuotaUsage(b.Usage))
+}
+
+// shownLag is the index lag status shows of a report: an immediate adapter's only.
+func shownLag(ev *memory.EvidenceReport, immediate bool) int64 {
+	if immediate && ev.IndexLag != nil {
+		return *ev.IndexLag
+	}
+	return 0
 }
 
 // foldReads folds the pods' answers into one report: the first pod (by name) whose evidence
