@@ -38,16 +38,18 @@ func TestPythonExampleFollowsARotatedTokenFile(t *testing.T) {
 }
 
 // TestPythonExampleTokenFileUnits runs the example's own unit tests of its token file
-// (examples/python-adapter/test_tokens.py): the parsing table and the reload on an injected
-// clock, which the test above cannot show without waiting (a refused version keeps the set).
+// (examples/python-adapter/test_tokens.py: the parsing table and the reload on an injected
+// clock, which the test above cannot show without waiting, a refused version keeping the
+// set) and of its governance (test_governance.py: grants, sub-scopes, retention by store
+// time, quotas and hostile harness bodies).
 func TestPythonExampleTokenFileUnits(t *testing.T) {
-	cmd := exec.CommandContext(t.Context(), wiretest.Interpreter(t), "-m", "unittest", "-v", "test_tokens")
+	cmd := exec.CommandContext(t.Context(), wiretest.Interpreter(t), "-m", "unittest", "-v", "test_tokens", "test_governance")
 	cmd.Dir = filepath.Dir(wiretest.ServerPath())
 	// No __pycache__ in the checkout.
 	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("python3 -m unittest test_tokens: %v\n%s", err, out)
+		t.Fatalf("python3 -m unittest test_tokens test_governance: %v\n%s", err, out)
 	}
 	t.Logf("%s", out)
 }
