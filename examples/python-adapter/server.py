@@ -212,12 +212,15 @@ def manifest_hash(manifest):
 GOVERNANCE = "governance/v1"
 RETENTION_MEMBERS = ("max_age_seconds", "max_items", "sweep_period_seconds")
 QUOTA_MEMBERS = ("max_items", "max_bytes", "writes_per_second", "write_burst")
-# The Go side decodes every number into an int64.
-MAX_GOVERNANCE_INT = (1 << 63) - 1
+# The Go side's bounds (api/memory/extensions.go): seconds at most 100 years of 366 days,
+# counts at most 2^50.
+MAX_GOVERNANCE_SECONDS = 100 * 366 * 24 * 3600
+MAX_GOVERNANCE_INT = 1 << 50
 MAX_GOVERNANCE_TEXT = 4096
 DEFAULT_SWEEP_PERIOD = 60
-# after_seconds of POST /harness/v1/retention-sweep: at most 10 years (of 365 days).
-MAX_SWEEP_AFTER = 10 * 365 * 24 * 3600
+# after_seconds of POST /harness/v1/retention-sweep: at most a longest max age plus a longest
+# sweep period and a second (openapi.yaml), which is all a suite sends.
+MAX_SWEEP_AFTER = 2 * MAX_GOVERNANCE_SECONDS + 1
 
 
 def governance_object(where, v, members, required):
@@ -232,8 +235,9 @@ def governance_object(where, v, members, required):
 def governance_int(where, v):
     # bool is an int in Python and the JSON decoder gives Decimal for 1.0 or 1e3: the claim
     # has no floats, so only a plain int is taken.
-    if type(v) is not int or v < 0 or v > MAX_GOVERNANCE_INT:
-        raise ValueError("%s: want an integer from 0 to %d" % (where, MAX_GOVERNANCE_INT))
+    bound = MAX_GOVERNANCE_SECONDS if where.endswith("_seconds") else MAX_GOVERNANCE_INT
+    if type(v) is not int or v < 0 or v > bound:
+        raise ValueError("%s: want an integer from 0 to %d" % (where, bound))
     return v
 
 

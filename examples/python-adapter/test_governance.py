@@ -40,7 +40,7 @@ class ClaimTest(unittest.TestCase):
             "bool as a number": dict(CLAIM, quota=dict(CLAIM["quota"], write_burst=True)),
             "quota member missing": dict(CLAIM, quota={"max_items": 1}),
             "retention unknown member": dict(CLAIM, retention=dict(CLAIM["retention"], min_age=1)),
-            "over int64": dict(CLAIM, quota=dict(CLAIM["quota"], max_bytes=1 << 63)),
+            "over 2^50": dict(CLAIM, quota=dict(CLAIM["quota"], max_bytes=(1 << 50) + 1)),
         }
         for name, v in bad.items():
             with self.subTest(name):

@@ -154,14 +154,14 @@ class ExampleGovernanceTest(unittest.TestCase):
         h = RemoteMemoryStore(ex.harness_url, token=ex.harness_token)
         for path, body in (("/harness/v1/retention-sweep", b'{"after_seconds": 1.5}'),
                            ("/harness/v1/retention-sweep", b'{"after_seconds": -1}'),
-                           ("/harness/v1/retention-sweep", b'{"after_seconds": 315360001}'),
+                           ("/harness/v1/retention-sweep", b'{"after_seconds": 6324480002}'),
                            ("/harness/v1/retention-sweep", b'{"after_seconds": 1, "x": 1}'),
                            ("/harness/v1/retention-sweep", b'{"after_seconds": ' + b"1" * 2000 + b"}"),
                            ("/harness/v1/governance-tokens", b'{"x": 1}')):
             with self.subTest(body[:40]):
                 status, _, data = h._exchange("POST", path, body, ex.harness_token)
                 self.assertEqual((status, json.loads(data)["type"]), (400, "invalid_request"))
-        status, _, _ = h._exchange("POST", "/harness/v1/retention-sweep", b'{"after_seconds": 315360000}', ex.harness_token)
+        status, _, _ = h._exchange("POST", "/harness/v1/retention-sweep", b'{"after_seconds": 6324480001}', ex.harness_token)
         self.assertEqual(status, 204)
         # The retry budget's bound is the client's; the server says when in whole seconds.
         store = RemoteMemoryStore(ex.url, token=ex.token)

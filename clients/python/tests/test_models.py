@@ -137,7 +137,7 @@ refused = {
     "negative": gov(retention=dict(okr, max_items=-1)),
     "bool as int": gov(quota=dict(okq, write_burst=True)),
     "string as int": gov(quota=dict(okq, max_bytes="10")),
-    "over int64": gov(quota=dict(okq, max_bytes=1 << 63)),
+    "over 2^50": gov(quota=dict(okq, max_bytes=(1 << 50) + 1)),
 }
 for name, ext in refused.items():
     try:

@@ -63,9 +63,11 @@ _SETS = ("native_item_fields", "dropped_item_fields", "supported_filters")
 # ---- the manifest's extensions (governance/v1, shared-notes/governance-v1.md §1) ----
 
 GOVERNANCE_V1 = "governance/v1"
-# Every governance number is a non-negative integer the Go side decodes into an int64: a
+# Every governance number is a non-negative integer within the Go side's bounds
+# (api/memory/extensions.go: seconds at most 100 years of 366 days, counts at most 2^50): a
 # larger one is refused here rather than accepted by one side and refused by the other.
-_MAX_GOV_INT = (1 << 63) - 1
+_MAX_GOV_SECONDS = 100 * 366 * 24 * 3600
+_MAX_GOV_INT = 1 << 50
 _RETENTION_ORDER = ("max_age_seconds", "max_items", "sweep_period_seconds")
 _QUOTA_ORDER = ("max_items", "max_bytes", "writes_per_second", "write_burst")
 _GOVERNANCE_ORDER = ("read_only", "isolation", "retention", "quota")
@@ -76,8 +78,9 @@ def _gov_int(where: str, name: str, v: Any) -> int:
     # neither ("no floats anywhere"), so only a plain int passes.
     if type(v) is not int:
         raise ValueError(f"{where}.{name}: want a non-negative integer, got {type(v).__name__}")
-    if v < 0 or v > _MAX_GOV_INT:
-        raise ValueError(f"{where}.{name}: want an integer from 0 to {_MAX_GOV_INT}")
+    bound = _MAX_GOV_SECONDS if name.endswith("_seconds") else _MAX_GOV_INT
+    if v < 0 or v > bound:
+        raise ValueError(f"{where}.{name}: want an integer from 0 to {bound}")
     return v
 
 
