@@ -73,7 +73,9 @@ func governanceSpec(ctx context.Context, c client.Client, ns string) {
 		g.Expect(ma.Status.Evidence.QuotaUsage).To(ContainElement(And(
 			HaveField("Scope", ma.Spec.Backend.Scope), HaveField("ItemsPercent", HaveValue(BeNumerically(">=", 100))))))
 	}).WithTimeout(90 * time.Second).WithPolling(2 * time.Second).Should(Succeed())
-	tl.mark("status.evidence.quotaUsage: %+v", ma.Status.Evidence.QuotaUsage)
+	for _, u := range ma.Status.Evidence.QuotaUsage {
+		tl.mark("status.evidence.quotaUsage: scope %s at %d%% of its item quota", u.Scope, *u.ItemsPercent)
+	}
 
 	By("every item is gone within its age and one sweep, and the quota admits stores again")
 	// The stated window ends one sweep period after the last acknowledged item's age (2 s
