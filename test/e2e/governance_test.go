@@ -74,7 +74,7 @@ func governanceSpec(ctx context.Context, c client.Client, ns string) {
 			HaveField("Scope", ma.Spec.Backend.Scope), HaveField("ItemsPercent", HaveValue(BeNumerically(">=", 100))))))
 	}).WithTimeout(90 * time.Second).WithPolling(2 * time.Second).Should(Succeed())
 	for _, u := range ma.Status.Evidence.QuotaUsage {
-		tl.mark("status.evidence.quotaUsage: scope %s at %d%% of its item quota", u.Scope, *u.ItemsPercent)
+		tl.mark("status.evidence.quotaUsage: scope %s at %d%% of its item quota", u.Scope, ptr.Deref(u.ItemsPercent, 0))
 	}
 
 	By("every item is gone within its age and one sweep, and the quota admits stores again")
