@@ -93,7 +93,7 @@ func BenchmarkPostgresScale(b *testing.B) {
 					}
 				}
 				if tagSeqs, err := s.tagCandidates(ctx, raw, q.Tags); err == nil && (tagSeqs == nil || len(tagSeqs) > 0) && q.Text != nil {
-					if lo, hi := textRanges(memory.Needle(*q.Text)); lo != nil {
+					if lo, hi := relstore.TextRanges(memory.Needle(*q.Text)); lo != nil {
 						text, err := explainText(ctx, raw, s.textProbeSQL(), []any{"bench", lo, hi, relstore.TagProbeLimit + 1})
 						if err != nil {
 							return err

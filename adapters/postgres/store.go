@@ -302,24 +302,25 @@ var migrations = []string{
 	// lock for its duration (seconds per million rows), once.
 	6: `ALTER TABLE %[1]s.memory_items ALTER COLUMN created_at TYPE double precision
 		USING extract(epoch FROM created_at)::double precision;`,
-	// The text index (issue 44): a sampled suffix index. search_text's UTF-8 bytes get one
-	// (scope, gram, seq) entry at every textGramStride-th byte (1, 5, 9, ... up to the last
-	// with three bytes left), gram being the textGramBytes bytes from there, so a B-tree
-	// range finds every sampled position where a byte string starts. A needle of at least
-	// textGramStride + 2 bytes that occurs in a row starts, at one of its first
-	// textGramStride byte offsets, on a sampled position, so the union of those offsets'
-	// prefix ranges holds every row containing it (textCandidates). Unlike pg_trgm's trigram
-	// sets it keeps the bytes' order: "lorem item" on rows that all hold "lorem" and "item"
-	// (every trigram of it in every row) is an empty range, and a rare needle reads its few
-	// entries instead of intersecting common trigrams' posting lists of the whole scope
-	// (0.6-0.8 s and 33 ms at 1M items before). Bytes, not characters: a byte offset is
-	// found in constant time (substr counts characters from the start, quadratic in a long
-	// text), and bytea compares as bytes whatever the collation; no UTF-8 byte is 0xff, so
-	// gram < prefix || 0xff bounds a range. A text longer than textIndexBytes gets no
-	// entries (a 1 MiB text would get 250,000), only an entry in the partial index
-	// memory_items_long_text, and every probe reads those rows too, so the index stays
-	// exact and a store writes at most textIndexBytes / textGramStride entries. Kept by
-	// triggers in the statement that writes the row, like the tag index; backfilled here.
+	// The text index (issue 44): a sampled suffix index in relstore's shape (TextGramStride
+	// 4, TextGramBytes 12, TextIndexBytes 2048, spelled out below). search_text's UTF-8
+	// bytes get one (scope, gram, seq) entry at every 4th byte (1, 5, 9, ... up to the last
+	// with three bytes left), gram being the 12 bytes from there, so a B-tree range finds
+	// every sampled position where a byte string starts. A needle of at least 6 bytes that
+	// occurs in a row starts, at one of its first 4 byte offsets, on a sampled position, so
+	// the union of those offsets' prefix ranges holds every row containing it
+	// (relstore.TextRanges, textCandidates). Unlike pg_trgm's trigram sets it keeps the
+	// bytes' order: "lorem item" on rows that all hold "lorem" and "item" (every trigram of
+	// it in every row) is an empty range, and a rare needle reads its few entries instead of
+	// intersecting common trigrams' posting lists of the whole scope (0.6-0.8 s and 33 ms
+	// at 1M items before). Bytes, not characters: a byte offset is found in constant time
+	// (substr counts characters from the start, quadratic in a long text), and bytea
+	// compares as bytes whatever the collation; no UTF-8 byte is 0xff, so gram < prefix ||
+	// 0xff bounds a range. A text longer than 2048 bytes gets no entries (a 1 MiB text would
+	// get 250,000), only an entry in the partial index memory_items_long_text, and every
+	// probe reads those rows too, so the index stays exact and a store writes at most 512
+	// entries. Kept by triggers in the statement that writes the row, like the tag index;
+	// backfilled here.
 	7: `CREATE TABLE %[1]s.memory_item_text (
 		scope text NOT NULL,
 		gram  bytea NOT NULL,
@@ -395,16 +396,6 @@ var migrations = []string{
 	CREATE INDEX memory_items_retention ON %[1]s.memory_items (scope, stored_at_us) INCLUDE (size_bytes)
 		WHERE kind = 'memory_item';`,
 }
-
-// The text index's shape (migration 7, whose SQL spells the same numbers): an entry at
-// every textGramStride-th byte, textGramBytes long, for texts of at most textIndexBytes.
-// A stride of 4 keeps a quarter of a full suffix index's entries and serves needles of six
-// bytes or more; 12 bytes tell a rare needle's entries from a common one's.
-const (
-	textGramStride = 4
-	textGramBytes  = 12
-	textIndexBytes = 2048
-)
 
 // SchemaVersion is the schema version this build writes and expects.
 var SchemaVersion = len(migrations) - 1
@@ -856,27 +847,8 @@ func (s *Store) textTable() string { return pgx.Identifier{s.schema, "memory_ite
 func (s *Store) textProbeSQL() string {
 	return `SELECT x.seq FROM unnest($2::bytea[], $3::bytea[]) AS r(lo, hi), LATERAL (SELECT seq FROM ` + s.textTable() + `
 		WHERE scope = $1 AND gram >= r.lo AND gram < r.hi LIMIT $4) AS x
-		UNION ALL (SELECT seq FROM ` + s.table + ` WHERE scope = $1 AND octet_length(search_text) > ` + fmt.Sprint(textIndexBytes) + ` LIMIT $4)
+		UNION ALL (SELECT seq FROM ` + s.table + ` WHERE scope = $1 AND octet_length(search_text) > ` + fmt.Sprint(relstore.TextIndexBytes) + ` LIMIT $4)
 		LIMIT $4`
-}
-
-// textRanges returns the text index ranges (lower and upper bounds) that together hold
-// every indexed row containing needle, or nil when the index cannot answer for it: a
-// needle shorter than textGramStride + 2 bytes (an offset's prefix would be under three
-// bytes, a range as large as the scope). An occurrence starting at byte m of a row's text
-// covers the sampled positions m+j for exactly one j in [0, textGramStride); the entry
-// there starts with needle[j:] (at most textGramBytes of it), so its gram lies in
-// [prefix, prefix || 0xff) for that offset's prefix.
-func textRanges(needle string) (lo, hi [][]byte) {
-	if len(needle) < textGramStride+2 {
-		return nil, nil
-	}
-	for j := range textGramStride {
-		p := []byte(needle[j:min(len(needle), j+textGramBytes)])
-		lo = append(lo, p)
-		hi = append(hi, append(slices.Clip(p), 0xff))
-	}
-	return lo, hi
 }
 
 // textCandidates probes the text index (migration 7) for a query text, as tagCandidates
@@ -887,7 +859,7 @@ func (s *Store) textCandidates(ctx context.Context, db querier, text *string) ([
 	if text == nil {
 		return nil, nil
 	}
-	lo, hi := textRanges(memory.Needle(*text))
+	lo, hi := relstore.TextRanges(memory.Needle(*text))
 	if lo == nil {
 		return nil, nil
 	}

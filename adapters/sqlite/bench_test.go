@@ -176,20 +176,9 @@ func benchDriver(b *testing.B, raw *sql.DB) storetest.BenchDriver {
 			return func(ctx context.Context) (int, error) {
 				// The adapter's own index probes (planSearch), so that the baseline's
 				// statement reads the rows the adapter's does.
-				var plan searchPlan
-				var err error
-				if len(q.Tags) > 0 {
-					query, args := tagProbe("bench", q.Tags)
-					if plan.tagSeqs, plan.none, err = runProbe(ctx, raw, nil, query, args); err != nil {
-						return 0, err
-					}
-				}
-				if q.Text != nil && !plan.none {
-					if query, args, ok := textProbe(memory.Needle(*q.Text)); ok {
-						if plan.textSeqs, plan.none, err = runProbe(ctx, raw, nil, query, args); err != nil {
-							return 0, err
-						}
-					}
+				plan, err := planIndexes(ctx, raw, nil, "bench", q)
+				if err != nil {
+					return 0, err
 				}
 				if plan.none {
 					return 0, nil

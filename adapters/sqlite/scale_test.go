@@ -62,8 +62,13 @@ func BenchmarkSQLiteScale(b *testing.B) {
 				sqlText, args, _ := buildSearchWith("bench", q, plan)
 				return explainQueryPlan(ctx, raw, sqlText, args, path)
 			},
-			Backend: func(context.Context) (string, error) {
-				return fileSizes(path, path+"-wal")
+			Backend: func(ctx context.Context) (string, error) {
+				files, err := fileSizes(path, path+"-wal")
+				if err != nil {
+					return "", err
+				}
+				tables, err := tableSizes(ctx, raw)
+				return files + "; " + tables, err
 			},
 		}
 	})
@@ -112,6 +117,37 @@ func fileSizes(paths ...string) (string, error) {
 			return "", fmt.Errorf("stat %s: %w", filepath.Base(p), err)
 		}
 		parts = append(parts, fmt.Sprintf("%s %.1f MB", filepath.Base(p), float64(size)/1e6))
+	}
+	return strings.Join(parts, ", "), nil
+}
+
+// tableSizes describes how the database's pages divide between the rows and each index
+// (dbstat): memory_items with its own indexes, the tag index, the trigram index (FTS5's
+// shadow tables) and the suffix index, so that an index's size per item can be read off a
+// scale run.
+func tableSizes(ctx context.Context, db *sql.DB) (string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT CASE
+			WHEN name = 'memory_item_tags' THEN 'tag index'
+			WHEN name LIKE 'memory_items_text%' THEN 'trigram index'
+			WHEN name = 'memory_item_grams' THEN 'suffix index'
+			WHEN tbl_name = 'memory_items' THEN 'memory_items and its indexes'
+			ELSE 'other' END AS part, sum(pgsize)
+		FROM dbstat JOIN sqlite_schema USING (name) GROUP BY part ORDER BY part`)
+	if err != nil {
+		return "", fmt.Errorf("dbstat: %w", err)
+	}
+	defer rows.Close()
+	var parts []string
+	for rows.Next() {
+		var part string
+		var size int64
+		if err := rows.Scan(&part, &size); err != nil {
+			return "", fmt.Errorf("dbstat: %w", err)
+		}
+		parts = append(parts, fmt.Sprintf("%s %.1f MB", part, float64(size)/1e6))
+	}
+	if err := rows.Err(); err != nil {
+		return "", fmt.Errorf("dbstat: %w", err)
 	}
 	return strings.Join(parts, ", "), nil
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -317,6 +318,62 @@ var schema = relstore.Schema{
 		size_bytes = length(CAST(content AS BLOB)) + length(CAST(metadata AS BLOB)) + length(CAST(tags AS BLOB));
 	CREATE INDEX memory_items_retention ON memory_items (scope, stored_at_us, size_bytes)
 		WHERE kind = 'memory_item';`,
+		// The long-needle text index (issue 44): a sampled suffix index in relstore's shape
+		// (TextGramStride 4, TextGramBytes 12, TextIndexBytes 2048, spelled out below), as
+		// PostgreSQL's migration 7 builds it. search_text's UTF-8 bytes get one (scope, gram,
+		// seq) entry at every 4th byte (1, 5, 9, ... up to the last with three bytes left),
+		// gram being the 12 bytes from there, so a primary-key range lists every sampled
+		// position where a byte string starts, and a needle of six bytes or more is found
+		// through four ranges (relstore.TextRanges, gramProbe). The trigram index answers such
+		// a needle too, but by intersecting its trigrams' posting lists across FTS5's
+		// segments, which grows with the scope (text-rare took 2.0-2.8 times its 10k time at
+		// 1M items); a range of a B-tree does not. A text longer than 2048 bytes gets no
+		// entries, only one in the partial index memory_items_long_text that every probe reads
+		// too, so a store writes at most 512 entries. SQLite has no series function and
+		// triggers no common table expressions, so the sampled positions are the rows of
+		// memory_item_gram_offsets, filled once here. Kept by triggers in the statement that
+		// writes the row, like the tag index (the update only when the text, scope or seq
+		// changed: a replacement that keeps its text writes nothing); backfilled here.
+		// DISTINCT, because a text repeats grams and OR IGNORE does not hold inside a
+		// trigger fired by Store's upsert, whose own conflict policy (ABORT) overrides it.
+		6: `CREATE TABLE memory_item_gram_offsets (pos INTEGER PRIMARY KEY);
+	INSERT INTO memory_item_gram_offsets (pos)
+		WITH RECURSIVE p(pos) AS (SELECT 1 UNION ALL SELECT pos + 4 FROM p WHERE pos + 4 <= 2046)
+		SELECT pos FROM p;
+	CREATE TABLE memory_item_grams (
+		scope TEXT NOT NULL,
+		gram  BLOB NOT NULL,
+		seq   INTEGER NOT NULL,
+		PRIMARY KEY (scope, gram, seq)
+	) WITHOUT ROWID;
+	CREATE INDEX memory_items_long_text ON memory_items (scope, seq) WHERE octet_length(search_text) > 2048;
+	INSERT OR IGNORE INTO memory_item_grams (scope, gram, seq)
+		SELECT DISTINCT m.scope, substr(CAST(m.search_text AS BLOB), o.pos, 12), m.seq
+		FROM memory_items AS m, memory_item_gram_offsets AS o
+		WHERE octet_length(m.search_text) <= 2048 AND o.pos <= octet_length(m.search_text) - 2;
+	CREATE TRIGGER memory_items_grams_insert AFTER INSERT ON memory_items
+		WHEN octet_length(new.search_text) <= 2048 BEGIN
+		INSERT OR IGNORE INTO memory_item_grams (scope, gram, seq)
+			SELECT DISTINCT new.scope, substr(CAST(new.search_text AS BLOB), pos, 12), new.seq
+			FROM memory_item_gram_offsets WHERE pos <= octet_length(new.search_text) - 2;
+	END;
+	CREATE TRIGGER memory_items_grams_update AFTER UPDATE OF scope, seq, search_text ON memory_items
+		WHEN old.search_text IS NOT new.search_text OR old.scope IS NOT new.scope OR old.seq IS NOT new.seq BEGIN
+		DELETE FROM memory_item_grams WHERE octet_length(old.search_text) <= 2048
+			AND scope = old.scope AND seq = old.seq AND gram IN
+			(SELECT substr(CAST(old.search_text AS BLOB), pos, 12) FROM memory_item_gram_offsets
+				WHERE pos <= octet_length(old.search_text) - 2);
+		INSERT OR IGNORE INTO memory_item_grams (scope, gram, seq)
+			SELECT DISTINCT new.scope, substr(CAST(new.search_text AS BLOB), pos, 12), new.seq
+			FROM memory_item_gram_offsets
+			WHERE octet_length(new.search_text) <= 2048 AND pos <= octet_length(new.search_text) - 2;
+	END;
+	CREATE TRIGGER memory_items_grams_delete AFTER DELETE ON memory_items
+		WHEN octet_length(old.search_text) <= 2048 BEGIN
+		DELETE FROM memory_item_grams WHERE scope = old.scope AND seq = old.seq AND gram IN
+			(SELECT substr(CAST(old.search_text AS BLOB), pos, 12) FROM memory_item_gram_offsets
+				WHERE pos <= octet_length(old.search_text) - 2);
+	END;`,
 	},
 }
 
@@ -342,6 +399,13 @@ func (c conn) QueryInt(ctx context.Context, query string, args ...any) (int, err
 	return v, err
 }
 
+// migrateTimeout bounds Open's migration transaction. A migration that adds an index
+// backfills it from every row, so its time grows with the file: migration 6 (the suffix
+// index) took 2 min 9 s for a million short items on a loaded 2-core machine, where 30 s
+// cut a million-item file's upgrade off and Open failed every time. Waiting for another
+// writer's lock is bounded by the busy timeout, not by this.
+const migrateTimeout = 15 * time.Minute
+
 // migrate applies the schema migrations and creates the filter index of every supported key
 // that has one (filterIndex), in one immediate transaction.
 func migrate(ctx context.Context, source string, filterKeys []string) error {
@@ -350,7 +414,7 @@ func migrate(ctx context.Context, source string, filterKeys []string) error {
 		return memory.NewUnavailable("sqlite: open for migration", err)
 	}
 	defer db.Close()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, migrateTimeout)
 	defer cancel()
 	// _txlock=immediate makes BeginTx take the write lock at once, so two processes opening
 	// the same new file serialize here instead of both creating the table.
@@ -574,34 +638,111 @@ type searchPlan struct {
 	// single maps a number filter whose key's range holds one stored value to that value
 	// (singleNumbers); the statement compares the key's indexed value with it.
 	single map[string]any
-	// tagSeqs, when set, is a JSON array of every seq the tag index holds for the query's
-	// tags (at most relstore.TagProbeLimit of them); the statement reads only those rows.
-	tagSeqs string
-	// textSeqs is the same from the text index for the query's text.
-	textSeqs string
+	// tagIn, when set, is the probe that found at most relstore.TagProbeLimit seqs in the
+	// tag index for the query's tags; the statement reads only the rows it lists.
+	tagIn indexSeqs
+	// textIn is the same from the text indexes for the query's text.
+	textIn indexSeqs
+	// walk, when set, is a statement that lists seqs in ascending order from an index (a
+	// walk: tagWalk, textWalk), with walkArgs its arguments; the search reads the rows it
+	// names, in its order, until the limit fills, instead of walking the scope.
+	walk     string
+	walkArgs []any
 	// none is set when the tag index holds no row for any of the query's tags, or the text
 	// index none for its text: no item can match, and no statement is needed.
 	none bool
 }
 
+// indexSeqs is a statement that lists seqs from an index (tagProbe, textWalk, gramProbe),
+// with its arguments; an empty query is none.
+type indexSeqs struct {
+	query string
+	args  []any
+}
+
 // planSearch probes the indexes for q: the number filters' single values, then the tag
-// and the text index (probe).
+// and the text index (planIndexes).
 func (s *Store) planSearch(ctx context.Context, q memory.Query) (searchPlan, error) {
+	single, err := s.singleNumbers(ctx, q)
+	if err != nil {
+		return searchPlan{}, err
+	}
+	plan, err := planIndexes(ctx, s.db, s.trace, s.scope, q)
+	plan.single = single
+	return plan, err
+}
+
+// planIndexes chooses how the search finds q's candidates through the tag and text indexes.
+// Without filters, a query with only tags walks the tag index, and one with only a short
+// text (three to five bytes) its trigram matches: both list seqs in insertion order, so
+// the search reads rows in the order they come and stops at the limit, a common tag or text
+// after about limit rows and a rare one after its few entries, whatever the scope's size
+// (the walk of the scope it replaces read limit × scope / matches rows, and the probe before
+// it relstore.TagProbeLimit + 1 entries); a probe for one entry first answers an absent tag
+// or text without the search statement. Otherwise the indexes are probed for up to
+// relstore.TagProbeLimit + 1 entries: the tags', and a text's through the suffix index
+// (gramProbe) when it is six bytes or more, else the trigram index, so that few
+// candidates, when a probe finds few, are the only rows read. When none finds few and there
+// are no filters, the walk of the tag index or, for a text alone, of the trigram matches
+// reads the rest. Filters leave the choice to the planner as before, which can use a filter
+// index: a tag walk under a rare filter would read every item of a common tag.
+func planIndexes(ctx context.Context, db *sql.DB, trace func(string, []any), scope string, q memory.Query) (searchPlan, error) {
 	var plan searchPlan
 	var err error
-	if plan.single, err = s.singleNumbers(ctx, q); err != nil {
+	needle, trigrams := "", false
+	if q.Text != nil {
+		needle = memory.Needle(*q.Text)
+		trigrams = textIndexed(needle)
+	}
+	grams, gramArgs, suffix := gramProbe(scope, needle)
+	suffix = suffix && q.Text != nil
+	walk, walkArgs, walkOnly := "", []any(nil), false
+	switch {
+	case len(q.Filters) > 0:
+	case len(q.Tags) > 0 && q.Text == nil:
+		walk, walkArgs = tagWalk(scope, q.Tags)
+		walkOnly = true
+	case len(q.Tags) > 0:
+		walk, walkArgs = tagWalk(scope, q.Tags)
+	case trigrams:
+		walk, walkArgs = textWalk(needle)
+		walkOnly = !suffix
+	}
+	if walkOnly {
+		n, err := countProbe(ctx, db, trace, indexSeqs{walk, walkArgs}, 1)
+		plan.none = n == 0
+		if err == nil && !plan.none {
+			plan.walk, plan.walkArgs = walk, walkArgs
+		}
 		return plan, err
 	}
+	// narrow counts a probe's seqs up to the bound: none means no row can match, fewer
+	// than the bound that the search reads only those rows.
+	narrow := func(p indexSeqs) (indexSeqs, error) {
+		n, err := countProbe(ctx, db, trace, p, relstore.TagProbeLimit+1)
+		plan.none = n == 0
+		if err != nil || n == 0 || n > relstore.TagProbeLimit {
+			return indexSeqs{}, err
+		}
+		return p, nil
+	}
 	if len(q.Tags) > 0 {
-		query, args := tagProbe(s.scope, q.Tags)
-		if plan.tagSeqs, plan.none, err = s.probe(ctx, query, args); err != nil || plan.none {
+		query, args := tagProbe(scope, q.Tags)
+		if plan.tagIn, err = narrow(indexSeqs{query, args}); err != nil || plan.none {
 			return plan, err
 		}
 	}
-	if q.Text != nil {
-		if query, args, ok := textProbe(memory.Needle(*q.Text)); ok {
-			plan.textSeqs, plan.none, err = s.probe(ctx, query, args)
-		}
+	switch {
+	case suffix:
+		plan.textIn, err = narrow(indexSeqs{grams, gramArgs})
+	case trigrams:
+		query, args := textWalk(needle)
+		plan.textIn, err = narrow(indexSeqs{query, args})
+	}
+	if err == nil && !plan.none && plan.tagIn.query == "" && plan.textIn.query == "" {
+		// Nothing narrowed: the walk (with tags, of the tag index, a subset of the scope's
+		// rows in the same order, where instr decides), or the scope's.
+		plan.walk, plan.walkArgs = walk, walkArgs
 	}
 	return plan, err
 }
@@ -624,65 +765,87 @@ func tagProbe(scope string, tags []string) (string, []any) {
 	return b.String(), args
 }
 
-// textProbe is the statement and arguments that read the text index (memory_items_text,
-// migration 3) for a lower-cased needle, or false when the index cannot answer: a needle
-// under three characters has no trigram (FTS5 matches nothing for it, so those searches
-// walk the scope as before), and one that is not valid UTF-8 or holds U+0000 is left to
-// instr's byte comparison. The needle is one quoted phrase: rows whose text holds its
-// trigrams consecutively, every row containing it among them. The index spans all scopes;
-// the search restricts to this one.
-func textProbe(needle string) (string, []any, bool) {
-	if utf8.RuneCountInString(needle) < 3 || !utf8.ValidString(needle) || strings.IndexByte(needle, 0) >= 0 {
+// tagWalk is the statement and arguments that list, in ascending order, the seqs the tag
+// index holds for any of tags in scope: each tag's primary-key range is already in seq
+// order, and a compound UNION with ORDER BY is merged by SQLite (MERGE (UNION), no sort),
+// which also drops a seq that two of the tags share, so the walk reads only as many
+// entries as the search needs.
+func tagWalk(scope string, tags []string) (string, []any) {
+	var b strings.Builder
+	args := make([]any, 0, 2*len(tags))
+	for i, t := range tags {
+		if i > 0 {
+			b.WriteString(` UNION `)
+		}
+		b.WriteString(`SELECT seq FROM memory_item_tags WHERE scope = ? AND tag = ?`)
+		args = append(args, scope, t)
+	}
+	b.WriteString(` ORDER BY 1`)
+	return b.String(), args
+}
+
+// textIndexed reports whether the text index can answer for a lower-cased needle: one under
+// three characters has no trigram (FTS5 matches nothing for it, so those searches walk the
+// scope), and one that is not valid UTF-8 or holds U+0000 is left to instr's byte
+// comparison.
+func textIndexed(needle string) bool {
+	return utf8.RuneCountInString(needle) >= 3 && utf8.ValidString(needle) && strings.IndexByte(needle, 0) < 0
+}
+
+// textWalk is the statement and arguments that list, in ascending order, the seqs the text
+// index (memory_items_text, migration 3) matches for a needle textIndexed accepts. The
+// needle is one quoted phrase: rows whose text holds its trigrams consecutively, every row
+// containing it among them. FTS5 returns a match's rowids in ascending order and consumes
+// the ORDER BY itself. The index spans all scopes; the search restricts to this one.
+func textWalk(needle string) (string, []any) {
+	return `SELECT rowid AS seq FROM memory_items_text WHERE memory_items_text MATCH ? ORDER BY rowid`,
+		[]any{`"` + strings.ReplaceAll(needle, `"`, `""`) + `"`}
+}
+
+// gramProbe is the statement and arguments that read the suffix index (memory_item_grams,
+// migration 6) for a lower-cased needle in scope, or false when it cannot answer
+// (relstore.TextRanges: a needle under six bytes): each of the needle's ranges, and the rows
+// whose text is too long for the index (through their partial index, whose predicate the
+// statement repeats), each cut at the probe's bound, so a common needle reads at most a few
+// bounds' worth of entries. A row may come twice (the needle twice in its text), which
+// only makes the probe give up sooner.
+func gramProbe(scope, needle string) (string, []any, bool) {
+	lo, hi := relstore.TextRanges(needle)
+	if lo == nil {
 		return "", nil, false
 	}
-	return `SELECT rowid FROM memory_items_text WHERE memory_items_text MATCH ?`,
-		[]any{`"` + strings.ReplaceAll(needle, `"`, `""`) + `"`}, true
+	bound := relstore.TagProbeLimit + 1
+	var b strings.Builder
+	var args []any
+	for i := range lo {
+		b.WriteString(`SELECT seq FROM (SELECT seq FROM memory_item_grams WHERE scope = ? AND gram >= ? AND gram < ? LIMIT ?) UNION ALL `)
+		args = append(args, scope, lo[i], hi[i], bound)
+	}
+	b.WriteString(`SELECT seq FROM (SELECT seq FROM memory_items WHERE scope = ? AND octet_length(search_text) > ` +
+		strconv.Itoa(relstore.TextIndexBytes) + ` LIMIT ?)`)
+	args = append(args, scope, bound)
+	return b.String(), args, true
 }
 
-// probe runs an index probe (tagProbe, textProbe) that returns seqs, reading at most
-// relstore.TagProbeLimit + 1 of them: none found means no row can match; up to the bound,
-// their JSON array, for the search to read only those rows; more, "" (the search walks the
-// scope in seq order and stops at its limit, as before). A store that commits between the
-// probe and the search is concurrent with the search, which may then miss it.
-func (s *Store) probe(ctx context.Context, query string, args []any) (string, bool, error) {
-	return runProbe(ctx, s.db, s.trace, query, args)
-}
-
-// runProbe is probe on db, with trace (when set) seeing the statement; the benchmark's
-// driver baseline runs it too, so that its search reads the rows the adapter's does.
-func runProbe(ctx context.Context, db *sql.DB, trace func(string, []any), query string, args []any) (string, bool, error) {
-	query += ` LIMIT ?`
-	args = append(args, relstore.TagProbeLimit+1)
+// countProbe counts the seqs an index probe (tagProbe, textWalk, gramProbe) lists, up to
+// bound, with trace (when set) seeing the statement: SQLite counts them itself and returns
+// one row. When there are fewer than relstore.TagProbeLimit + 1, the search statement reads
+// the same probe as a subquery (seq IN (…)) rather than a list the probe would return: a
+// 1 % tag's 1,001 entries at 1M items took 78-81 µs to count against 184-257 µs to count
+// and encode as a JSON array in SQL and 356-397 µs to read one by one through database/sql.
+// A store that commits between the probe and the search is concurrent with the search,
+// which may then miss it.
+func countProbe(ctx context.Context, db *sql.DB, trace func(string, []any), p indexSeqs, bound int) (int, error) {
+	query := `SELECT count(*) FROM (` + p.query + ` LIMIT ?)`
+	args := append(slices.Clip(p.args), bound)
 	if trace != nil {
 		trace(query, args)
 	}
-	rows, err := db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return "", false, classify("search", err)
+	var n int
+	if err := db.QueryRowContext(ctx, query, args...).Scan(&n); err != nil {
+		return 0, classify("search", err)
 	}
-	defer rows.Close()
-	var seqs []int64
-	for rows.Next() {
-		var seq int64
-		if err := rows.Scan(&seq); err != nil {
-			return "", false, classify("search", err)
-		}
-		seqs = append(seqs, seq)
-	}
-	if err := rows.Err(); err != nil {
-		return "", false, classify("search", err)
-	}
-	switch {
-	case len(seqs) == 0:
-		return "", true, nil
-	case len(seqs) > relstore.TagProbeLimit:
-		return "", false, nil
-	}
-	enc, err := json.Marshal(seqs)
-	if err != nil {
-		return "", false, memory.NewAdapterError("sqlite: search: encode the index candidates", err)
-	}
-	return string(enc), false, nil
+	return n, nil
 }
 
 // buildSearchWith returns the statement, its arguments, and whether SQL alone decides the
@@ -694,17 +857,30 @@ func runProbe(ctx context.Context, db *sql.DB, trace func(string, []any), query 
 // with memory.JSONEqual; the limit is then applied in Go.
 func buildSearchWith(scope string, q memory.Query, plan searchPlan) (string, []any, bool) {
 	var b strings.Builder
-	args := []any{scope}
-	b.WriteString(`SELECT id, created_at, metadata, content, tags FROM memory_items
+	var args []any
+	order := `memory_items.seq`
+	b.WriteString(`SELECT id, created_at, metadata, content, tags FROM `)
+	if plan.walk != "" {
+		// The walk drives, in its order: CROSS JOIN keeps SQLite from reordering the loops,
+		// and ordering by the walk's own column needs no sort (the rows' seq is the same
+		// value, but SQLite would sort by it).
+		b.WriteString(`(` + plan.walk + `) AS walk CROSS JOIN memory_items ON memory_items.seq = walk.seq`)
+		args = append(args, plan.walkArgs...)
+		order = `walk.seq`
+	} else {
+		b.WriteString(`memory_items`)
+	}
+	b.WriteString(`
 		WHERE scope = ? AND kind = 'memory_item'`)
+	args = append(args, scope)
 	if q.Text != nil {
 		// instr is a literal byte search: no pattern characters exist for it.
 		b.WriteString(` AND instr(search_text, ?) > 0`)
 		args = append(args, memory.Needle(*q.Text))
-		if plan.textSeqs != "" {
-			// Implied by instr, which still decides: the rows the text index named.
-			b.WriteString(` AND seq IN (SELECT value FROM json_each(?))`)
-			args = append(args, plan.textSeqs)
+		if plan.textIn.query != "" {
+			// Implied by instr, which still decides: the rows the text index names.
+			b.WriteString(` AND memory_items.seq IN (` + plan.textIn.query + `)`)
+			args = append(args, plan.textIn.args...)
 		}
 	}
 	if len(q.Tags) > 0 {
@@ -717,11 +893,11 @@ func buildSearchWith(scope string, q memory.Query, plan searchPlan) (string, []a
 			args = append(args, t)
 		}
 		b.WriteString(`))`)
-		if plan.tagSeqs != "" {
+		if plan.tagIn.query != "" {
 			// Implied by the clause above, which still decides: the rows whose tags the tag
 			// index holds for the query, looked up by rowid, instead of a walk of the scope.
-			b.WriteString(` AND seq IN (SELECT value FROM json_each(?))`)
-			args = append(args, plan.tagSeqs)
+			b.WriteString(` AND memory_items.seq IN (` + plan.tagIn.query + `)`)
+			args = append(args, plan.tagIn.args...)
 		}
 	}
 	exact := true
@@ -748,7 +924,7 @@ func buildSearchWith(scope string, q memory.Query, plan searchPlan) (string, []a
 		exact = exact && ok
 		b.WriteString(`)`)
 	}
-	b.WriteString(` ORDER BY seq`)
+	b.WriteString(` ORDER BY ` + order)
 	if exact {
 		b.WriteString(` LIMIT ?`)
 		args = append(args, q.Limit)

@@ -2,8 +2,10 @@
 # Runs one backend's scale benchmark (BenchmarkPostgresScale, BenchmarkSQLiteScale or
 # BenchmarkRedisScale, build tag scalebench) and writes its markdown table, with the
 # command, date, machine, load average, load times and memory lines, to OUT (default
-# docs/perf/<backend>-scale.md). PostgreSQL writes each query's EXPLAIN ANALYZE and SQLite
-# its EXPLAIN QUERY PLAN beside it under docs/perf/explain/. PostgreSQL uses
+# docs/perf/<backend>-scale.md), with each query's mean and its fastest call (storetest.Scale's
+# min-µs/op: the mean moves with the machine's load, the fastest call much less). PostgreSQL
+# writes each query's EXPLAIN ANALYZE and SQLite its EXPLAIN QUERY PLAN beside it under
+# docs/perf/explain/. PostgreSQL uses
 # $MAO_TEST_POSTGRES_URL and Redis $MAO_TEST_REDIS_ADDR when set, else the package's
 # TestMain starts and stops a throwaway server. NICE (e.g. NICE=15) runs the build and the
 # benchmark under nice, for a machine that is timing something else.
@@ -63,12 +65,13 @@ load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 		grep -o 'memory n=.*' "$raw" | sed 's/^/- /'
 	fi
 	echo
-	echo "| n | query | µs/op per run | median µs/op | median / median at n=${sizes%%,*} |"
-	echo "|---:|---|---|---:|---:|"
+	echo "| n | query | µs/op per run | median µs/op | median / median at n=${sizes%%,*} | fastest µs (least of runs) | fastest / fastest at n=${sizes%%,*} |"
+	echo "|---:|---|---|---:|---:|---:|---:|"
 	grep -E "^$bench/n=[0-9]+/[^[:space:]]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns/op" "$raw" |
-		sed -E "s#^$bench/n=([0-9]+)/([^[:space:]]+)-[0-9]+[[:space:]]+[0-9]+[[:space:]]+([0-9.]+) ns/op.*#\1 \2 \3#" |
+		sed -E "s#^$bench/n=([0-9]+)/([^[:space:]]+)-[0-9]+[[:space:]]+[0-9]+[[:space:]]+([0-9.]+) ns/op([[:space:]]+([0-9.]+) min-µs/op)?.*#\1 \2 \3 \5#" |
 		awk -v first="${sizes%%,*}" '
-			{ key = $1 " " $2; if (!(key in seen)) { order[++k] = key; seen[key] = 1 }; v[key] = v[key] " " $3 }
+			{ key = $1 " " $2; if (!(key in seen)) { order[++k] = key; seen[key] = 1 }; v[key] = v[key] " " $3
+			  if (NF > 3 && (!(key in fast) || $4 + 0 < fast[key] + 0)) fast[key] = $4 }
 			END {
 				for (i = 1; i <= k; i++) {
 					split(order[i], p, " "); n = split(v[order[i]], a, " ")
@@ -77,7 +80,10 @@ load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 					runs = ""; split(v[order[i]], r, " ")
 					for (x = 1; x <= n; x++) runs = runs (x > 1 ? ", " : "") sprintf("%.0f", r[x] / 1000)
 					if (p[1] == first) base[p[2]] = med
-					printf "| %s | %s | %s | %.0f | %s |\n", p[1], p[2], runs, med / 1000, (p[2] in base) ? sprintf("%.2f", med / base[p[2]]) : "–"
+					if (p[1] == first && order[i] in fast) fbase[p[2]] = fast[order[i]]
+					f = (order[i] in fast) ? sprintf("%.0f", fast[order[i]]) : "–"
+					fr = (order[i] in fast && (p[2] in fbase) && fbase[p[2]] > 0) ? sprintf("%.2f", fast[order[i]] / fbase[p[2]]) : "–"
+					printf "| %s | %s | %s | %.0f | %s | %s | %s |\n", p[1], p[2], runs, med / 1000, (p[2] in base) ? sprintf("%.2f", med / base[p[2]]) : "–", f, fr
 				}
 			}'
 } >"$out"
