@@ -34,12 +34,11 @@ func benchItem(i int) memory.Item {
 	return it
 }
 
-// loadScope bulk-loads n items with pipelined writeItem+XADD (the same writes Store makes)
-// and waits for the indexer to apply them all.
-func loadScope(b *testing.B, n int) (*Harness, *Store, []memory.Item) {
+// benchHarness makes a harness on a fresh scope of the package's server, closed (its scope
+// purged) when the benchmark ends.
+func benchHarness(b *testing.B) *Harness {
 	b.Helper()
-	ctx := context.Background()
-	h, err := NewHarness(ctx, HarnessOptions{Addr: redisAddr})
+	h, err := NewHarness(context.Background(), HarnessOptions{Addr: redisAddr})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -48,6 +47,15 @@ func loadScope(b *testing.B, n int) (*Harness, *Store, []memory.Item) {
 			b.Error(err)
 		}
 	})
+	return h
+}
+
+// loadScope bulk-loads n items with pipelined writeItem+XADD (the same writes Store makes)
+// and waits for the indexer to apply them all.
+func loadScope(b *testing.B, n int) (*Harness, *Store, []memory.Item) {
+	b.Helper()
+	ctx := context.Background()
+	h := benchHarness(b)
 	// Straight to the server, as the driver baseline is: the harness's proxy is for its
 	// outage cases, and its extra hop is not the adapter's cost.
 	ds, err := h.MakeDirectStore(ctx)

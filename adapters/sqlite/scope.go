@@ -22,6 +22,7 @@ func (s *Store) InScope(ctx context.Context, scope string) (memory.ExternalStore
 	v := &Store{
 		db: s.db, scope: scope, manifest: s.manifest, timeout: s.timeout, rules: s.rules,
 		maxIdle: s.maxIdle, trace: s.trace, retrieve: s.retrieve, immutable: s.immutable, now: s.now,
+		sweepGate: s.sweepGate, // one database, one write lock: every view's stores meet every sweep
 	}
 	v.closeOnce.Do(func() {}) // the handle is s's to close
 	return v, nil

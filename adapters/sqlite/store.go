@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/sys/unix"
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -84,6 +85,8 @@ type Store struct {
 	// immutable is set when the volume was read-only at Open and the file was opened as
 	// immutable (readOnlyVolume): the journal mode its header records, "wal" or "delete".
 	immutable string
+	// sweepGate keeps the retention sweep's batches and the stores apart (newSweepGate).
+	sweepGate *semaphore.Weighted
 
 	closeOnce sync.Once
 	closeErr  error
@@ -144,7 +147,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s := &Store{
 		db: db, scope: opts.Scope, manifest: m, timeout: timeout, maxIdle: maxOpen,
 		rules: relstore.Rules{MaxItemBytes: opts.MaxItemBytes}, trace: opts.trace, immutable: immutable,
-		now: opts.Now,
+		now: opts.Now, sweepGate: newSweepGate(),
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -491,6 +494,10 @@ func (s *Store) Store(ctx context.Context, item memory.Item) (uuid.UUID, error) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	if err := s.awaitSweep(ctx); err != nil {
+		return uuid.Nil, err
+	}
+	defer s.sweepGate.Release(1)
 	res, err := s.exec(ctx, insertRow+`
 		ON CONFLICT (scope, id) DO UPDATE SET
 			created_at = excluded.created_at, metadata = excluded.metadata,

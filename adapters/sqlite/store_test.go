@@ -250,3 +250,41 @@ func TestRetentionSweepReadsOnlyTheIndexRange(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreWaitsForASweepBatch: a store behind a sweep batch (the whole sweep gate held)
+// waits for it, and one that cannot get in within its busy timeout fails as unavailable,
+// having written nothing; once the batch ends, stores go through.
+func TestStoreWaitsForASweepBatch(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "gate.db"), Scope: "gate", RequestTimeout: 250 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if err := s.sweepGate.Acquire(ctx, sweepGateSize); err != nil {
+		t.Fatal(err)
+	}
+	refused := memory.NewItem(json.RawMessage(`{"n":1}`))
+	if _, err := s.Store(ctx, refused); !errors.Is(err, memory.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("store behind a sweep batch: got %v, want unavailable after the busy timeout", err)
+	}
+	done := make(chan error, 1)
+	waiting := memory.NewItem(json.RawMessage(`{"n":2}`))
+	go func() {
+		_, err := s.Store(ctx, waiting)
+		done <- err
+	}()
+	s.sweepGate.Release(sweepGateSize)
+	if err := <-done; err != nil {
+		t.Fatalf("store after the batch: %v", err)
+	}
+	for _, c := range []struct {
+		it   memory.Item
+		want bool
+	}{{refused, false}, {waiting, true}} {
+		got, err := s.Retrieve(ctx, c.it.ID)
+		if err != nil || (got != nil) != c.want {
+			t.Errorf("retrieve %s: got %v, %v; want stored %v", c.it.ID, got, err, c.want)
+		}
+	}
+}
