@@ -53,6 +53,9 @@ var _ = Describe("MemoryAdapter status", func() {
 			}
 			result.Cases = append(result.Cases, c)
 		}
+		for _, id := range v1alpha1.AllConformanceProfileIDs {
+			result.Profiles = append(result.Profiles, v1alpha1.ConformanceProfileResult{ID: id, Outcome: v1alpha1.OutcomePassed})
+		}
 		a.Status = v1alpha1.MemoryAdapterStatus{
 			ObservedGeneration: a.Generation,
 			ServiceVersion:     "3.46.1",
@@ -67,6 +70,10 @@ var _ = Describe("MemoryAdapter status", func() {
 				IndexLag:       ptr.To[int64](1500),
 				FailedProbes:   []string{"search-index"},
 				Message:        "Service version changed since the passing run",
+				QuotaUsage: []v1alpha1.ScopeQuotaUsage{
+					{Scope: "agents", ItemsPercent: ptr.To[int32](100), BytesPercent: ptr.To[int32](3)},
+					{Scope: "agents~plans", ItemsPercent: ptr.To[int32](40)},
+				},
 			},
 		}
 		Expect(k8sClient.Status().Update(ctx, a)).To(Succeed())
@@ -80,6 +87,18 @@ var _ = Describe("MemoryAdapter status", func() {
 		err := k8sClient.Status().Update(ctx, bad)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
 		Expect(err.Error()).To(ContainSubstring(`Unsupported value: "made-up"`))
+
+		bad = got.DeepCopy()
+		bad.Status.Conformance.Profiles[0].ID = "made-up-profile"
+		err = k8sClient.Status().Update(ctx, bad)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+		Expect(err.Error()).To(ContainSubstring(`Unsupported value: "made-up-profile"`))
+
+		bad = got.DeepCopy()
+		bad.Status.Evidence.QuotaUsage[0].ItemsPercent = ptr.To[int32](10001)
+		err = k8sClient.Status().Update(ctx, bad)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+		Expect(err.Error()).To(ContainSubstring("itemsPercent"))
 
 		bad = got.DeepCopy()
 		bad.Status.ManifestHash = "md5:abc"
