@@ -629,6 +629,14 @@ func (r *Reconciler) recordRun(ctx context.Context, s *scope, o runObservation, 
 		r.Recorder.Eventf(s.ma, o.job, eventType(d.outcome == "passed"), "ConformanceFinished", "RecordRun", "job %s %s: %d passed, %d failed, %d not applicable", o.name, d.outcome, res.Passed, res.Failed, res.NotApplicable)
 	}
 	s.requeue(s.settings.ConformanceInterval)
+	if d.verified == nil {
+		// A failed or broken run is retried after its backoff (scheduleRun), and nothing else
+		// may bring a steady adapter's reconcile back before the interval: look again when the
+		// first retry could be due, and the retry's own due time is computed then. Without
+		// this, a failed run waited for an unrelated event (a run broken on the local cluster
+		// went unretried for 8 minutes).
+		s.requeue(runs.FirstRetry)
+	}
 	return errors.Join(r.trimHistory(ctx, s, o.name), r.afterVerified(ctx, s, o.evidence))
 }
 

@@ -39,6 +39,10 @@ const (
 	failedRunRetryMax = 16 * time.Minute
 )
 
+// FirstRetry is how long after a failed or broken run its first retry is due: the shortest
+// FailedRunBackoff.
+const FirstRetry = failedRunRetry
+
 // FailedRunBackoff returns the delay before retrying after the newest runs failed: 1m after
 // one failure, then 2m, 4m, ... up to failedRunRetryMax, counting the consecutive failed Jobs
 // from the newest (the history keeps a few, so the count and the delay saturate).
