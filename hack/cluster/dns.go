@@ -61,6 +61,15 @@ func corednsObjects(image string) []apiObject {
 		{"/apis/apps/v1/namespaces/kube-system/deployments", oneReplicaDeployment("kube-system", "coredns", labels, map[string]any{
 			"serviceAccountName": "coredns",
 			"priorityClassName":  "system-cluster-critical",
+			// On the first node, which cut-node refuses: the one replica of the cluster's DNS on
+			// a node a spec cuts took every pod's name lookups with it until the node's pods were
+			// evicted (minutes), and the three-node specs failed whenever it had been scheduled
+			// there rather than on the node they meant to lose.
+			"affinity": map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
+				"nodeSelectorTerms": []any{map[string]any{"matchFields": []any{map[string]any{
+					"key": "metadata.name", "operator": "In", "values": []string{nodeName},
+				}}}},
+			}}},
 			"dnsPolicy":          "Default",
 			"containers": []any{map[string]any{
 				"name": "coredns", "image": image, "imagePullPolicy": "IfNotPresent",
