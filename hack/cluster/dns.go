@@ -70,7 +70,7 @@ func corednsObjects(image string) []apiObject {
 					"key": "metadata.name", "operator": "In", "values": []string{nodeName},
 				}}}},
 			}}},
-			"dnsPolicy":          "Default",
+			"dnsPolicy": "Default",
 			"containers": []any{map[string]any{
 				"name": "coredns", "image": image, "imagePullPolicy": "IfNotPresent",
 				"args": []string{"-conf", "/etc/coredns/Corefile"},
