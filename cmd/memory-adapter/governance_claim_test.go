@@ -18,7 +18,7 @@ import (
 // for specs that round (a fractional max age, an omitted burst, an omitted sweep period).
 func TestOperatorAndServerClaimTheSameGovernance(t *testing.T) {
 	specs := map[string]memoryv1alpha1.MemoryAdapterSpec{
-		"nothing": {},
+		"nothing":     {},
 		"access only": {Access: &memoryv1alpha1.AccessSpec{}},
 		"everything": {
 			Access:    &memoryv1alpha1.AccessSpec{},
