@@ -253,7 +253,7 @@ func (s *Server) HarnessHandler(cfg HarnessConfig) (http.Handler, error) {
 	})
 	if cfg.Grants != nil {
 		handle("POST /harness/v1/governance-tokens", func(http.ResponseWriter, *http.Request) (any, error) {
-			return cfg.Grants.issue()
+			return cfg.Grants.Issue()
 		})
 		mux.Handle("POST /harness/v1/retention-sweep", guard.requireToken(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {

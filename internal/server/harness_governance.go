@@ -47,25 +47,30 @@ func (h *HarnessGrants) Grants() []Grant {
 // TokenDigests implements TokenSource.
 func (h *HarnessGrants) TokenDigests() [][sha256.Size]byte { return digestsOf(h.Grants()) }
 
-// governanceTokens is the body of POST /harness/v1/governance-tokens' answer.
-type governanceTokens struct {
+// GovernanceTokens are the governance profiles' data tokens (the body of POST
+// /harness/v1/governance-tokens' answer).
+type GovernanceTokens struct {
+	// ReadWrite reads and writes the governed sub-scope G.
 	ReadWrite string `json:"read_write"`
-	ReadOnly  string `json:"read_only"`
+	// ReadOnly reads G.
+	ReadOnly string `json:"read_only"`
+	// SubScopeA reads and writes sub-scope A.
 	SubScopeA string `json:"sub_scope_a"`
+	// SubScopeB reads and writes sub-scope B.
 	SubScopeB string `json:"sub_scope_b"`
 }
 
-// issue replaces the issued tokens with four new ones: read-write and read-only in a fresh
+// Issue replaces the issued tokens with four new ones: read-write and read-only in a fresh
 // sub-scope G, read-write in fresh sub-scopes A and B. Fresh names make every profile start
 // empty without a reset having to know the sub-scopes.
-func (h *HarnessGrants) issue() (governanceTokens, error) {
+func (h *HarnessGrants) Issue() (GovernanceTokens, error) {
 	suffix := uuid.NewString()[:8]
 	grants := []Grant{{SubScope: "g-" + suffix}, {SubScope: "g-" + suffix, ReadOnly: true}, {SubScope: "a-" + suffix}, {SubScope: "b-" + suffix}}
 	tokens := make([]string, len(grants))
 	for i := range grants {
 		var b [24]byte
 		if _, err := rand.Read(b[:]); err != nil {
-			return governanceTokens{}, err
+			return GovernanceTokens{}, err
 		}
 		tokens[i] = hex.EncodeToString(b[:])
 		grants[i].Digest = sha256.Sum256([]byte(tokens[i]))
@@ -73,7 +78,7 @@ func (h *HarnessGrants) issue() (governanceTokens, error) {
 	h.mu.Lock()
 	h.issued = grants
 	h.mu.Unlock()
-	return governanceTokens{ReadWrite: tokens[0], ReadOnly: tokens[1], SubScopeA: tokens[2], SubScopeB: tokens[3]}, nil
+	return GovernanceTokens{ReadWrite: tokens[0], ReadOnly: tokens[1], SubScopeA: tokens[2], SubScopeB: tokens[3]}, nil
 }
 
 var _ memory.ScopedStore = (*HarnessStore)(nil)

@@ -75,16 +75,6 @@ func matchGrant(presented []byte, grants []Grant) (Grant, bool) {
 	return grants[at], true
 }
 
-// StaticGrants is a GrantSource of fixed grants, for a server whose tokens never change (the
-// conformance harness's governed scopes).
-type StaticGrants []Grant
-
-// TokenDigests implements TokenSource.
-func (s StaticGrants) TokenDigests() [][sha256.Size]byte { return digestsOf(s) }
-
-// Grants implements GrantSource.
-func (s StaticGrants) Grants() []Grant { return s }
-
 // fixedTokens is Config.Token's source: one token for the server's life.
 type fixedTokens [][sha256.Size]byte
 

@@ -3,7 +3,6 @@ package wireharness
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -194,19 +193,13 @@ func (h *Harness) MakeGovernedStores(ctx context.Context) (rw, ro, a, b memory.E
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	suffix := uuid.NewString()[:8]
-	grants := []server.Grant{
-		{SubScope: "g-" + suffix},
-		{SubScope: "g-" + suffix, ReadOnly: true},
-		{SubScope: "a-" + suffix},
-		{SubScope: "b-" + suffix},
+	grants := server.NewHarnessGrants(nil)
+	issued, err := grants.Issue()
+	if err != nil {
+		return nil, nil, nil, nil, err
 	}
-	tokens := make([]string, len(grants))
-	for i := range grants {
-		tokens[i] = uuid.NewString()
-		grants[i].Digest = sha256.Sum256([]byte(tokens[i]))
-	}
-	srv, hs, err := h.serve(ctx, backend, server.Config{Tokens: server.StaticGrants(grants)})
+	tokens := []string{issued.ReadWrite, issued.ReadOnly, issued.SubScopeA, issued.SubScopeB}
+	srv, hs, err := h.serve(ctx, backend, server.Config{Tokens: grants})
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
