@@ -307,7 +307,7 @@ func printFailoverTable(name string, fault time.Time, events []failoverEvent) {
 	fmt.Fprintln(GinkgoWriter, b.String())
 }
 
-var _ = Describe("PostgreSQL under Patroni", Ordered, longSpec, func() {
+var _ = Describe("PostgreSQL under Patroni", Ordered, longestSpec, func() {
 	const adapter = "hapg"
 	var (
 		c          client.Client

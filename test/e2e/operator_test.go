@@ -641,7 +641,7 @@ var _ = Describe("the operator loop", func() {
 	Describe("against host servers", func() {
 		namespacePerSpec("loop-", &c, &ns)
 
-		It("verifies PostgreSQL; through a 3-minute outage keeps Available=False on the evidence and answers a bound agent with the typed 503; restores it when the server is back", longSpec, func(ctx SpecContext) {
+		It("verifies PostgreSQL; through a 3-minute outage keeps Available=False on the evidence and answers a bound agent with the typed 503; restores it when the server is back", longestSpec, func(ctx SpecContext) {
 			pg, conn := startStoppable(ctx, "postgres-server.sh", "MAO_TEST_POSTGRES_LISTEN_URL=")
 			pgSecret := connectionSecret(ctx, ns, "pg", "pgmem", conn)
 			Expect(c.Create(ctx, pgSecret)).To(Succeed())
@@ -869,7 +869,7 @@ var _ = Describe("the operator loop", func() {
 			Expect(missing).To(BeZero(), "an acknowledged write did not survive the upgrade")
 		}, SpecTimeout(25*time.Minute))
 
-		It("invalidates an SQLite adapter whose volume stops taking writes, under the running instance and under a fresh one, and recovers", longSpec, func(ctx SpecContext) {
+		It("invalidates an SQLite adapter whose volume stops taking writes, under the running instance and under a fresh one, and recovers", longestSpec, func(ctx SpecContext) {
 			const adapter = "sqlro"
 			dir, loop := ext4Claim(ctx, c, ns, adapter)
 			ma := networkedAdapter(ns, adapter, memoryv1alpha1.BackendSQLite, "sqlite", "immediate")
