@@ -37,6 +37,9 @@ type caseRun struct {
 	// profile marks a governance profile, whose checks are registered apart
 	// (profileCheckRegistry) and proven by the profiles' own table.
 	profile bool
+	// rateWaits counts the stores a profile sent again after a 429 rate_limited
+	// (governedStore), said once in its message rather than once per store.
+	rateWaits int
 }
 
 // checkRegistry records every named check that ran, so that the mutation test can disable

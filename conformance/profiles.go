@@ -140,6 +140,9 @@ func runProfile(parent context.Context, h Harness, p profile, m memory.Manifest,
 		}
 		cr.store = stores.ReadWrite
 		p.runP(cr, stores, claim)
+		if cr.rateWaits > 0 {
+			cr.notef("%d set-up store(s) refused 429 rate_limited under the claimed write rate were sent again after the wait", cr.rateWaits)
+		}
 	}()
 	var res CaseResult
 	select {
@@ -179,17 +182,13 @@ func refusal(s memory.ExternalStore, err error) (memory.ProblemType, int, time.D
 // every other answer is returned as it is.
 func (c *caseRun) governedStore(s memory.ExternalStore, it memory.Item) (uuid.UUID, error) {
 	deadline := time.Now().Add(rateRetryBudget)
-	waited := false
 	for {
 		id, err := s.Store(c.ctx, it)
 		typ, _, ra := refusal(s, err)
 		if typ != memory.ProblemRateLimited || time.Now().After(deadline) {
 			return id, err
 		}
-		if !waited {
-			c.notef("a store was refused 429 rate_limited (the claimed write rate); retried after Retry-After")
-			waited = true
-		}
+		c.rateWaits++
 		// The bucket has a token again after one interval of the claimed rate; waiting the
 		// whole Retry-After (whole seconds) would make a profile crawl under a fast rate.
 		wait := max(ra, time.Second)
@@ -313,6 +312,7 @@ var profileReadOnly = profile{
 				c.failf("the item the read-only token tried to store is found by search: %s", y.ID)
 			}
 		}
+	c.notef("a read-only token retrieved and found the scope's item; its store was refused 403 forbidden and stored nothing")
 	},
 }
 
@@ -361,6 +361,7 @@ var profileIsolation = profile{
 				c.failf("after sub-scope B stored under the same id, sub-scope A's %s is %s, not its own item", x.ID, describe(got))
 			}
 		}
+	c.notef("sub-scope A's item was invisible to sub-scope B and to the scope (retrieve, search, text search); B's store under the same id left it unchanged")
 	},
 }
 
@@ -409,6 +410,8 @@ var profileRetention = profile{
 					c.failf("%s is still found by search after its retention sweep", x.ID)
 				}
 			}
+			c.notef("an item outlived a sweep %d s after its store and was gone after one %d s after it (max age %d s)",
+				max(r.MaxAgeSeconds-60, 0), r.MaxAgeSeconds+r.SweepPeriodSeconds+1, r.MaxAgeSeconds)
 		}
 		m := r.MaxItems
 		masked := g.Quota != nil && g.Quota.MaxItems > 0 && g.Quota.MaxItems <= m
@@ -435,6 +438,7 @@ var profileRetention = profile{
 					}
 				}
 			}
+			c.notef("a sweep under max_items %d removed the oldest of %d items and kept the others", m, m+1)
 		}
 		if !exercised {
 			c.notApplicable(fmt.Sprintf("the claimed retention (max_items %d) cannot be exercised in one run", m))
@@ -507,6 +511,7 @@ var profileQuota = profile{
 					c.failf("the refused item %s was stored", over.ID)
 				}
 			}
+			c.notef("store %d under a %d-item quota was refused 507 quota_exceeded, the %d before it kept", q.MaxItems+1, q.MaxItems, q.MaxItems)
 		}
 		switch {
 		case q.MaxBytes == 0:
@@ -529,6 +534,7 @@ var profileQuota = profile{
 			if c.check("quota/acknowledged-kept") {
 				kept(s.SubScopeB, "sub-scope B", acked)
 			}
+			c.notef("a store past %d bytes was refused 507 quota_exceeded, the %d before it kept", q.MaxBytes, len(acked))
 		}
 		burst := q.WriteBurst
 		if burst == 0 {
@@ -566,6 +572,8 @@ var profileQuota = profile{
 				case limited != nil:
 					exercised = true
 					expectRefused(s.ReadWrite, limited, fmt.Sprintf("a store over a write burst of %d", burst), http.StatusTooManyRequests, memory.ProblemRateLimited)
+					c.notef("store %d in %s under a burst of %d at %d per second was refused 429 rate_limited with Retry-After, the %d before it kept",
+						len(acked)+1, elapsed.Round(time.Millisecond), burst, q.WritesPerSecond, len(acked))
 				case float64(len(acked)) > admissible:
 					exercised = true
 					c.failf("%d stores in %s were all acknowledged; a burst of %d at %d per second admits at most %.0f", len(acked), elapsed.Round(time.Millisecond), burst, q.WritesPerSecond, admissible)

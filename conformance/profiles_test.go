@@ -272,6 +272,9 @@ func TestProfilesAccuracyTable(t *testing.T) {
 	for _, id := range ProfileIDs() {
 		if p, _ := truthful.Profile(id); p.Outcome != Passed {
 			t.Errorf("profile %s of the truthful fake is %s: %s", id, p.Outcome, p.Message)
+		} else if !strings.Contains(p.Message, profileProof[id]) {
+			// A passed profile says what it proved, as the matrix's cases do.
+			t.Errorf("profile %s passed saying %q, which does not say %q", id, p.Message, profileProof[id])
 		}
 	}
 	none := runGov(t, nil, "", "")
@@ -292,6 +295,14 @@ func TestProfilesAccuracyTable(t *testing.T) {
 		}
 		t.Logf("lie %-18s caught by %s: %s", l.lie, l.meant, p.Message)
 	}
+}
+
+// profileProof is a phrase of what each passed profile's message says it proved.
+var profileProof = map[CaseID]string{
+	ProfileReadOnly:  "refused 403 forbidden and stored nothing",
+	ProfileIsolation: "invisible to sub-scope B",
+	ProfileRetention: "was gone after one",
+	ProfileQuota:     "refused 507 quota_exceeded",
 }
 
 // profileGuardLies break what a truthful target must keep doing (a read-only token reads, a
