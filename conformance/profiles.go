@@ -312,7 +312,7 @@ var profileReadOnly = profile{
 				c.failf("the item the read-only token tried to store is found by search: %s", y.ID)
 			}
 		}
-	c.notef("a read-only token retrieved and found the scope's item; its store was refused 403 forbidden and stored nothing")
+		c.notef("a read-only token retrieved and found the scope's item; its store was refused 403 forbidden and stored nothing")
 	},
 }
 
@@ -361,7 +361,7 @@ var profileIsolation = profile{
 				c.failf("after sub-scope B stored under the same id, sub-scope A's %s is %s, not its own item", x.ID, describe(got))
 			}
 		}
-	c.notef("sub-scope A's item was invisible to sub-scope B and to the scope (retrieve, search, text search); B's store under the same id left it unchanged")
+		c.notef("sub-scope A's item was invisible to sub-scope B and to the scope (retrieve, search, text search); B's store under the same id left it unchanged")
 	},
 }
 
