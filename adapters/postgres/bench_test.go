@@ -124,7 +124,7 @@ func benchDriver(s *Store, raw *pgxpool.Pool, schema string) storetest.BenchDriv
 			return err
 		},
 		Search: func(q memory.Query) (func(context.Context) (int, error), error) {
-			if _, _, exact := s.buildSearch(q, nil); !exact {
+			if _, _, exact := s.buildSearch(q, nil, 0); !exact {
 				// Its rows would then be candidates for a check in Go the baseline lacks.
 				return nil, fmt.Errorf("query %+v is not decided by SQL alone", q)
 			}
@@ -134,36 +134,23 @@ func benchDriver(s *Store, raw *pgxpool.Pool, schema string) storetest.BenchDriv
 			// ran another statement, and a tag search's ratio measured the probe, not the
 			// adapter.
 			return func(ctx context.Context) (int, error) {
-				seqs, err := s.candidates(ctx, raw, q)
-				if err != nil {
-					return 0, err
-				}
-				if seqs == nil {
-					return driverSearchRows(ctx, raw, s, q, nil)
-				}
 				count := 0
-				size := firstChunk(q.Limit, len(seqs))
-				for start := 0; start < len(seqs) && count < q.Limit; {
-					end := min(start+size, len(seqs))
-					rest := q
-					rest.Limit = q.Limit - count
-					n, err := driverSearchRows(ctx, raw, s, rest, seqs[start:end])
+				err := s.searchPlan(ctx, raw, q, func(ctx context.Context, q memory.Query, seqs []int64, after int64) (int, error) {
+					n, err := driverSearchRows(ctx, raw, s, q, seqs, after)
 					count += n
-					if err != nil {
-						return count, err
-					}
-					start, size = end, size*4
-				}
-				return count, nil
+					return n, err
+				})
+				return count, err
 			}, nil
 		},
 	}
 }
 
 // driverSearchRows is the baseline's searchRows: s's statement for q (restricted to seqs
-// when not nil) in the adapter's execution mode (custom plans), each row decoded plainly.
-func driverSearchRows(ctx context.Context, raw *pgxpool.Pool, s *Store, q memory.Query, seqs []int64) (int, error) {
-	sqlText, args, _ := s.buildSearch(q, seqs)
+// when not nil, to the rows after after when positive) in the adapter's execution mode
+// (custom plans), each row decoded plainly.
+func driverSearchRows(ctx context.Context, raw *pgxpool.Pool, s *Store, q memory.Query, seqs []int64, after int64) (int, error) {
+	sqlText, args, _ := s.buildSearch(q, seqs, after)
 	rows, err := raw.Query(ctx, sqlText, append([]any{pgx.QueryExecModeCacheDescribe}, args...)...)
 	if err != nil {
 		return 0, err

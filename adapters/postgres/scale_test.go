@@ -81,10 +81,11 @@ func BenchmarkPostgresScale(b *testing.B) {
 				return relationSizes(ctx, raw, schema)
 			},
 			Explain: func(ctx context.Context, q memory.Query, path string) error {
-				seqs, err := s.candidates(ctx, raw, q)
+				c, err := s.candidates(ctx, raw, q)
 				if err != nil {
 					return fmt.Errorf("index probes: %w", err)
 				}
+				seqs := c.seqs
 				// The index probes run first; their plans are part of the shape's.
 				var probe string
 				if tags := storableTags(q.Tags); len(tags) > 0 {
@@ -92,7 +93,7 @@ func BenchmarkPostgresScale(b *testing.B) {
 						return err
 					}
 				}
-				if tagSeqs, err := s.tagCandidates(ctx, raw, q.Tags); err == nil && (tagSeqs == nil || len(tagSeqs) > 0) && q.Text != nil {
+				if tagSeqs, err := s.tagCandidates(ctx, raw, q.Tags); err == nil && (tagSeqs.seqs == nil || len(tagSeqs.seqs) > 0) && q.Text != nil {
 					if lo, hi := relstore.TextRanges(memory.Needle(*q.Text)); lo != nil {
 						text, err := explainText(ctx, raw, s.textProbeSQL(), []any{"bench", lo, hi, relstore.TagProbeLimit + 1})
 						if err != nil {
@@ -108,7 +109,7 @@ func BenchmarkPostgresScale(b *testing.B) {
 					// The plan of the first chunk, the statement Search sends first.
 					seqs = seqs[:firstChunk(q.Limit, len(seqs))]
 				}
-				sqlText, args, _ := s.buildSearch(q, seqs)
+				sqlText, args, _ := s.buildSearch(q, seqs, 0)
 				text, err := explainText(ctx, raw, sqlText, args)
 				if err != nil {
 					return err

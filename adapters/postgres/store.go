@@ -701,35 +701,19 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 		}
 		return out, nil
 	}
-	if _, _, possible := s.buildSearch(q, nil); !possible {
+	if _, _, possible := s.buildSearch(q, nil, 0); !possible {
 		return out, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	err := s.retry(ctx, opSearch, func(ctx context.Context) error {
 		out = out[:0]
-		seqs, err := s.candidates(ctx, s.pool, q)
-		if err != nil || seqs == nil {
-			if err == nil {
-				out, err = s.searchRows(ctx, q, nil, out)
-			}
-			return err
-		}
-		// The candidates in seq order, a few at a time: a chunk's hits all come before the
-		// next chunk's, and the first chunk usually fills the limit, so a tag or text on a
-		// few hundred items reads tens of rows rather than all of them (reading 1,000
-		// scattered rows and sorting them took 8 ms at 100k items, walking seq order 1 ms).
-		size := firstChunk(q.Limit, len(seqs))
-		for start := 0; start < len(seqs) && len(out) < q.Limit; {
-			end := min(start+size, len(seqs))
-			rest := q
-			rest.Limit = q.Limit - len(out)
-			if out, err = s.searchRows(ctx, rest, seqs[start:end], out); err != nil {
-				return err
-			}
-			start, size = end, size*4
-		}
-		return nil
+		return s.searchPlan(ctx, s.pool, q, func(ctx context.Context, q memory.Query, seqs []int64, after int64) (int, error) {
+			n := len(out)
+			var err error
+			out, err = s.searchRows(ctx, q, seqs, after, out)
+			return len(out) - n, err
+		})
 	})
 	if err != nil {
 		return nil, s.failed("search", err)
@@ -737,14 +721,59 @@ func (s *Store) Search(ctx context.Context, q memory.Query) ([]memory.Item, erro
 	return out, nil
 }
 
+// searchRowsFunc runs one statement of a search (buildSearch's for q, seqs and after) and
+// says how many items it answered.
+type searchRowsFunc func(ctx context.Context, q memory.Query, seqs []int64, after int64) (int, error)
+
+// searchPlan sends a search's statements in order through rows: the index probes
+// (candidates), then q's statement over the candidates a few at a time, and, when the
+// candidates are a common tag's first entries only, the walk of the rows after them. The
+// adapter and the benchmark's driver arm both run it, so the two send the same statements.
+func (s *Store) searchPlan(ctx context.Context, db querier, q memory.Query, rows searchRowsFunc) error {
+	c, err := s.candidates(ctx, db, q)
+	if err != nil {
+		return err
+	}
+	if c.seqs == nil {
+		_, err := rows(ctx, q, nil, 0)
+		return err
+	}
+	// The candidates in seq order, a few at a time: a chunk's hits all come before the
+	// next chunk's, and the first chunk usually fills the limit, so a tag or text on a
+	// few hundred items reads tens of rows rather than all of them (reading 1,000
+	// scattered rows and sorting them took 8 ms at 100k items, walking seq order 1 ms).
+	got := 0
+	size := firstChunk(q.Limit, len(c.seqs))
+	for start := 0; start < len(c.seqs) && got < q.Limit; {
+		end := min(start+size, len(c.seqs))
+		rest := q
+		rest.Limit = q.Limit - got
+		n, err := rows(ctx, rest, c.seqs[start:end], 0)
+		got += n
+		if err != nil {
+			return err
+		}
+		start, size = end, size*4
+	}
+	if got < q.Limit && c.upTo > 0 {
+		// Every row up to upTo that can match was a candidate; the rest of the scope is
+		// walked in seq order from there, as a common tag's search always was.
+		rest := q
+		rest.Limit = q.Limit - got
+		_, err := rows(ctx, rest, nil, c.upTo)
+		return err
+	}
+	return nil
+}
+
 // firstChunk is how many of n tag candidates Search passes to its first statement for a
 // query with this limit: twice the limit, at least 64, at most n.
 func firstChunk(limit, n int) int { return min(n, max(64, 2*min(limit, n))) }
 
-// searchRows runs q's statement (buildSearch, restricted to seqs when not nil) and
-// appends its items to out.
-func (s *Store) searchRows(ctx context.Context, q memory.Query, seqs []int64, out []memory.Item) ([]memory.Item, error) {
-	sqlText, args, _ := s.buildSearch(q, seqs)
+// searchRows runs q's statement (buildSearch, restricted to seqs when not nil and to the
+// rows after the seq after when it is positive) and appends its items to out.
+func (s *Store) searchRows(ctx context.Context, q memory.Query, seqs []int64, after int64, out []memory.Item) ([]memory.Item, error) {
+	sqlText, args, _ := s.buildSearch(q, seqs, after)
 	// An unnamed statement is planned with this call's values every time. A cached
 	// prepared statement switches to a generic plan after five runs, and a generic plan
 	// cannot know whether a tag, filter or text is rare (use its index, then sort) or
@@ -794,19 +823,44 @@ func (s *Store) tagProbeSQL() string {
 		WHERE scope = $1 AND tag_hash = hashtextextended(q.t, 0) ORDER BY seq LIMIT $3) AS x LIMIT $3`
 }
 
-// tagCandidates probes the tag index (migration 5) for q's tags. It returns nil when the
-// query has no tags or they are common (more than relstore.TagProbeLimit entries: the
-// search walks seq order as before), and otherwise every seq the index holds for them in
-// ascending order, an empty non-nil slice when it holds none. The probe is an index range
-// per tag hash that stops at the bound; its own statement, because a planner cannot pick a
-// plan by a count it learns while running. A store that commits between the probe and the search is
-// concurrent with the search, which may then miss it.
-func (s *Store) tagCandidates(ctx context.Context, db querier, tags []string) ([]int64, error) {
+// candidateSet is what the index probes found for a search. seqs nil: they do not narrow
+// it, the search walks the scope. Otherwise seqs, in ascending order, are every row that
+// may match, up to upTo when it is positive (a common tag's first entries: the search walks
+// the rows after upTo once they are read), of the whole scope when it is zero.
+type candidateSet struct {
+	seqs []int64
+	upTo int64
+}
+
+// tagCandidates probes the tag index (migration 5) for q's tags: no candidates when the
+// query has no tags or several common ones (more than relstore.TagProbeLimit entries: the
+// search walks seq order), a prefix for one common tag (its first relstore.TagProbeLimit
+// entries in seq order, which are every row up to the last of them that has it: the
+// search reads those rows and walks on from there only when they do not fill its limit,
+// so a common tag's search reads about the limit's rows at any scope size, not the
+// limit x scope / matches that a walk of the scope reads), and otherwise every seq the
+// index holds for them in ascending order, an empty non-nil slice when it holds none. The
+// probe is an index range per tag hash that stops at the bound; its own statement, because
+// a planner cannot pick a plan by a count it learns while running. A store that commits
+// between the probe and the search is concurrent with the search, which may then miss it.
+func (s *Store) tagCandidates(ctx context.Context, db querier, tags []string) (candidateSet, error) {
 	tags = storableTags(tags)
 	if len(tags) == 0 {
-		return nil, nil
+		return candidateSet{}, nil
 	}
-	return probe(ctx, db, s.tagProbeSQL(), s.scope, tags, relstore.TagProbeLimit+1)
+	seqs, common, err := probeSeqs(ctx, db, s.tagProbeSQL(), s.scope, tags, relstore.TagProbeLimit+1)
+	switch {
+	case err != nil || !common:
+		return candidateSet{seqs: seqs}, err
+	case len(tags) == 1:
+		// One tag's range is read in seq order, so its first entries are all of its
+		// entries up to the last of them (several tags' ranges are cut as a whole, which
+		// says nothing of the later tags').
+		seqs = seqs[:relstore.TagProbeLimit]
+		return candidateSet{seqs: seqs, upTo: seqs[len(seqs)-1]}, nil
+	default:
+		return candidateSet{}, nil
+	}
 }
 
 // querier is what the index probes need of a pool: the adapter's, or the benchmark
@@ -820,19 +874,30 @@ type querier interface {
 // ascending order without repeats (an item found under two tags or two grams), an empty
 // non-nil slice when there are none.
 func probe(ctx context.Context, db querier, sqlText string, args ...any) ([]int64, error) {
+	seqs, common, err := probeSeqs(ctx, db, sqlText, args...)
+	if common {
+		return nil, err
+	}
+	return seqs, err
+}
+
+// probeSeqs runs an index probe as probe does and returns what it read, in the order the
+// statement gave it, with common set when that was more than relstore.TagProbeLimit seqs;
+// otherwise sorted without repeats, an empty non-nil slice when there were none.
+func probeSeqs(ctx context.Context, db querier, sqlText string, args ...any) ([]int64, bool, error) {
 	rows, err := db.Query(ctx, sqlText, append([]any{pgx.QueryExecModeCacheDescribe}, args...)...)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if len(seqs) > relstore.TagProbeLimit {
-		return nil, nil
+		return seqs, true, nil
 	}
 	slices.Sort(seqs)
-	return append([]int64{}, slices.Compact(seqs)...), nil
+	return append([]int64{}, slices.Compact(seqs)...), false, nil
 }
 
 // textTable is the text index's table (migration 7).
@@ -866,36 +931,41 @@ func (s *Store) textCandidates(ctx context.Context, db querier, text *string) ([
 	return probe(ctx, db, s.textProbeSQL(), s.scope, lo, hi, relstore.TagProbeLimit+1)
 }
 
-// candidates probes the tag and the text index for q and returns the seqs of the only rows
-// that may match it (both probes' seqs when both answered), or nil when neither narrows the
-// search. An empty tag answer skips the text probe: nothing can match.
-func (s *Store) candidates(ctx context.Context, db querier, q memory.Query) ([]int64, error) {
+// candidates probes the tag and the text index for q and returns the rows that may match
+// it (both probes' seqs when both answered in full), or none when neither narrows the
+// search. An empty tag answer skips the text probe: nothing can match. A common tag's
+// prefix gives way to the text's full answer, whose rows the statement still checks for
+// the tag.
+func (s *Store) candidates(ctx context.Context, db querier, q memory.Query) (candidateSet, error) {
 	tags, err := s.tagCandidates(ctx, db, q.Tags)
-	if err != nil || (tags != nil && len(tags) == 0) {
+	if err != nil || (tags.seqs != nil && len(tags.seqs) == 0) {
 		return tags, err
 	}
 	text, err := s.textCandidates(ctx, db, q.Text)
 	switch {
-	case err != nil || tags == nil:
-		return text, err
+	case err != nil:
+		return candidateSet{}, err
 	case text == nil:
 		return tags, nil
+	case tags.seqs == nil || tags.upTo > 0:
+		return candidateSet{seqs: text}, nil
 	}
 	both := []int64{}
-	for _, seq := range tags {
+	for _, seq := range tags.seqs {
 		if _, found := slices.BinarySearch(text, seq); found {
 			both = append(both, seq)
 		}
 	}
-	return both, nil
+	return candidateSet{seqs: both}, nil
 }
 
 // buildSearch returns the statement and its arguments, or possible=false when a predicate
 // can match no stored item. jsonb equality (->) compares numbers as exact numerics and
 // objects regardless of key order, which is the contract's JSON equality, so the limit is
 // applied in SQL. seqs, when not nil, are the rows candidates found for the query's tags
-// or text; the statement then reads only those.
-func (s *Store) buildSearch(q memory.Query, seqs []int64) (string, []any, bool) {
+// or text; the statement then reads only those. after, when positive, restricts it to the
+// rows after that seq (a common tag's walk past its prefix).
+func (s *Store) buildSearch(q memory.Query, seqs []int64, after int64) (string, []any, bool) {
 	var b strings.Builder
 	args := []any{s.scope}
 	arg := func(v any) string {
@@ -932,6 +1002,9 @@ func (s *Store) buildSearch(q memory.Query, seqs []int64) (string, []any, bool) 
 		// Implied by the tag and text conditions, which still decide: the few rows the
 		// indexes name, looked up in the (scope, seq) index instead of a walk of the scope.
 		b.WriteString(` AND seq = ANY (` + arg(seqs) + `::bigint[])`)
+	}
+	if after > 0 {
+		b.WriteString(` AND seq > ` + arg(after))
 	}
 	// Keys in a fixed order, so one query shape has one statement text (pgx caches the
 	// statement description by text). The jsonb equality decides; the equality of the
