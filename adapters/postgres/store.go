@@ -972,8 +972,19 @@ func (s *Store) buildSearch(q memory.Query, seqs []int64, after int64) (string, 
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
 	}
-	b.WriteString(`SELECT id, created_at, ` + exactColumns + `, tags FROM ` + s.table +
-		` WHERE scope = $1 AND kind = 'memory_item'`)
+	b.WriteString(`SELECT id, created_at, ` + exactColumns + `, tags FROM `)
+	if seqs != nil {
+		// The few rows the indexes name, looked up in the (scope, seq) index; the tag,
+		// text and filter conditions, which still decide, apply to those rows only. OFFSET
+		// 0 keeps the planner from pushing them into the lookup: given them beside the
+		// seqs it intersected a bitmap of the tag's whole GIN posting list with the
+		// seqs' (10,000 entries for a 1 % tag at 1M items, 5.7 ms, where the 64 named rows
+		// take 0.3 ms).
+		b.WriteString(`(SELECT * FROM ` + s.table + ` WHERE scope = $1 AND seq = ANY (` + arg(seqs) + `::bigint[]) OFFSET 0) AS m
+		WHERE kind = 'memory_item'`)
+	} else {
+		b.WriteString(s.table + ` WHERE scope = $1 AND kind = 'memory_item'`)
+	}
 	if q.Text != nil {
 		needle := memory.Needle(*q.Text)
 		if strings.IndexByte(needle, 0) >= 0 {
@@ -997,11 +1008,6 @@ func (s *Store) buildSearch(q memory.Query, seqs []int64, after int64) (string, 
 			return "", nil, false
 		}
 		b.WriteString(` AND tags && ` + arg(tags) + `::text[]`)
-	}
-	if seqs != nil {
-		// Implied by the tag and text conditions, which still decide: the few rows the
-		// indexes name, looked up in the (scope, seq) index instead of a walk of the scope.
-		b.WriteString(` AND seq = ANY (` + arg(seqs) + `::bigint[])`)
 	}
 	if after > 0 {
 		b.WriteString(` AND seq > ` + arg(after))
