@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -187,13 +188,16 @@ func Interleave(b *testing.B, adapter func(j int) error, driver func(ctx context
 		}
 	}
 	var spent [3]time.Duration
+	var calls [3][]time.Duration
 	for i := 0; b.Loop(); i++ {
 		for _, k := range orders[i%len(orders)] {
 			t0 := time.Now()
 			if err := arms[k](j + k); err != nil {
 				b.Fatal(i, k, err)
 			}
-			spent[k] += time.Since(t0)
+			d := time.Since(t0)
+			spent[k] += d
+			calls[k] = append(calls[k], d)
 		}
 		j += len(arms)
 	}
@@ -203,6 +207,26 @@ func Interleave(b *testing.B, adapter func(j int) error, driver func(ctx context
 	b.ReportMetric(ns(2), "driver-plain-ns/op")
 	b.ReportMetric(ns(0)/ns(1), "adapter/driver")
 	b.ReportMetric(ns(0)/ns(2), "adapter/driver-plain")
+	// The calls' medians beside the means: on a machine shared with other work a few
+	// calls that waited for a core weigh on a mean by tens of percent and land on either
+	// arm, while the median call is one that ran (docs/performance.md, section 3).
+	p50 := func(k int) float64 { return float64(median(calls[k]).Nanoseconds()) }
+	b.ReportMetric(p50(0)/p50(1), "adapter/driver-p50")
+	b.ReportMetric(p50(0)/p50(2), "adapter/driver-plain-p50")
+}
+
+// median is the middle of ds (the mean of the two middle ones for an even count), sorting
+// ds in place; zero for none.
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	n := len(ds)
+	if n%2 == 1 {
+		return ds[n/2]
+	}
+	return (ds[n/2-1] + ds[n/2]) / 2
 }
 
 // arm is 0 for the driver arm that runs under a deadline and 1 for the one that does not.

@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
@@ -71,6 +73,25 @@ func TestScaleQueriesWant(t *testing.T) {
 			if got := min(hits, sq.Query.Limit); got != sq.Want {
 				t.Errorf("n=%d %s: the reference finds %d (of %d matches), Want is %d", n, sq.Name, got, hits, sq.Want)
 			}
+		}
+	}
+}
+
+// TestMedian: the middle call, the mean of the two middle ones for an even count, whatever
+// the order the calls came in.
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		in   []time.Duration
+		want time.Duration
+	}{
+		{nil, 0},
+		{[]time.Duration{7}, 7},
+		{[]time.Duration{9, 1, 5}, 5},
+		{[]time.Duration{10, 2, 4, 1000}, 7},
+		{[]time.Duration{3, 3, 3, 1, 900}, 3},
+	} {
+		if got := median(slices.Clone(tc.in)); got != tc.want {
+			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
 		}
 	}
 }
