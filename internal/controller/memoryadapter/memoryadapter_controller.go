@@ -408,6 +408,8 @@ func CacheOptions() cache.Options {
 		&corev1.Pod{}:  {Label: labels.NewSelector().Add(*adapterPods), Transform: slimPod},
 		&batchv1.Job{}: {Transform: slimJob},
 		&corev1.Node{}: {Transform: slimNode},
+		// The adapters themselves are kept whole, in less memory.
+		&memoryv1alpha1.MemoryAdapter{}: {Transform: slimAdapter},
 	}
 	byObject[&appsv1.Deployment{}] = cache.ByObject{Transform: slimOwned}
 	for _, o := range metadataKinds {
@@ -468,6 +470,7 @@ func slimPod(obj any) (any, error) {
 		return obj, nil
 	}
 	p.ManagedFields = nil
+	p.Namespace = words.intern(p.Namespace)
 	internLabels(p)
 	containers := make([]corev1.Container, len(p.Spec.Containers))
 	for i, c := range p.Spec.Containers {
@@ -496,6 +499,7 @@ func slimJob(obj any) (any, error) {
 		return obj, nil
 	}
 	j.ManagedFields = nil
+	j.Namespace = words.intern(j.Namespace)
 	internLabels(j)
 	internOwners(j)
 	j.Spec.Template = corev1.PodTemplateSpec{}

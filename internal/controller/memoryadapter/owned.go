@@ -86,8 +86,8 @@ func slimMetadata(claim bool) func(any) (any, error) {
 	}
 }
 
-// ours drops a cached object's managedFields and returns it, its owner references interned,
-// when the operator owns it (its managed-by label says so); nil for another's object or a
+// ours drops a cached object's managedFields, interns its namespace, and returns it, its owner
+// references interned, when the operator owns it (its managed-by label says so); nil for another's object or a
 // tombstone.
 func ours(obj any) client.Object {
 	o, ok := obj.(client.Object)
@@ -95,6 +95,7 @@ func ours(obj any) client.Object {
 		return nil
 	}
 	o.SetManagedFields(nil)
+	o.SetNamespace(words.intern(o.GetNamespace()))
 	if o.GetLabels()[render.LabelManagedBy] != render.ManagedByValue {
 		return nil
 	}
