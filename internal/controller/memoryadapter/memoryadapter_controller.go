@@ -395,9 +395,11 @@ func (r *Reconciler) reconcileManifest(_ context.Context, s *scope) error {
 
 // CacheOptions restricts the manager's Pod cache to pods with the adapter label, which the
 // operator's own pods and the agent pods bound to an adapter (docs/gating.md) carry alike, so
-// it does not hold every pod of the cluster in memory, and keeps Pods, Jobs, Nodes,
-// Deployments and the metadata of the adapters' other objects (metadataKinds) slim. Secrets are not cached at all: the operator writes them and
-// never reads them. The manager and the envtest suites use the same options.
+// it does not hold every pod of the cluster in memory, its Deployment and metadataKinds caches
+// to the operator's own objects (the managed-by label), and keeps Pods, Jobs, Nodes,
+// Deployments, MemoryAdapters and the metadata of the adapters' other objects slim. Secrets
+// are not cached at all: the operator writes them and never reads them. The manager and the
+// envtest suites use the same options.
 func CacheOptions() cache.Options {
 	adapterPods, err := labels.NewRequirement(render.LabelAdapter, selection.Exists, nil)
 	if err != nil {
@@ -411,10 +413,15 @@ func CacheOptions() cache.Options {
 		// The adapters themselves are kept whole, in less memory.
 		&memoryv1alpha1.MemoryAdapter{}: {Transform: slimAdapter},
 	}
-	byObject[&appsv1.Deployment{}] = cache.ByObject{Transform: slimOwned}
+	// The adapters' own objects carry the managed-by label (render.CommonLabels, since the
+	// operator's first version, restored by every update ensure makes): the cache holds only
+	// those, not every Deployment, Service, ConfigMap and the rest of the cluster. ensure
+	// adopts one that lost the label (createOrUpdate).
+	managed := labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedByValue})
+	byObject[&appsv1.Deployment{}] = cache.ByObject{Label: managed, Transform: slimOwned}
 	for _, o := range metadataKinds {
 		_, claim := o.(*corev1.PersistentVolumeClaim)
-		byObject[o] = cache.ByObject{Transform: slimMetadata(claim)}
+		byObject[o] = cache.ByObject{Label: managed, Transform: slimMetadata(claim)}
 	}
 	return cache.Options{
 		// managedFields are the largest part of most cached objects, and nothing here reads
