@@ -395,7 +395,7 @@ func (r *Reconciler) reconcileManifest(_ context.Context, s *scope) error {
 
 // CacheOptions restricts the manager's Pod cache to pods with the adapter label, which the
 // operator's own pods and the agent pods bound to an adapter (docs/gating.md) carry alike, so
-// it does not hold every pod of the cluster in memory, its Deployment and metadataKinds caches
+// it does not hold every pod of the cluster in memory, but for the conformance runs' pods, its Deployment and metadataKinds caches
 // to the operator's own objects (the managed-by label), and keeps Pods, Jobs, Nodes,
 // Deployments, MemoryAdapters and the metadata of the adapters' other objects slim. Secrets
 // are not cached at all: the operator writes them and never reads them. The manager and the
@@ -406,8 +406,15 @@ func CacheOptions() cache.Options {
 		// A constant key with Exists and no values always makes a valid requirement.
 		panic(fmt.Sprintf("memoryadapter: pod cache selector: %v", err))
 	}
+	// Conformance pods are read from the API server while their run runs or waits to be
+	// recorded (observeConformance), and never after: cached, each finished one held its
+	// report and about 3 KB more for good, one per adapter.
+	notRuns, err := labels.NewRequirement(render.LabelComponent, selection.NotIn, []string{render.ComponentConformance})
+	if err != nil {
+		panic(fmt.Sprintf("memoryadapter: pod cache selector: %v", err))
+	}
 	byObject := map[client.Object]cache.ByObject{
-		&corev1.Pod{}:  {Label: labels.NewSelector().Add(*adapterPods), Transform: slimPod},
+		&corev1.Pod{}:  {Label: labels.NewSelector().Add(*adapterPods, *notRuns), Transform: slimPod},
 		&batchv1.Job{}: {Transform: slimJob},
 		&corev1.Node{}: {Transform: slimNode},
 		// The adapters themselves are kept whole, in less memory.
@@ -546,7 +553,8 @@ func ofAdapter(namespace, name string, sel client.MatchingLabels) []client.ListO
 }
 
 // SetupWithManager registers the controller: it owns the adapter's objects and Jobs and
-// follows the pods of both (their waiting reasons explain stuck rollouts and runs).
+// follows the adapter's pods (their waiting reasons explain a stuck rollout); a run's pods
+// are not cached and are looked at while it runs (runs.RunningPoll).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	podToAdapter := handler.EnqueueRequestsFromMapFunc(ownPodToAdapter)
 	if r.Prober == nil {
@@ -604,7 +612,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// ownPodToAdapter maps an object of the operator's own (an adapter or conformance pod, a data
+// ownPodToAdapter maps an object of the operator's own (an adapter or purge pod, a data
 // claim, a purge Job) to the adapter its label names.
 func ownPodToAdapter(_ context.Context, o client.Object) []reconcile.Request {
 	name := o.GetLabels()[render.LabelAdapter]
