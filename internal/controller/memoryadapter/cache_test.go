@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -152,5 +153,34 @@ func TestInternLabelsSharesTheStrings(t *testing.T) {
 				t.Error("the adapter's name is held twice")
 			}
 		})
+	}
+}
+
+// TestPodCacheLeavesTheRunsOut: the Pod cache holds the adapter's and the purge's pods and the
+// workloads bound to an adapter, but neither the conformance runs' pods (read from the API
+// server while a run runs) nor pods of no adapter.
+func TestPodCacheLeavesTheRunsOut(t *testing.T) {
+	var sel labels.Selector
+	for o, by := range CacheOptions().ByObject {
+		if _, ok := o.(*corev1.Pod); ok {
+			sel = by.Label
+		}
+	}
+	if sel == nil {
+		t.Fatal("the Pod cache has no selector")
+	}
+	for _, tc := range []struct {
+		labels labels.Set
+		cached bool
+	}{
+		{labels.Set{render.LabelAdapter: "a", render.LabelComponent: render.ComponentAdapter}, true},
+		{labels.Set{render.LabelAdapter: "a", render.LabelComponent: render.ComponentPurge}, true},
+		{labels.Set{render.LabelAdapter: "a", render.LabelBoundTo: "a"}, true},
+		{labels.Set{render.LabelAdapter: "a", render.LabelComponent: render.ComponentConformance}, false},
+		{labels.Set{"app": "other"}, false},
+	} {
+		if got := sel.Matches(tc.labels); got != tc.cached {
+			t.Errorf("pod labelled %v cached: %v, want %v", tc.labels, got, tc.cached)
+		}
 	}
 }

@@ -134,10 +134,10 @@ func TestDecideConformance(t *testing.T) {
 			wantDecision{action: conformStartRun, job: absent, verified: "last"}},
 		"running": {due(func(o *runObservation) {
 			o.job, o.pods = &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name}}, []corev1.Pod{waitingPod("ContainerCreating", "")}
-		}), wantDecision{action: conformIdle, job: running, verified: "last"}},
+		}), wantDecision{action: conformIdle, job: running, verified: "last", requeue: runs.RunningPoll}},
 		"blocked": {due(func(o *runObservation) {
 			o.job, o.pods = &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name}}, []corev1.Pod{waitingPod("ImagePullBackOff", `Back-off pulling image "x:v9"`)}
-		}), wantDecision{action: conformIdle, job: conditions.JobObservation{Name: name, Phase: conditions.JobBlocked, Message: `pod mem-abc: ImagePullBackOff: Back-off pulling image "x:v9"`}, verified: "last"}},
+		}), wantDecision{action: conformIdle, job: conditions.JobObservation{Name: name, Phase: conditions.JobBlocked, Message: `pod mem-abc: ImagePullBackOff: Back-off pulling image "x:v9"`}, verified: "last", requeue: runs.RunningPoll}},
 		"finished, its pod not cached yet: wait for the report": {due(func(o *runObservation) { o.job = finishedJob(name, batchv1.JobComplete, now) }),
 			wantDecision{action: conformAwaitReport, job: running, verified: "last", requeue: 2 * time.Second}},
 		"passed: record it, and it is the verified run": {due(func(o *runObservation) {

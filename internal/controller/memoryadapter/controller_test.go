@@ -528,6 +528,30 @@ var _ = Describe("the MemoryAdapter controller", Ordered, func() {
 		markAvailable(ctx, key)
 	})
 
+	It("takes back an owned object that lost the managed-by label, which the cache does not hold, without a second one", func() {
+		// As an object whose label was removed by hand: the cache holds only the operator's
+		// labelled objects, so it sees the object go; ensure's create meets the existing one
+		// and must adopt it, not fail on it or leave it unlabelled.
+		for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
+			Eventually(func() error {
+				if err := k8sClient.Get(ctx, key, obj); err != nil {
+					return err
+				}
+				l := obj.GetLabels()
+				delete(l, render.LabelManagedBy)
+				obj.SetLabels(l)
+				return k8sClient.Update(ctx, obj)
+			}, timeout, poll).Should(Succeed())
+			uid := obj.GetUID()
+			Eventually(func(g Gomega) {
+				g.Expect(k8sClient.Get(ctx, key, obj)).To(Succeed())
+				g.Expect(obj.GetLabels()).To(HaveKeyWithValue(render.LabelManagedBy, render.ManagedByValue), "%T", obj)
+				g.Expect(obj.GetUID()).To(Equal(uid), "%T was made again", obj)
+			}, timeout, poll).Should(Succeed())
+		}
+		markAvailable(ctx, key)
+	})
+
 	It("never reads a Secret, and repairs a hand-edited binding token the adapter refuses", func() {
 		secKey := types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-binding"}
 		asManager, err := client.New(managerCfg, client.Options{Scheme: scheme})

@@ -395,24 +395,40 @@ func (r *Reconciler) reconcileManifest(_ context.Context, s *scope) error {
 
 // CacheOptions restricts the manager's Pod cache to pods with the adapter label, which the
 // operator's own pods and the agent pods bound to an adapter (docs/gating.md) carry alike, so
-// it does not hold every pod of the cluster in memory, and keeps Pods, Jobs, Nodes,
-// Deployments and the metadata of the adapters' other objects (metadataKinds) slim. Secrets are not cached at all: the operator writes them and
-// never reads them. The manager and the envtest suites use the same options.
+// it does not hold every pod of the cluster in memory, but for the conformance runs' pods, its Deployment and metadataKinds caches
+// to the operator's own objects (the managed-by label), and keeps Pods, Jobs, Nodes,
+// Deployments, MemoryAdapters and the metadata of the adapters' other objects slim. Secrets
+// are not cached at all: the operator writes them and never reads them. The manager and the
+// envtest suites use the same options.
 func CacheOptions() cache.Options {
 	adapterPods, err := labels.NewRequirement(render.LabelAdapter, selection.Exists, nil)
 	if err != nil {
 		// A constant key with Exists and no values always makes a valid requirement.
 		panic(fmt.Sprintf("memoryadapter: pod cache selector: %v", err))
 	}
+	// Conformance pods are read from the API server while their run runs or waits to be
+	// recorded (observeConformance), and never after: cached, each finished one held its
+	// report and about 3 KB more for good, one per adapter.
+	notRuns, err := labels.NewRequirement(render.LabelComponent, selection.NotIn, []string{render.ComponentConformance})
+	if err != nil {
+		panic(fmt.Sprintf("memoryadapter: pod cache selector: %v", err))
+	}
 	byObject := map[client.Object]cache.ByObject{
-		&corev1.Pod{}:  {Label: labels.NewSelector().Add(*adapterPods), Transform: slimPod},
+		&corev1.Pod{}:  {Label: labels.NewSelector().Add(*adapterPods, *notRuns), Transform: slimPod},
 		&batchv1.Job{}: {Transform: slimJob},
 		&corev1.Node{}: {Transform: slimNode},
+		// The adapters themselves are kept whole, in less memory.
+		&memoryv1alpha1.MemoryAdapter{}: {Transform: slimAdapter},
 	}
-	byObject[&appsv1.Deployment{}] = cache.ByObject{Transform: slimOwned}
+	// The adapters' own objects carry the managed-by label (render.CommonLabels, since the
+	// operator's first version, restored by every update ensure makes): the cache holds only
+	// those, not every Deployment, Service, ConfigMap and the rest of the cluster. ensure
+	// adopts one that lost the label (createOrUpdate).
+	managed := labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedByValue})
+	byObject[&appsv1.Deployment{}] = cache.ByObject{Label: managed, Transform: slimOwned}
 	for _, o := range metadataKinds {
 		_, claim := o.(*corev1.PersistentVolumeClaim)
-		byObject[o] = cache.ByObject{Transform: slimMetadata(claim)}
+		byObject[o] = cache.ByObject{Label: managed, Transform: slimMetadata(claim)}
 	}
 	return cache.Options{
 		// managedFields are the largest part of most cached objects, and nothing here reads
@@ -468,6 +484,7 @@ func slimPod(obj any) (any, error) {
 		return obj, nil
 	}
 	p.ManagedFields = nil
+	p.Namespace = words.intern(p.Namespace)
 	internLabels(p)
 	containers := make([]corev1.Container, len(p.Spec.Containers))
 	for i, c := range p.Spec.Containers {
@@ -496,6 +513,7 @@ func slimJob(obj any) (any, error) {
 		return obj, nil
 	}
 	j.ManagedFields = nil
+	j.Namespace = words.intern(j.Namespace)
 	internLabels(j)
 	internOwners(j)
 	j.Spec.Template = corev1.PodTemplateSpec{}
@@ -535,7 +553,8 @@ func ofAdapter(namespace, name string, sel client.MatchingLabels) []client.ListO
 }
 
 // SetupWithManager registers the controller: it owns the adapter's objects and Jobs and
-// follows the pods of both (their waiting reasons explain stuck rollouts and runs).
+// follows the adapter's pods (their waiting reasons explain a stuck rollout); a run's pods
+// are not cached and are looked at while it runs (runs.RunningPoll).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	podToAdapter := handler.EnqueueRequestsFromMapFunc(ownPodToAdapter)
 	if r.Prober == nil {
@@ -593,7 +612,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// ownPodToAdapter maps an object of the operator's own (an adapter or conformance pod, a data
+// ownPodToAdapter maps an object of the operator's own (an adapter or purge pod, a data
 // claim, a purge Job) to the adapter its label names.
 func ownPodToAdapter(_ context.Context, o client.Object) []reconcile.Request {
 	name := o.GetLabels()[render.LabelAdapter]

@@ -35,9 +35,10 @@ var ownedKinds = []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev
 // metadataKinds are the owned kinds the manager caches as metadata only
 // (metav1.PartialObjectMetadata, through builder.OnlyMetadata): nothing reads their content
 // from the cache, only whether one exists, its resourceVersion, owner references, a claim's
-// labels and selected node. A PartialObjectMetadata is 264 bytes where a typed Service is 592,
-// and the informer holds every object of these kinds in the cluster, the operator's or not
-// (other applications' ConfigMaps with their data, before). They must never be read typed
+// labels and selected node. A PartialObjectMetadata is 264 bytes where a typed Service is 592;
+// the informers hold only the operator's objects of these kinds (CacheOptions), where they
+// held every one in the cluster (other applications' ConfigMaps with their data, at first).
+// They must never be read typed
 // from the cache: the cache would start a second, typed informer of the kind beside the
 // metadata one, holding every object again (the envtest suite's cache refuses such a read).
 var metadataKinds = []client.Object{&corev1.Service{}, &corev1.ServiceAccount{}, &corev1.ConfigMap{},
@@ -50,8 +51,7 @@ var metadataKinds = []client.Object{&corev1.Service{}, &corev1.ServiceAccount{},
 // ensure compares the desired Deployment with a copy read whole from the API server, and only
 // when the cached copy's resourceVersion is not the one it last left for the same desired
 // object (see createOrUpdate): whole Deployments and their metadata were a large part of the
-// manager's heap at 10,000 adapters. Other Deployments (the cache holds every one in the
-// cluster) lose their managedFields only.
+// manager's heap at 10,000 adapters. The cache holds no other Deployment (CacheOptions).
 func slimOwned(obj any) (any, error) {
 	if d, ok := ours(obj).(*appsv1.Deployment); ok {
 		d.Labels, d.Annotations = nil, nil
@@ -64,8 +64,8 @@ func slimOwned(obj any) (any, error) {
 // slimMetadata keeps of the cached metadata of an object of a metadataKinds kind that the
 // operator owns its name, UID, resourceVersion, generation, timestamps and owner references,
 // and, for a claim (claim true), its labels (the claim watch and the node index read them)
-// and selected node; no labels or annotations of the others. Objects the operator does not
-// own lose their managedFields only.
+// and selected node; no labels or annotations of the others. The cache holds no object the
+// operator does not own (CacheOptions).
 func slimMetadata(claim bool) func(any) (any, error) {
 	return func(obj any) (any, error) {
 		o := ours(obj)
@@ -86,8 +86,8 @@ func slimMetadata(claim bool) func(any) (any, error) {
 	}
 }
 
-// ours drops a cached object's managedFields and returns it, its owner references interned,
-// when the operator owns it (its managed-by label says so); nil for another's object or a
+// ours drops a cached object's managedFields, interns its namespace, and returns it, its owner
+// references interned, when the operator owns it (its managed-by label says so); nil for another's object or a
 // tombstone.
 func ours(obj any) client.Object {
 	o, ok := obj.(client.Object)
@@ -95,6 +95,7 @@ func ours(obj any) client.Object {
 		return nil
 	}
 	o.SetManagedFields(nil)
+	o.SetNamespace(words.intern(o.GetNamespace()))
 	if o.GetLabels()[render.LabelManagedBy] != render.ManagedByValue {
 		return nil
 	}
@@ -274,20 +275,24 @@ func (r *Reconciler) createOrUpdate(ctx context.Context, s *scope, obj client.Ob
 	}
 	saved := obj.DeepCopyObject()
 	err = r.getCached(ctx, key, obj)
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
 		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(saved).Elem())
-		return r.create(ctx, s, obj, owned, mutate, desired)
-	}
-	if err != nil {
+		res, err := r.create(ctx, s, obj, owned, mutate, desired)
+		if !apierrors.IsAlreadyExists(err) {
+			return res, err
+		}
+		// The cache holds only objects with the managed-by label (CacheOptions): this one
+		// lost it (or never had it), so it is read and compared whole below, and the update
+		// gives it back the label, which brings it into the cache.
+	case err != nil:
 		return controllerutil.OperationResultNone, err
+	default:
+		if prev, ok := r.lastApplied(s, obj); ok && prev == (appliedState{desired: desired, resourceVersion: obj.GetResourceVersion()}) {
+			return controllerutil.OperationResultNone, nil
+		}
 	}
-	if prev, ok := r.lastApplied(s, obj); ok && prev == (appliedState{desired: desired, resourceVersion: obj.GetResourceVersion()}) {
-		return controllerutil.OperationResultNone, nil
-	}
-	reader := r.APIReader
-	if reader == nil {
-		reader = r.Client
-	}
+	reader := r.uncached()
 	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(saved).Elem())
 	err = reader.Get(ctx, key, obj)
 	if apierrors.IsNotFound(err) {
@@ -321,6 +326,15 @@ func (r *Reconciler) create(ctx context.Context, s *scope, obj client.Object, ow
 	}
 	r.remember(s, obj, desired)
 	return controllerutil.OperationResultCreated, nil
+}
+
+// uncached reads from the API server, or from the client when the reconciler has no reader
+// of its own (tests).
+func (r *Reconciler) uncached() client.Reader {
+	if r.APIReader == nil {
+		return r.Client
+	}
+	return r.APIReader
 }
 
 // lastApplied is what ensure last left obj at, if it recorded it.

@@ -8,7 +8,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
@@ -206,5 +208,91 @@ func TestEnsureReadsWholeOnlyWhatChanged(t *testing.T) {
 	r.forget(client.ObjectKeyFromObject(ma))
 	if _, ok := r.applied.Load(client.ObjectKeyFromObject(ma)); ok {
 		t.Error("forget kept the adapter's record")
+	}
+}
+
+// labelledCache is metadataOnlyCache holding only objects with the managed-by label, as the
+// manager's cache does for the owned kinds.
+type labelledCache struct {
+	metadataOnlyCache
+}
+
+func (c labelledCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := c.metadataOnlyCache.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	if obj.GetLabels()[render.LabelManagedBy] != render.ManagedByValue {
+		return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
+	}
+	return nil
+}
+
+// TestEnsureAdoptsAnObjectTheCacheDoesNotHold: an object of the adapter's without the
+// managed-by label (removed by hand) is not in the cache; ensure must take it back, labelled
+// and owned, rather than fail on its create or make a second one.
+func TestEnsureAdoptsAnObjectTheCacheDoesNotHold(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, memoryv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-manifest", Labels: map[string]string{"kept": "yes"}},
+		Data: map[string]string{"k": "old"}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(old).Build()
+	reader := &countingReader{Reader: c}
+	r := &Reconciler{Client: labelledCache{metadataOnlyCache{c}}, APIReader: reader, Recorder: events.NewFakeRecorder(100), Prober: &health.Prober{}}
+	ma := &memoryv1alpha1.MemoryAdapter{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "u1"}}
+	s := &scope{ma: ma}
+	ctx := context.Background()
+	ensure := func() {
+		t.Helper()
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-manifest"}}
+		if err := r.ensure(ctx, s, cm, true, func() { cm.Data = map[string]string{"k": "new"} }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ensure()
+	cms := &corev1.ConfigMapList{}
+	if err := c.List(ctx, cms); err != nil {
+		t.Fatal(err)
+	}
+	if len(cms.Items) != 1 {
+		t.Fatalf("%d ConfigMaps, want the one adopted", len(cms.Items))
+	}
+	cm := cms.Items[0]
+	if cm.Labels[render.LabelManagedBy] != render.ManagedByValue || cm.Labels["kept"] != "yes" || !metav1.IsControlledBy(&cm, ma) || cm.Data["k"] != "new" {
+		t.Errorf("not adopted: %+v", cm)
+	}
+	// Labelled now, it is in the cache: the next ensure neither reads it whole nor writes it.
+	gets, rv := reader.gets, cm.ResourceVersion
+	ensure()
+	if err := c.Get(ctx, client.ObjectKeyFromObject(&cm), &cm); err != nil {
+		t.Fatal(err)
+	}
+	if reader.gets != gets || cm.ResourceVersion != rv {
+		t.Errorf("the adopted object was read whole again (%d → %d) or written (%s → %s)", gets, reader.gets, rv, cm.ResourceVersion)
+	}
+}
+
+// TestCacheOptionsHoldOnlyTheOperatorsOwnedObjects: the Deployment cache and the metadata
+// caches select the managed-by label.
+func TestCacheOptionsHoldOnlyTheOperatorsOwnedObjects(t *testing.T) {
+	opts := CacheOptions().ByObject
+	for _, kind := range append([]client.Object{&appsv1.Deployment{}}, metadataKinds...) {
+		found := false
+		for o, by := range opts {
+			if fmt.Sprintf("%T", o) != fmt.Sprintf("%T", kind) {
+				continue
+			}
+			found = true
+			if by.Label == nil || !by.Label.Matches(labels.Set{render.LabelManagedBy: render.ManagedByValue, "other": "x"}) ||
+				by.Label.Matches(labels.Set{render.LabelAdapter: "a"}) {
+				t.Errorf("%T: cache selector %v", kind, by.Label)
+			}
+		}
+		if !found {
+			t.Errorf("%T: no cache options", kind)
+		}
 	}
 }

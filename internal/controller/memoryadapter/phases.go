@@ -484,8 +484,11 @@ func (r *Reconciler) observeConformance(ctx context.Context, s *scope) (runObser
 		return o, fmt.Errorf("get conformance Job %s: %w", o.name, err)
 	}
 	o.job = job
+	// The run's pods are read from the API server: the cache leaves conformance pods out
+	// (CacheOptions). A run is read this way only while it runs or until it is recorded.
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, ofAdapter(ma.Namespace, ma.Name, client.MatchingLabels{render.LabelAdapter: ma.Name, render.LabelComponent: render.ComponentConformance, batchv1.JobNameLabel: o.name})...); err != nil {
+	if err := r.uncached().List(ctx, pods, client.InNamespace(ma.Namespace),
+		client.MatchingLabels{render.LabelAdapter: ma.Name, render.LabelComponent: render.ComponentConformance, batchv1.JobNameLabel: o.name}); err != nil {
 		return o, fmt.Errorf("list pods of Job %s: %w", o.name, err)
 	}
 	o.pods = pods.Items
@@ -496,7 +499,8 @@ func (r *Reconciler) observeConformance(ctx context.Context, s *scope) (runObser
 type conformAction int
 
 const (
-	// conformIdle writes nothing: no run is wanted, or one runs, or it waits for the rollout.
+	// conformIdle writes nothing: no run is wanted, or one runs (looked at again after
+	// runs.RunningPoll), or it waits for the rollout.
 	conformIdle conformAction = iota
 	// conformNotDue keeps the last verdict until the next run is due; a run it verified may
 	// still call for a restart.
@@ -517,7 +521,8 @@ type conformDecision struct {
 	conform conditions.ConformObservation
 	// verified is the passing run Healthy holds the evidence to.
 	verified *memoryv1alpha1.ConformanceResult
-	// requeue is how soon to look again, for conformNotDue and conformAwaitReport.
+	// requeue is how soon to look again, for conformNotDue, conformAwaitReport and a running
+	// run's conformIdle.
 	requeue time.Duration
 	// result and outcome are the run conformRecordRun records.
 	result  *memoryv1alpha1.ConformanceResult
@@ -550,7 +555,7 @@ func decideConformance(o runObservation) conformDecision {
 	}
 	finished, failMsg := runs.JobFinished(o.job)
 	if !finished {
-		d.conform.Job.Phase = conditions.JobRunning
+		d.conform.Job.Phase, d.requeue = conditions.JobRunning, runs.RunningPoll
 		if msg := runs.BlockedReason(o.pods); msg != "" {
 			d.conform.Job.Phase, d.conform.Job.Message = conditions.JobBlocked, msg
 		}
@@ -585,6 +590,10 @@ func runOutcome(res *memoryv1alpha1.ConformanceResult) string {
 func (r *Reconciler) actConformance(ctx context.Context, s *scope, o runObservation, d conformDecision) error {
 	s.health.Verified, s.conform = d.verified, d.conform
 	switch d.action {
+	case conformIdle:
+		if d.requeue > 0 {
+			s.requeue(d.requeue)
+		}
 	case conformNotDue:
 		s.requeue(d.requeue)
 		return r.afterVerified(ctx, s, o.evidence)

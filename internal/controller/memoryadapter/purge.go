@@ -339,7 +339,9 @@ func (r *Reconciler) abandonPurge(ctx context.Context, ma *memoryv1alpha1.Memory
 // the purge. It is an action the purge waits on, taken before observing what remains.
 func (r *Reconciler) stopAdapter(ctx context.Context, ma *memoryv1alpha1.MemoryAdapter) error {
 	dep := &appsv1.Deployment{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ma.Namespace, Name: render.DeploymentName(ma)}, dep)
+	// Read from the API server: the cache holds only Deployments with the managed-by label,
+	// and a pod of one that lost it could still write during the purge.
+	err := r.uncached().Get(ctx, types.NamespacedName{Namespace: ma.Namespace, Name: render.DeploymentName(ma)}, dep)
 	switch {
 	case err == nil && dep.DeletionTimestamp.IsZero() && metav1.IsControlledBy(dep, ma):
 		if err := r.Client.Delete(ctx, dep, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {

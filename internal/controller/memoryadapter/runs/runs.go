@@ -61,14 +61,20 @@ func FailedRunBackoff(jobs []batchv1.Job) time.Duration {
 	return wait
 }
 
+// RunningPoll is how often the controller looks at a running run's pods. They are not cached
+// (the manager's cache leaves the conformance pods out, memoryadapter.CacheOptions), so no pod
+// event wakes the adapter when one is stuck pulling its image or cannot be scheduled; the
+// Job's own events still wake it when the run ends.
+const RunningPoll = 15 * time.Second
+
 // ReportGrace is how long after a Job finished the controller waits for a pod of it with a
-// terminated container to show in its cache before it records the run as having no report.
+// terminated container to show before it records the run as having no report.
 // The kubelet writes the pod's final status before the Job controller counts the pod, so in
 // a cluster the pod is normally there first; the grace covers watch delivery order and a
 // manager that just restarted.
 const ReportGrace = 30 * time.Second
 
-// ReportWait returns how long to wait for the finished Job's report to reach the cache, or 0
+// ReportWait returns how long to wait for the finished Job's report to show, or 0
 // when a pod with a terminated container is there or the grace has passed.
 func ReportWait(job *batchv1.Job, pods []corev1.Pod, now time.Time) time.Duration {
 	for _, p := range pods {

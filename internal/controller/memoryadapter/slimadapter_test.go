@@ -1,0 +1,165 @@
+package memoryadapter
+
+import (
+	"fmt"
+	"testing"
+	"unsafe"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+)
+
+// decodedAdapter is an adapter as the decoder leaves it: every string with storage of its
+// own and every slice with room to spare.
+func decodedAdapter(name string) *memoryv1alpha1.MemoryAdapter {
+	d := func(s string) string { return string([]byte(s)) }
+	msg := "Conformant: run " + name + " passed"
+	cond := func(typ, status, reason, message string) metav1.Condition {
+		return metav1.Condition{Type: d(typ), Status: metav1.ConditionStatus(d(status)), Reason: d(reason), Message: d(message), ObservedGeneration: 2}
+	}
+	conds := make([]metav1.Condition, 0, 16)
+	conds = append(conds, cond("Deployed", "True", "DeploymentReady", "Deployment "+name+": 1 of 1 replicas updated and available"),
+		cond("Available", "True", "Verified", msg), cond("Ready", "True", "Verified", msg), cond("Reconciling", "False", "Verified", msg))
+	cases := make([]memoryv1alpha1.ConformanceCaseResult, 0, 32)
+	for _, id := range memoryv1alpha1.AllConformanceCaseIDs {
+		cases = append(cases, memoryv1alpha1.ConformanceCaseResult{ID: memoryv1alpha1.ConformanceCaseID(d(string(id))), Outcome: memoryv1alpha1.ConformanceOutcome(d("Passed"))})
+	}
+	profiles := make([]memoryv1alpha1.ConformanceProfileResult, 0, 8)
+	profiles = append(profiles, memoryv1alpha1.ConformanceProfileResult{ID: memoryv1alpha1.ConformanceProfileID(d("read-only")), Outcome: memoryv1alpha1.ConformanceOutcome(d("NotApplicable"))})
+	return &memoryv1alpha1.MemoryAdapter{
+		ObjectMeta: metav1.ObjectMeta{Name: d(name), Namespace: d("team-a"), ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "operator"}}},
+		Status: memoryv1alpha1.MemoryAdapterStatus{Conditions: conds, ObservedGeneration: 2,
+			Conformance: &memoryv1alpha1.ConformanceResult{JobName: d(name + "-conformance-1"), Passed: int32(len(cases)), Cases: cases, Profiles: profiles}},
+	}
+}
+
+func sameString(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+
+func TestSlimAdapterKeepsEveryValueInLessRoom(t *testing.T) {
+	in := decodedAdapter("mem-1")
+	want := in.DeepCopy()
+	want.ManagedFields = nil
+	got, err := slimAdapter(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ma := got.(*memoryv1alpha1.MemoryAdapter)
+	if !equality.Semantic.DeepEqual(ma, want) {
+		t.Fatalf("slim adapter differs:\n%+v\nwant\n%+v", ma, want)
+	}
+	st := ma.Status
+	if cap(st.Conditions) != len(st.Conditions) || cap(st.Conformance.Cases) != len(st.Conformance.Cases) || cap(st.Conformance.Profiles) != len(st.Conformance.Profiles) {
+		t.Errorf("slices keep spare room: conditions %d/%d, cases %d/%d, profiles %d/%d", len(st.Conditions), cap(st.Conditions),
+			len(st.Conformance.Cases), cap(st.Conformance.Cases), len(st.Conformance.Profiles), cap(st.Conformance.Profiles))
+	}
+	if !sameString(st.Conditions[1].Message, st.Conditions[2].Message) || !sameString(st.Conditions[1].Message, st.Conditions[3].Message) {
+		t.Error("Ready and Reconciling hold copies of Available's message")
+	}
+
+	// A second adapter, decoded on its own, shares the words of the first.
+	other, err := slimAdapter(decodedAdapter("mem-2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st2 := other.(*memoryv1alpha1.MemoryAdapter).Status
+	for i, c := range st.Conditions {
+		c2 := st2.Conditions[i]
+		if !sameString(c.Type, c2.Type) || !sameString(string(c.Status), string(c2.Status)) || !sameString(c.Reason, c2.Reason) {
+			t.Errorf("condition %s: type, status or reason held twice", c.Type)
+		}
+	}
+	for i, c := range st.Conformance.Cases {
+		c2 := st2.Conformance.Cases[i]
+		if !sameString(string(c.ID), string(c2.ID)) || !sameString(string(c.Outcome), string(c2.Outcome)) {
+			t.Errorf("case %s: id or outcome held twice", c.ID)
+		}
+	}
+	p, p2 := st.Conformance.Profiles[0], st2.Conformance.Profiles[0]
+	if !sameString(string(p.ID), string(p2.ID)) || !sameString(string(p.Outcome), string(p2.Outcome)) {
+		t.Error("profile id or outcome held twice")
+	}
+	if !sameString(ma.Namespace, other.(*memoryv1alpha1.MemoryAdapter).Namespace) {
+		t.Error("namespace held twice")
+	}
+	if o, _ := slimAdapter("tombstone"); o != "tombstone" {
+		t.Errorf("non-adapter changed: %v", o)
+	}
+}
+
+// The controller patches status with a merge patch from the cached copy: from the slim copy
+// it must be the patch the decoded copy gives, and nothing when nothing changed.
+func TestSlimAdapterStatusPatchIsTheDecodedOnes(t *testing.T) {
+	full := decodedAdapter("mem-1")
+	got, err := slimAdapter(full.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	slim := got.(*memoryv1alpha1.MemoryAdapter)
+	change := func(ma *memoryv1alpha1.MemoryAdapter) *memoryv1alpha1.MemoryAdapter {
+		m := ma.DeepCopy()
+		m.Status.Conditions[1].Message = "Healthy: evidence is stale"
+		m.Status.Conformance.Cases[0].Outcome = "Failed"
+		return m
+	}
+	want, err := client.MergeFrom(full).Data(change(full))
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch, err := client.MergeFrom(slim).Data(change(slim))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(patch) != string(want) {
+		t.Errorf("patch from the slim copy\n%s\nwant\n%s", patch, want)
+	}
+	if none, err := client.MergeFrom(slim).Data(slim.DeepCopy()); err != nil || string(none) != "{}" {
+		t.Errorf("patch of an unchanged slim copy %s (%v)", none, err)
+	}
+}
+
+func TestCacheOptionsSlimTheAdapters(t *testing.T) {
+	for o, by := range CacheOptions().ByObject {
+		if _, ok := o.(*memoryv1alpha1.MemoryAdapter); !ok {
+			continue
+		}
+		if by.Transform == nil {
+			t.Fatal("no transform for MemoryAdapters")
+		}
+		got, err := by.Transform(decodedAdapter("mem-1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ma := got.(*memoryv1alpha1.MemoryAdapter)
+		if ma.ManagedFields != nil || cap(ma.Status.Conditions) != len(ma.Status.Conditions) {
+			t.Errorf("the cache's transform is not slimAdapter: managedFields %v, conditions %d/%d", ma.ManagedFields, len(ma.Status.Conditions), cap(ma.Status.Conditions))
+		}
+		return
+	}
+	t.Fatal("CacheOptions has no entry for MemoryAdapters")
+}
+
+func TestVocabularyStopsLearningAtItsBound(t *testing.T) {
+	v := &vocabulary{words: map[string]string{}}
+	for i := range vocabularyMax + 10 {
+		v.intern(fmt.Sprintf("word-%d", i))
+	}
+	if len(v.words) != vocabularyMax {
+		t.Errorf("learnt %d words, want at most %d", len(v.words), vocabularyMax)
+	}
+	known := string([]byte("word-1"))
+	if !sameString(v.intern(known), v.words["word-1"]) {
+		t.Error("a known word is not the vocabulary's copy")
+	}
+	late := string([]byte(fmt.Sprintf("word-%d", vocabularyMax+5)))
+	if got := v.intern(late); !sameString(got, late) || got != late {
+		t.Error("a word past the bound is not returned as it came")
+	}
+	long := string(make([]byte, vocabularyWordMax+1))
+	v.intern(long)
+	if _, ok := v.words[long]; ok {
+		t.Error("learnt a word longer than vocabularyWordMax")
+	}
+}
