@@ -378,8 +378,9 @@ var schema = relstore.Schema{
 				WHERE pos <= octet_length(old.search_text) - 2);
 	END;`,
 		// Deleted rows' suffix entries are compacted, not deleted one by one (issue 46): a
-		// row's ~30 entries lie at random places of the biggest B-tree, so deleting them in
-		// the delete trigger dirtied a page each, and a retention sweep of ~108 items took
+		// row's entries (one per 4 bytes of its text, about eight for a benchmark item) lie
+		// at random places of the biggest B-tree, so deleting them in the delete trigger
+		// dirtied a page each, and a retention sweep of ~108 items took
 		// 39-44 ms instead of 14-27 at 1M items (on/off 1.11-1.13, over issue 46's 1.10).
 		// The delete trigger now records the dead seq in memory_item_gram_dead, with the
 		// walk's pass at whose end every entry of it will have been walked (the current one
