@@ -377,6 +377,43 @@ var schema = relstore.Schema{
 			(SELECT substr(CAST(old.search_text AS BLOB), pos, 12) FROM memory_item_gram_offsets
 				WHERE pos <= octet_length(old.search_text) - 2);
 	END;`,
+		// Deleted rows' suffix entries are compacted, not deleted one by one (issue 46): a
+		// row's entries (one per 4 bytes of its text, about eight for a benchmark item) lie
+		// at random places of the biggest B-tree, so deleting them in the delete trigger
+		// dirtied a page each, and a retention sweep of ~108 items took
+		// 39-44 ms instead of 14-27 at 1M items (on/off 1.11-1.13, over issue 46's 1.10).
+		// The delete trigger now records the dead seq in memory_item_gram_dead, with the
+		// walk's pass at whose end every entry of it will have been walked (the current one
+		// when the cursor is at the start, else the next) and its text's entry count (at most;
+		// a text repeats grams), and adds that count to the walk's debt. Each sweep batch then walks the
+		// index in key order from the cursor in memory_item_gram_walk, in proportion to the
+		// debt (compactGrams), deleting the entries of dead seqs it passes: a page read and
+		// dirtied once for all its dead entries. A dead seq is forgotten at the end of its
+		// pass. Until the walk passes them its entries stay, harmless: seq is
+		// AUTOINCREMENT, so no row ever takes a dead seq again, and every probe's candidates
+		// join the rows and instr decides (the count toward a probe's bound only ends it
+		// sooner, which falls back to a walk). The cursor starts below every key ('' x'' 0).
+		7: `CREATE TABLE memory_item_gram_dead (
+		seq     INTEGER PRIMARY KEY,
+		pass    INTEGER NOT NULL,
+		entries INTEGER NOT NULL
+	);
+	CREATE TABLE memory_item_gram_walk (
+		id    INTEGER PRIMARY KEY CHECK (id = 1),
+		scope TEXT NOT NULL,
+		gram  BLOB NOT NULL,
+		seq   INTEGER NOT NULL,
+		pass  INTEGER NOT NULL,
+		owed  INTEGER NOT NULL
+	);
+	INSERT INTO memory_item_gram_walk (id, scope, gram, seq, pass, owed) VALUES (1, '', x'', 0, 0, 0);
+	DROP TRIGGER memory_items_grams_delete;
+	CREATE TRIGGER memory_items_grams_delete AFTER DELETE ON memory_items
+		WHEN octet_length(old.search_text) BETWEEN 3 AND 2048 BEGIN
+		INSERT INTO memory_item_gram_dead (seq, pass, entries)
+			SELECT old.seq, pass + (seq <> 0), (octet_length(old.search_text) + 1) / 4 FROM memory_item_gram_walk;
+		UPDATE memory_item_gram_walk SET owed = owed + (octet_length(old.search_text) + 1) / 4;
+	END;`,
 	},
 }
 
@@ -449,8 +486,13 @@ func (s *Store) traceSQL(query string, args []any) {
 }
 
 func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return s.execOn(ctx, s.db, query, args...)
+}
+
+// execOn is exec through c, the pool or a transaction.
+func (s *Store) execOn(ctx context.Context, c sqlConn, query string, args ...any) (sql.Result, error) {
 	s.traceSQL(query, args)
-	return s.db.ExecContext(ctx, query, args...)
+	return c.ExecContext(ctx, query, args...)
 }
 
 // Manifest implements memory.ExternalStore; it never changes for the store's lifetime.

@@ -45,7 +45,9 @@ func TestTextIndexMatchesReference(t *testing.T) {
 }
 
 // checkGramRows: the suffix index holds exactly the grams relstore.TextGrams computes for
-// each row's search text, under its row's scope and seq, and nothing else.
+// each row's search text, under its row's scope and seq, and otherwise only entries of
+// seqs that no row has and memory_item_gram_dead records as dead (migration 7), which
+// compaction removes later.
 func checkGramRows(t *testing.T, db *sql.DB) {
 	t.Helper()
 	want := map[string]bool{}
@@ -67,7 +69,8 @@ func checkGramRows(t *testing.T, db *sql.DB) {
 		t.Fatal(err)
 	}
 	got := map[string]bool{}
-	rows, err = db.Query(`SELECT scope, seq, gram FROM memory_item_grams`)
+	rows, err = db.Query(`SELECT scope, seq, gram FROM memory_item_grams
+		WHERE seq IN (SELECT seq FROM memory_items) OR seq NOT IN (SELECT seq FROM memory_item_gram_dead)`)
 	if err != nil {
 		t.Fatal(err)
 	}
