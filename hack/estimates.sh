@@ -54,12 +54,14 @@ EST_DEMO_WARM="1-3 min"
 # Python client's tests and matrix in make test (test/pyclient, about 90 s beside the other
 # packages) and the Python agent image in the suite (2026-12-06): 21m11s (693b9d7; the
 # single-node stage 12m29s) and 20m01s (d4c8127; 11m35s); a run whose cluster components were
-# still cold (CoreDNS, the policy agent, the images) took 39m38s (c3e7c36).
+# still cold (CoreDNS, the policy agent, the images) took 39m38s (c3e7c36). With the
+# governance specs and the Patroni and Sentinel failovers (2026-12-06/07): 25m42s (stop 53's
+# CI) and 24m57s (3be53ad; the single-node stage 16m12s, the three-node stage 8m45s).
 # Cold adds the Kubernetes, tools and image builds (about 25 min
 # idle) and the policy agent's (about 11 min); lint's and the tests' cold builds now happen
 # beside the suite. The cold figure is that sum, not a measured run with hack/ci.sh.
 EST_CI_COLD="50-70 min"
-EST_CI_WARM="20-24 min"
+EST_CI_WARM="20-26 min"
 
 # --- make demo's and make cluster-up's steps ------------------------------------------------
 # The cluster from nothing: Kubernetes, CoreDNS and local-path-provisioner built 12m50s in the

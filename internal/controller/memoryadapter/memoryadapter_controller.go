@@ -394,12 +394,12 @@ func (r *Reconciler) reconcileManifest(_ context.Context, s *scope) error {
 }
 
 // CacheOptions restricts the manager's Pod cache to pods with the adapter label, which the
-// operator's own pods and the agent pods bound to an adapter (docs/gating.md) carry alike, so
-// it does not hold every pod of the cluster in memory, but for the conformance runs' pods, its Deployment and metadataKinds caches
-// to the operator's own objects (the managed-by label), and keeps Pods, Jobs, Nodes,
-// Deployments, MemoryAdapters and the metadata of the adapters' other objects slim. Secrets
-// are not cached at all: the operator writes them and never reads them. The manager and the
-// envtest suites use the same options.
+// operator's own pods and the agent pods bound to an adapter (docs/gating.md) carry alike,
+// less the conformance runs' pods, so it does not hold every pod of the cluster in memory; it
+// restricts the Deployment and metadataKinds caches to the operator's own objects (the
+// managed-by label), and keeps Pods, Jobs, Nodes, Deployments, MemoryAdapters and the
+// metadata of the adapters' other objects slim. Secrets are not cached at all: the operator
+// writes them and never reads them. The manager and the envtest suites use the same options.
 func CacheOptions() cache.Options {
 	adapterPods, err := labels.NewRequirement(render.LabelAdapter, selection.Exists, nil)
 	if err != nil {

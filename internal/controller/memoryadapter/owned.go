@@ -38,9 +38,9 @@ var ownedKinds = []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev
 // labels and selected node. A PartialObjectMetadata is 264 bytes where a typed Service is 592;
 // the informers hold only the operator's objects of these kinds (CacheOptions), where they
 // held every one in the cluster (other applications' ConfigMaps with their data, at first).
-// They must never be read typed
-// from the cache: the cache would start a second, typed informer of the kind beside the
-// metadata one, holding every object again (the envtest suite's cache refuses such a read).
+// They must never be read typed from the cache: the cache would start a second, typed
+// informer of the kind beside the metadata one, holding every object again (the envtest
+// suite's cache refuses such a read).
 var metadataKinds = []client.Object{&corev1.Service{}, &corev1.ServiceAccount{}, &corev1.ConfigMap{},
 	&corev1.PersistentVolumeClaim{}, &networkingv1.NetworkPolicy{}, &policyv1.PodDisruptionBudget{}}
 
@@ -86,9 +86,9 @@ func slimMetadata(claim bool) func(any) (any, error) {
 	}
 }
 
-// ours drops a cached object's managedFields, interns its namespace, and returns it, its owner
-// references interned, when the operator owns it (its managed-by label says so); nil for another's object or a
-// tombstone.
+// ours drops a cached object's managedFields, interns its namespace, and returns it, its
+// owner references interned, when the operator owns it (its managed-by label says so); nil
+// for another's object or a tombstone.
 func ours(obj any) client.Object {
 	o, ok := obj.(client.Object)
 	if !ok {
