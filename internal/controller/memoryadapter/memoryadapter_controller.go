@@ -470,11 +470,10 @@ func nodeReady(o client.Object) corev1.ConditionStatus {
 // (internal/webhook.VolumeName, which cannot be imported here).
 const bindingVolumePrefix = "memory-binding-"
 
-// slimPod keeps of a cached Pod what the controllers read: its metadata, its whole status
-// (phase, address, conditions and container states explain a stuck rollout or run), its
-// containers' names and ports (the evidence is read at the port named http), its scheduling
-// gates (the gate controller lifts its own), its node, its ServiceAccount and its binding
-// volumes' Secret names. Volumes, environment, probes,
+// slimPod keeps of a cached Pod what the controllers read: its metadata, the status that
+// explains it (slimPodStatus), its containers' names and ports (the evidence is read at the
+// port named http), its scheduling gates (the gate controller lifts its own), its node, its
+// ServiceAccount and its binding volumes' Secret names. Volumes, environment, probes,
 // resources, tolerations and the rest were about half of the manager's heap at 5,000 adapters.
 // The gate controller's merge patch is computed between two slim copies, so the fields left
 // out never appear in it.
@@ -500,7 +499,39 @@ func slimPod(obj any) (any, error) {
 	}
 	p.Spec = corev1.PodSpec{Containers: containers, SchedulingGates: p.Spec.SchedulingGates, NodeName: p.Spec.NodeName,
 		ServiceAccountName: p.Spec.ServiceAccountName, Volumes: volumes}
+	internOwners(p)
+	p.Status = slimPodStatus(p.Status)
 	return p, nil
+}
+
+// slimPodStatus keeps of a Pod's status what explains it: its phase, reason and message, its
+// address (the prober reads the evidence there), the conditions that are not True (a True
+// condition says nothing the phase and the containers do not; a False PodScheduled says why a
+// pod waits), and per container its name, readiness, restarts, state and last termination
+// (a crash loop's exit code and log, a purge's report, a pull or config error). Images, their
+// digests, container ids, host addresses, start time, QoS class and resources are left out:
+// nothing reads them, and they were about a third of a cached pod.
+func slimPodStatus(st corev1.PodStatus) corev1.PodStatus {
+	out := corev1.PodStatus{Phase: st.Phase, Reason: st.Reason, Message: st.Message, PodIP: st.PodIP}
+	for _, c := range st.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			out.Conditions = append(out.Conditions, c)
+		}
+	}
+	containers := func(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+		if len(in) == 0 {
+			return nil
+		}
+		cs := make([]corev1.ContainerStatus, len(in))
+		for i, c := range in {
+			cs[i] = corev1.ContainerStatus{Name: c.Name, Ready: c.Ready, RestartCount: c.RestartCount, State: c.State,
+				LastTerminationState: c.LastTerminationState}
+		}
+		return cs
+	}
+	out.InitContainerStatuses = containers(st.InitContainerStatuses)
+	out.ContainerStatuses = containers(st.ContainerStatuses)
+	return out
 }
 
 // slimJob keeps of a cached Job its metadata, status and scalar spec: the controller reads a
