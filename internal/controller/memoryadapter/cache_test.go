@@ -80,20 +80,47 @@ func TestSlimPodKeepsWhatTheControllersRead(t *testing.T) {
 	}
 }
 
-func TestSlimJobDropsThePodTemplateAndSelector(t *testing.T) {
-	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "run", Labels: map[string]string{render.LabelAdapter: "a"}},
-		Spec: batchv1.JobSpec{BackoffLimit: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"l": "v"}}, Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"l": "v"}},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "conformance", Image: "img"}}}}},
-		Status: batchv1.JobStatus{Succeeded: 1}}
-	got, err := slimJob(j.DeepCopy())
+func TestSlimJobMetadataKeepsLabelsAndOwners(t *testing.T) {
+	owner := metav1.OwnerReference{APIVersion: ownerAPIVersion, Kind: ownerKind, Name: "a", UID: "u"}
+	j := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "run", ResourceVersion: "9",
+		Labels:          map[string]string{render.LabelManagedBy: render.ManagedByValue, render.LabelAdapter: "a", render.LabelComponent: render.ComponentPurge},
+		Annotations:     map[string]string{"note": "x"},
+		OwnerReferences: []metav1.OwnerReference{owner}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kcm"}}}}
+	got, err := slimJobMetadata(j.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := got.(*batchv1.Job)
-	if !equality.Semantic.DeepEqual(s.Spec.Template, corev1.PodTemplateSpec{}) || s.Spec.Selector != nil || *s.Spec.BackoffLimit != 0 ||
-		s.Status.Succeeded != 1 || s.Labels[render.LabelAdapter] != "a" {
-		t.Errorf("slim job %+v", s)
+	m := got.(*metav1.PartialObjectMetadata)
+	// The purge watch's predicate and the owner watch read the labels and owner references.
+	if !maps.Equal(m.Labels, j.Labels) || len(m.OwnerReferences) != 1 || m.OwnerReferences[0] != owner || m.ResourceVersion != "9" {
+		t.Errorf("slim job metadata lost what the watches read: %+v", m.ObjectMeta)
+	}
+	if m.Annotations != nil || m.ManagedFields != nil {
+		t.Errorf("slim job metadata keeps annotations or managedFields: %+v", m.ObjectMeta)
+	}
+	if o, _ := slimJobMetadata("tombstone"); o != "tombstone" {
+		t.Errorf("non-object changed: %v", o)
+	}
+}
+
+// Jobs are cached as metadata only, and only the operator's: a typed Job read from the cache
+// would start a typed informer holding whole Jobs again.
+func TestCacheOptionsHoldJobsAsTheOperatorsMetadata(t *testing.T) {
+	var found bool
+	for o, by := range CacheOptions().ByObject {
+		if _, ok := o.(*batchv1.Job); !ok {
+			continue
+		}
+		found = true
+		if by.Label == nil || !by.Label.Matches(labels.Set{render.LabelManagedBy: render.ManagedByValue}) || by.Label.Matches(labels.Set{}) {
+			t.Errorf("Job cache selects %v, want the managed-by label", by.Label)
+		}
+		if by.Transform == nil {
+			t.Error("Job cache has no transform")
+		}
+	}
+	if !found {
+		t.Error("CacheOptions has no Job entry")
 	}
 }
 
@@ -140,7 +167,7 @@ func TestInternLabelsSharesTheStrings(t *testing.T) {
 		obj       client.Object
 	}{
 		{"pod", slimPod, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: labels()}}},
-		{"job", slimJob, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Labels: labels()}}},
+		{"job", slimJobMetadata, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Labels: labels()}}},
 		{"claim", slimMetadata(true), &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Labels: labels()}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

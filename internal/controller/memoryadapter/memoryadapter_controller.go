@@ -415,7 +415,6 @@ func CacheOptions() cache.Options {
 	}
 	byObject := map[client.Object]cache.ByObject{
 		&corev1.Pod{}:  {Label: labels.NewSelector().Add(*adapterPods, *notRuns), Transform: slimPod},
-		&batchv1.Job{}: {Transform: slimJob},
 		&corev1.Node{}: {Transform: slimNode},
 		// The adapters themselves are kept whole, in less memory.
 		&memoryv1alpha1.MemoryAdapter{}: {Transform: slimAdapter},
@@ -426,6 +425,7 @@ func CacheOptions() cache.Options {
 	// adopts one that lost the label (createOrUpdate).
 	managed := labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedByValue})
 	byObject[&appsv1.Deployment{}] = cache.ByObject{Label: managed, Transform: slimOwned}
+	byObject[&batchv1.Job{}] = cache.ByObject{Label: managed, Transform: slimJobMetadata}
 	for _, o := range metadataKinds {
 		_, claim := o.(*corev1.PersistentVolumeClaim)
 		byObject[o] = cache.ByObject{Label: managed, Transform: slimMetadata(claim)}
@@ -534,25 +534,24 @@ func slimPodStatus(st corev1.PodStatus) corev1.PodStatus {
 	return out
 }
 
-// slimJob keeps of a cached Job its metadata, status and scalar spec: the controller reads a
-// run's outcome and labels and never compares or updates a Job (a new run is a new Job), so
-// neither its pod template, most of the object, nor its selector (a map of the Job's labels
-// and its controller-uid, about 1 KB per Job with the template's labels) is kept.
-func slimJob(obj any) (any, error) {
-	j, ok := obj.(*batchv1.Job)
-	if !ok {
-		return obj, nil
+// slimJobMetadata keeps of the cached metadata of a Job the operator owns (its conformance
+// runs and purges; the cache holds no other Job) its name, UID, resourceVersion, timestamps,
+// owner references and labels (the purge watch reads the component, and every event maps to
+// its adapter through them), shared with every other Job's; no annotations. A Job is cached as
+// metadata only (builder.OnlyMetadata): the controller reads a run's Job from the API server
+// while the run is due, runs or waits to be recorded, and its history only to trim it or to
+// time a failed run's retry, so a typed Job (about 2 KB with its inline pod template, one to
+// three per adapter) is never held between runs. An update of a Job's status moves its
+// resourceVersion, so its metadata watch still wakes the adapter when a run ends.
+func slimJobMetadata(obj any) (any, error) {
+	if o := ours(obj); o != nil {
+		internLabels(o)
+		o.SetAnnotations(nil)
 	}
-	j.ManagedFields = nil
-	j.Namespace = words.intern(j.Namespace)
-	internLabels(j)
-	internOwners(j)
-	j.Spec.Template = corev1.PodTemplateSpec{}
-	j.Spec.Selector = nil
-	return j, nil
+	return obj, nil
 }
 
-// IndexAdapter names the cache index of Pods and Jobs by the value of their LabelAdapter label.
+// IndexAdapter names the cache index of Pods by the value of their LabelAdapter label.
 // The cache indexes objects by namespace only, so a label-selected List scans every pod of the
 // namespace: with thousands of adapters in one namespace that made each reconcile O(N) (46% of
 // the manager's CPU at 10,000 adapters). Lists go through this index, then filter by label.
@@ -619,7 +618,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.PersistentVolumeClaim{}, builder.OnlyMetadata).
 		Owns(&networkingv1.NetworkPolicy{}, builder.OnlyMetadata).
 		Owns(&policyv1.PodDisruptionBudget{}, builder.OnlyMetadata).
-		Owns(&batchv1.Job{}).
+		Owns(&batchv1.Job{}, builder.OnlyMetadata).
 		Watches(&corev1.Pod{}, podToAdapter).
 		// Under deletionPolicy Retain the data claim has no owner reference; its labels name
 		// the adapter, whose Deployed reads the node the claim's volume was provisioned on.
@@ -631,7 +630,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			UpdateFunc:  func(e event.UpdateEvent) bool { return nodeReady(e.ObjectOld) != nodeReady(e.ObjectNew) },
 		})).
 		// Purge Jobs have no owner reference (see desiredPurgeJob); their label names the adapter.
-		Watches(&batchv1.Job{}, podToAdapter, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+		Watches(&batchv1.Job{}, podToAdapter, builder.OnlyMetadata, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetLabels()[render.LabelComponent] == render.ComponentPurge
 		}))).
 		// The prober wakes an adapter whose evidence changed what the controller decides.
@@ -655,13 +654,10 @@ func ownPodToAdapter(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }
 
-// registerIndexes adds the cache indexes the controller lists through: Pods and Jobs by
-// adapter, adapter Pods by node, and data claims by the node their volume is on.
+// registerIndexes adds the cache indexes the controller lists through: Pods by adapter, adapter Pods by node, and data claims by the node their volume is on.
 func registerIndexes(idx client.FieldIndexer, scheme *runtime.Scheme) error {
-	for _, o := range []client.Object{&corev1.Pod{}, &batchv1.Job{}} {
-		if err := idx.IndexField(context.Background(), o, IndexAdapter, LabelIndexer(render.LabelAdapter)); err != nil {
-			return fmt.Errorf("index %T by adapter: %w", o, err)
-		}
+	if err := idx.IndexField(context.Background(), &corev1.Pod{}, IndexAdapter, LabelIndexer(render.LabelAdapter)); err != nil {
+		return fmt.Errorf("index pods by adapter: %w", err)
 	}
 	if err := idx.IndexField(context.Background(), &corev1.Pod{}, IndexNode, func(o client.Object) []string {
 		if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName != "" && p.Labels[render.LabelManagedBy] == render.ManagedByValue {

@@ -463,11 +463,11 @@ func (r *Reconciler) observeConformance(ctx context.Context, s *scope) (runObser
 		return o, nil
 	}
 	if o.retrying(*o.key) {
-		jobs := &batchv1.JobList{}
-		if err := r.Client.List(ctx, jobs, ofAdapter(ma.Namespace, ma.Name, client.MatchingLabels{render.LabelAdapter: ma.Name, render.LabelComponent: render.ComponentConformance})...); err != nil {
-			return o, fmt.Errorf("list conformance Jobs: %w", err)
+		jobs, err := r.conformanceJobs(ctx, ma)
+		if err != nil {
+			return o, err
 		}
-		o.history = jobs.Items
+		o.history = jobs
 	}
 	seed, due := scheduleRun(o.conformInput, *o.key, o.history)
 	o.due = due
@@ -475,8 +475,10 @@ func (r *Reconciler) observeConformance(ctx context.Context, s *scope) (runObser
 		return o, nil
 	}
 	o.name = render.JobName(ma, seed)
+	// Jobs are cached as metadata only (slimJobMetadata): the run's Job is read from the API
+	// server, only while the run is due, runs or waits to be recorded.
 	job := &batchv1.Job{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ma.Namespace, Name: o.name}, job)
+	err := r.uncached().Get(ctx, types.NamespacedName{Namespace: ma.Namespace, Name: o.name}, job)
 	switch {
 	case apierrors.IsNotFound(err):
 		return o, nil
@@ -681,18 +683,30 @@ func (r *Reconciler) afterVerified(ctx context.Context, s *scope, ev *memory.Evi
 	return nil
 }
 
+// conformanceJobs reads the adapter's conformance Jobs from the API server (the cache holds
+// their metadata only): to time a failed run's retry, and to trim the history once a run is
+// recorded.
+func (r *Reconciler) conformanceJobs(ctx context.Context, ma *memoryv1alpha1.MemoryAdapter) ([]batchv1.Job, error) {
+	jobs := &batchv1.JobList{}
+	if err := r.uncached().List(ctx, jobs, client.InNamespace(ma.Namespace),
+		client.MatchingLabels{render.LabelAdapter: ma.Name, render.LabelComponent: render.ComponentConformance}); err != nil {
+		return nil, fmt.Errorf("list conformance Jobs: %w", err)
+	}
+	return jobs.Items, nil
+}
+
 // trimHistory deletes finished conformance Jobs beyond the newest JobHistory.
 func (r *Reconciler) trimHistory(ctx context.Context, s *scope, current string) error {
 	keep := r.JobHistory
 	if keep <= 0 {
 		keep = 3
 	}
-	jobs := &batchv1.JobList{}
-	if err := r.Client.List(ctx, jobs, ofAdapter(s.ma.Namespace, s.ma.Name, client.MatchingLabels{render.LabelAdapter: s.ma.Name, render.LabelComponent: render.ComponentConformance})...); err != nil {
-		return fmt.Errorf("list conformance Jobs: %w", err)
+	jobs, err := r.conformanceJobs(ctx, s.ma)
+	if err != nil {
+		return err
 	}
 	var finished []batchv1.Job
-	for _, j := range jobs.Items {
+	for _, j := range jobs {
 		if done, _ := runs.JobFinished(&j); done && j.Name != current && metav1.IsControlledBy(&j, s.ma) {
 			finished = append(finished, j)
 		}

@@ -368,8 +368,10 @@ func (r *Reconciler) observePurge(ctx context.Context, ma *memoryv1alpha1.Memory
 			o.adapterPods = append(o.adapterPods, p.Name)
 		}
 	}
+	// Jobs are cached as metadata only (slimJobMetadata): the purge Job is read from the API
+	// server, only while a purge runs.
 	job := &batchv1.Job{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ma.Namespace, Name: o.jobName}, job)
+	err := r.uncached().Get(ctx, types.NamespacedName{Namespace: ma.Namespace, Name: o.jobName}, job)
 	switch {
 	case apierrors.IsNotFound(err):
 		return o, nil

@@ -163,3 +163,57 @@ func TestVocabularyStopsLearningAtItsBound(t *testing.T) {
 		t.Error("learnt a word longer than vocabularyWordMax")
 	}
 }
+
+// Adapters whose runs ended alike refer to one list of case and profile results; a list that
+// differs in any result, or a message alone, keeps its own.
+func TestSlimAdapterSharesEqualResultLists(t *testing.T) {
+	slim := func(in *memoryv1alpha1.MemoryAdapter) *memoryv1alpha1.ConformanceResult {
+		t.Helper()
+		got, err := slimAdapter(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.(*memoryv1alpha1.MemoryAdapter).Status.Conformance
+	}
+	a, b := slim(decodedAdapter("share-1")), slim(decodedAdapter("share-2"))
+	if &a.Cases[0] != &b.Cases[0] || &a.Profiles[0] != &b.Profiles[0] {
+		t.Error("two adapters with equal results hold two lists")
+	}
+	failed := decodedAdapter("share-3")
+	failed.Status.Conformance.Cases[4].Outcome = memoryv1alpha1.ConformanceOutcome("Failed")
+	failed.Status.Conformance.Cases[4].Message = "a filter was ignored"
+	c := slim(failed)
+	if &c.Cases[0] == &a.Cases[0] || c.Cases[4].Message != "a filter was ignored" || a.Cases[4].Message != "" {
+		t.Errorf("a different list was shared: %+v / %+v", c.Cases[4], a.Cases[4])
+	}
+	// A message is part of the key, length and all: "x" then "" differs from "" then "x".
+	one, other := decodedAdapter("share-4"), decodedAdapter("share-5")
+	one.Status.Conformance.Cases[0].Message = "x"
+	other.Status.Conformance.Cases[1].Message = "x"
+	if o, p := slim(one), slim(other); &o.Cases[0] == &p.Cases[0] || o.Cases[0].Message != "x" || p.Cases[1].Message != "x" {
+		t.Error("lists that differ in where a message is were shared")
+	}
+	// A reader's copy is its own: writing to it leaves the shared list as it was.
+	cp := a.DeepCopy()
+	cp.Cases[0].Outcome = "Failed"
+	if b.Cases[0].Outcome != "Passed" {
+		t.Error("a deep copy of a cached adapter writes to the shared list")
+	}
+}
+
+func TestSharedListsStopLearningAtTheBound(t *testing.T) {
+	s := &sharedLists[string]{lists: map[string][]string{}, key: func(v string) string { return v + "\x00" }}
+	for i := range sharedListsMax + 10 {
+		s.share([]string{fmt.Sprint(i)})
+	}
+	if len(s.lists) != sharedListsMax {
+		t.Errorf("learned %d lists, want the bound %d", len(s.lists), sharedListsMax)
+	}
+	long := []string{string(make([]byte, sharedListKeyMax+1))}
+	if got := s.share(long); &got[0] != &long[0] || len(s.lists) != sharedListsMax {
+		t.Error("a list with a key past the bound was not returned as it was")
+	}
+	if got := s.share(nil); got != nil {
+		t.Errorf("an empty list became %v", got)
+	}
+}
