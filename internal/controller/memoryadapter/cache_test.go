@@ -36,7 +36,7 @@ func TestSlimPodKeepsWhatTheControllersRead(t *testing.T) {
 				{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes"}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "adapter", RestartCount: 3, Ready: true, Image: "img",
 				ImageID: "img@sha256:00", ContainerID: "containerd://00", Started: ptr.To(true),
-				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+				State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
 				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: "boom"}}}}},
 	}
 	// What the controllers read of the status: phase, address, the conditions that are not
