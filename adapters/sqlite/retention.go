@@ -103,10 +103,6 @@ func (s *Store) deleteOldestOn(ctx context.Context, c *sql.Conn, cutoff, limit i
 		return 0, classify("retention sweep", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	// The deletions' tag entries are left to compactTags (migration 8).
-	if _, err := tx.ExecContext(ctx, `UPDATE memory_item_tag_defer SET deferring = 1`); err != nil {
-		return 0, classify("retention sweep: defer the tag entries", err)
-	}
 	res, err := s.execOn(ctx, tx, `DELETE FROM memory_items WHERE seq IN (`+oldestSQL(cutoff >= 0)+`)`, args...)
 	if err != nil {
 		return 0, classify("retention sweep", err)
@@ -114,12 +110,6 @@ func (s *Store) deleteOldestOn(ctx context.Context, c *sql.Conn, cutoff, limit i
 	n, err := res.RowsAffected()
 	if err != nil {
 		return 0, classify("retention sweep", err)
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE memory_item_tag_defer SET deferring = 0`); err != nil {
-		return 0, classify("retention sweep: defer the tag entries", err)
-	}
-	if err := compactTags(ctx, tx, tagDeadMax); err != nil {
-		return 0, classify("retention sweep: compact the tag index", err)
 	}
 	if err := s.compactGrams(ctx, tx); err != nil {
 		return 0, classify("retention sweep: compact the suffix index", err)
@@ -219,37 +209,6 @@ func walFrames(path string) (uint32, bool) {
 		return 0, false
 	}
 	return binary.NativeEndian.Uint32(h[16:20]), true
-}
-
-// tagDeadMax is how many swept rows' tag entries wait for compactTags (migration 8): about
-// nine batches of the benchmark's churn, so a tag's head page is written once in nine
-// batches, and a tag walk passes at most this many dead entries of a tag.
-const tagDeadMax = 1000
-
-// compactTagsSQL deletes the tag entries of the rows memory_item_tag_dead records: SQLite
-// lists the subquery's keys in order and looks each up by the primary key
-// (TestRetentionSweepReadsOnlyTheIndexRange), so it reads no other entry.
-const compactTagsSQL = `DELETE FROM memory_item_tags WHERE (scope, tag, seq) IN
-	(SELECT d.scope, t.value, d.seq FROM memory_item_tag_dead AS d,
-		json_each(CASE WHEN json_valid(d.tags) THEN d.tags ELSE '[]' END) AS t WHERE t.type = 'text')`
-
-// compactTags deletes, inside tx, the tag entries of the rows memory_item_tag_dead records
-// once it records at least atLeast of them, in one statement in key order, and forgets them.
-func compactTags(ctx context.Context, tx *sql.Tx, atLeast int) error {
-	var dead int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM memory_item_tag_dead`).Scan(&dead); err != nil {
-		return fmt.Errorf("count the dead rows: %w", err)
-	}
-	if dead == 0 || dead < atLeast {
-		return nil
-	}
-	if _, err := tx.ExecContext(ctx, compactTagsSQL); err != nil {
-		return fmt.Errorf("delete the dead rows' entries: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_item_tag_dead`); err != nil {
-		return fmt.Errorf("forget the dead rows: %w", err)
-	}
-	return nil
 }
 
 // Compaction of the suffix index (migration 7): walked entries per dead entry owed, and the

@@ -415,40 +415,6 @@ var schema = relstore.Schema{
 			SELECT old.seq, pass + (seq <> 0), (octet_length(old.search_text) + 1) / 4 FROM memory_item_gram_walk;
 		UPDATE memory_item_gram_walk SET owed = owed + (octet_length(old.search_text) + 1) / 4;
 	END;`,
-		// A retention sweep's deletions leave their tag entries to a later batch (issue 46):
-		// a batch of ~108 of the oldest items deleted one entry at the head of each tag's
-		// (scope, tag) range, a leaf page each (about 100 of a batch's ~260 pages written at
-		// 200k items, and 7 ms of its 23 behind the sweep gate), and the next batch the same
-		// pages again. While a sweep batch's DELETE runs (memory_item_tag_defer.deferring, set
-		// and cleared inside its transaction, so no other statement ever sees it set) the
-		// delete trigger records the row's seq, scope and tags in memory_item_tag_dead instead;
-		// the batch that finds tagDeadMax rows recorded deletes their entries in one statement
-		// in key order (compactTags), each head page written once for all of them. Every other
-		// delete (Delete, a harness's, an administrator's) removes its entries at once, as
-		// before. Until compacted the entries stay, harmless: seq is AUTOINCREMENT, so no row
-		// takes a dead seq again, and every search joins the index's seqs to the rows and
-		// checks each row's own tags (buildSearchWith), so a dead entry only costs a tag walk
-		// or probe a lookup and counts toward a probe's bound.
-		8: `CREATE TABLE memory_item_tag_dead (
-		seq   INTEGER PRIMARY KEY,
-		scope TEXT NOT NULL,
-		tags  TEXT NOT NULL
-	);
-	CREATE TABLE memory_item_tag_defer (
-		id        INTEGER PRIMARY KEY CHECK (id = 1),
-		deferring INTEGER NOT NULL
-	);
-	INSERT INTO memory_item_tag_defer (id, deferring) VALUES (1, 0);
-	DROP TRIGGER memory_items_tags_delete;
-	CREATE TRIGGER memory_items_tags_delete AFTER DELETE ON memory_items
-		WHEN NOT (SELECT deferring FROM memory_item_tag_defer) BEGIN
-		DELETE FROM memory_item_tags WHERE scope = old.scope AND seq = old.seq AND tag IN
-			(SELECT value FROM json_each(CASE WHEN json_valid(old.tags) THEN old.tags ELSE '[]' END) WHERE type = 'text');
-	END;
-	CREATE TRIGGER memory_items_tags_delete_deferred AFTER DELETE ON memory_items
-		WHEN (SELECT deferring FROM memory_item_tag_defer) BEGIN
-		INSERT INTO memory_item_tag_dead (seq, scope, tags) VALUES (old.seq, old.scope, old.tags);
-	END;`,
 	},
 }
 

@@ -213,8 +213,7 @@ func TestRetention(t *testing.T) {
 
 // TestRetentionSweepReadsOnlyTheIndexRange: the sweep's selection seeks the retention
 // index by scope and store time and needs no sort, so at a million items it reads the rows
-// it deletes and no others; the usage count reads the index alone; the tag index's
-// compaction looks up the entries it deletes by key.
+// it deletes and no others; the usage count reads the index alone.
 func TestRetentionSweepReadsOnlyTheIndexRange(t *testing.T) {
 	h := newHarness(t)
 	_ = storetest.Open(t, h)
@@ -244,7 +243,6 @@ func TestRetentionSweepReadsOnlyTheIndexRange(t *testing.T) {
 		{oldestSQL(false), []any{"s", 10}, "SEARCH memory_items USING COVERING INDEX memory_items_retention (scope=?)"},
 		{`SELECT count(*), coalesce(sum(size_bytes), 0) FROM memory_items INDEXED BY memory_items_retention WHERE scope = ? AND kind = 'memory_item'`,
 			[]any{"s"}, "SEARCH memory_items USING COVERING INDEX memory_items_retention (scope=?)"},
-		{compactTagsSQL, nil, "SEARCH memory_item_tags USING PRIMARY KEY (scope=? AND tag=? AND seq=?); LIST SUBQUERY 2; SCAN d; SCAN t VIRTUAL TABLE INDEX 1:"},
 	} {
 		got := plan(tc.query, tc.args...)
 		if got != tc.want {
