@@ -1,15 +1,10 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"database/sql/driver"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -67,28 +62,9 @@ func (s *Store) Sweep(ctx context.Context, p memory.RetentionPolicy, now time.Ti
 // behind the gate, of 250 1.02-1.07). The same transaction compacts the suffix index in
 // proportion to what it deleted (compactGrams, migration 7), so the sweep pays for its
 // deletions' entries inside its batch, where the stores wait for it anyway.
-//
-// The batch runs on a connection of its own for its duration (sweepConn), set so that the
-// stores wait for nothing but the deletions: its statement journal stays in memory, and
-// its commit leaves the WAL's checkpoint to checkpointAfterSweep, after the gate.
 func (s *Store) deleteOldest(ctx context.Context, cutoff, limit int64) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	c, err := s.sweepConn(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer c.release()
-	n, err := s.deleteOldestOn(ctx, c.Conn, cutoff, limit)
-	if err != nil {
-		return n, err
-	}
-	s.checkpointAfterSweep(ctx, c.Conn)
-	return n, nil
-}
-
-// deleteOldestOn is deleteOldest's transaction on c, behind the whole sweep gate.
-func (s *Store) deleteOldestOn(ctx context.Context, c *sql.Conn, cutoff, limit int64) (int64, error) {
 	if err := s.sweepGate.Acquire(ctx, sweepGateSize); err != nil {
 		return 0, memory.NewUnavailable("sqlite: retention sweep: waiting for the stores in flight", err)
 	}
@@ -98,7 +74,7 @@ func (s *Store) deleteOldestOn(ctx context.Context, c *sql.Conn, cutoff, limit i
 		args = []any{s.scope, cutoff, limit}
 	}
 	// _txlock=immediate: the write lock from the start, as the single statement took it.
-	tx, err := c.BeginTx(ctx, nil)
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, classify("retention sweep", err)
 	}
@@ -118,97 +94,6 @@ func (s *Store) deleteOldestOn(ctx context.Context, c *sql.Conn, cutoff, limit i
 		return 0, classify("retention sweep", err)
 	}
 	return n, nil
-}
-
-// walAutocheckpoint is SQLite's default wal_autocheckpoint, which every connection but a
-// sweep batch's keeps: after a commit that leaves the WAL at this many frames or more, the
-// committing connection checkpoints it (PASSIVE).
-const walAutocheckpoint = 1000
-
-// sweepConnSettings are the sweep batch's connection settings and what restores them.
-// temp_store=MEMORY keeps the DELETE's statement journal in memory: the statement fires
-// triggers, so SQLite journals every page it changes first, about 250 for a batch of 108
-// items, and a journal past 64 KiB spills to a temporary file, a write system call a page
-// (about 2 ms of a batch's 20 at 200k items). wal_autocheckpoint=0 keeps its commit from
-// checkpointing inside the gate (checkpointAfterSweep).
-var sweepConnSettings = []struct{ set, reset string }{
-	{`PRAGMA temp_store = MEMORY`, `PRAGMA temp_store = DEFAULT`},
-	{`PRAGMA wal_autocheckpoint = 0`, `PRAGMA wal_autocheckpoint = ` + strconv.Itoa(walAutocheckpoint)},
-}
-
-// sweepConn is a sweep batch's connection, taken from the pool before the gate (so the
-// batch never holds the gate waiting for one) and set up by sweepConnSettings.
-type sweepConn struct {
-	*sql.Conn
-	set int
-}
-
-func (s *Store) sweepConn(ctx context.Context) (*sweepConn, error) {
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		return nil, classify("retention sweep", err)
-	}
-	c := &sweepConn{Conn: conn}
-	for _, st := range sweepConnSettings {
-		if _, err := conn.ExecContext(ctx, st.set); err != nil {
-			c.release()
-			return nil, classify("retention sweep: set up its connection", err)
-		}
-		c.set++
-	}
-	return c, nil
-}
-
-// release restores the connection's settings and returns it to the pool, or closes it when
-// they cannot be restored, so that no store ever runs on a sweep's settings.
-func (c *sweepConn) release() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var bad bool
-	for _, st := range sweepConnSettings[:c.set] {
-		if _, err := c.ExecContext(ctx, st.reset); err != nil {
-			bad = true
-		}
-	}
-	if bad {
-		_ = c.Raw(func(any) error { return driver.ErrBadConn })
-	}
-	_ = c.Close()
-}
-
-// checkpointAfterSweep runs, after the gate, the checkpoint the batch's commit would have
-// run inside it: a PASSIVE checkpoint when the WAL holds walAutocheckpoint frames or more,
-// the test SQLite's own wal_autocheckpoint makes after a commit. So the WAL is checkpointed
-// when it was before, by the same connection, while the stores run on (a PASSIVE checkpoint
-// never blocks a writer, and the stores' own automatic checkpoints find it busy and return).
-// The frames are read from the WAL index (walFrames); when they cannot be, the checkpoint is
-// left to the next store's commit, as the setting would have left it without the batch.
-// Its errors are ignored, as SQLite ignores those of its automatic checkpoints.
-func (s *Store) checkpointAfterSweep(ctx context.Context, c *sql.Conn) {
-	if n, ok := walFrames(s.path); !ok || n < walAutocheckpoint {
-		return
-	}
-	_, _ = c.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
-}
-
-// walFrames reads the number of valid frames in the WAL of the database at path (mxFrame)
-// from the header of its WAL index, the -shm file (https://www.sqlite.org/walformat.html,
-// 2.1: two copies of a 48-byte header in native byte order, mxFrame at byte 16), or false
-// when it cannot: no such file, or the two copies differ (a writer is changing them).
-func walFrames(path string) (uint32, bool) {
-	f, err := os.Open(path + "-shm")
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	var h [96]byte
-	if _, err := f.ReadAt(h[:], 0); err != nil {
-		return 0, false
-	}
-	if !bytes.Equal(h[:48], h[48:]) {
-		return 0, false
-	}
-	return binary.NativeEndian.Uint32(h[16:20]), true
 }
 
 // Compaction of the suffix index (migration 7): walked entries per dead entry owed, and the

@@ -72,7 +72,6 @@ type Options struct {
 // use. The zero value is not usable; call Open.
 type Store struct {
 	db       *sql.DB
-	path     string
 	scope    string
 	manifest memory.Manifest
 	timeout  time.Duration
@@ -146,7 +145,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	db.SetMaxOpenConns(maxOpen)
 	db.SetMaxIdleConns(maxOpen)
 	s := &Store{
-		db: db, path: abs, scope: opts.Scope, manifest: m, timeout: timeout, maxIdle: maxOpen,
+		db: db, scope: opts.Scope, manifest: m, timeout: timeout, maxIdle: maxOpen,
 		rules: relstore.Rules{MaxItemBytes: opts.MaxItemBytes}, trace: opts.trace, immutable: immutable,
 		now: opts.Now, sweepGate: newSweepGate(),
 	}
