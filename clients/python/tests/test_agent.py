@@ -94,15 +94,21 @@ class AgentTest(unittest.TestCase):
         os.environ["SERVICE_BINDING_ROOT"] = self.root
         self.addCleanup(os.environ.pop, "SERVICE_BINDING_ROOT", None)
 
-    def watch(self, *extra, timeout="0.45"):
+    def watch(self, *extra, timeout="60", calls="3"):
+        """Three calls (the run ends on them, not on a clock a loaded machine can run out),
+        within a timeout only a hung agent reaches; a test of the timeout sets both."""
         out = io.StringIO()
-        rc = agent.main(["--adapter", "team-memory", "--interval", "0.1", "--timeout", timeout, *extra], out=out)
+        start = time.monotonic()
+        rc = agent.main(["--adapter", "team-memory", "--interval", "0.1", "--timeout", timeout, "--calls", calls, *extra],
+                        out=out)
         self.assertEqual(rc, 0)
+        if calls != "0":
+            self.assertLess(time.monotonic() - start, float(timeout), "the run ended on its timeout, not its calls")
         return parse(out.getvalue())
 
     def test_store_and_read_back(self):
         lines = self.watch("--read-back")
-        self.assertGreaterEqual(len(lines), 4, lines)
+        self.assertEqual(len(lines), 6, lines)
         for i, (op, answer, detail) in enumerate(lines):
             self.assertEqual(op, "store" if i % 2 == 0 else "retrieve")
             self.assertEqual(answer, "201 application/json -" if op == "store" else "200 application/json -")
@@ -115,13 +121,13 @@ class AgentTest(unittest.TestCase):
 
     def test_store_only(self):
         lines = self.watch()
-        self.assertTrue(lines)
+        self.assertEqual(len(lines), 3, lines)
         self.assertEqual({(op, a) for op, a, _ in lines}, {("store", "201 application/json -")})
 
     def test_outage_is_a_typed_answer_with_detail(self):
         self.adapter.mode = "outage"
         lines = self.watch("--read-back")
-        self.assertTrue(lines)
+        self.assertEqual(len(lines), 3, lines)
         for op, answer, detail in lines:
             self.assertEqual((op, answer), ("store", "503 application/problem+json unavailable"))
             self.assertEqual(detail, "backend down for maintenance")
@@ -134,7 +140,7 @@ class AgentTest(unittest.TestCase):
     def test_unauthorized(self):
         self.adapter.tokens = {"other"}
         lines = self.watch()
-        self.assertTrue(lines)
+        self.assertEqual(len(lines), 3, lines)
         self.assertEqual({a for _, a, _ in lines}, {"401 application/problem+json unauthorized"})
 
     def test_mismatch_at_full_fidelity(self):
@@ -159,8 +165,8 @@ class AgentTest(unittest.TestCase):
         port = s.getsockname()[1]
         s.close()  # nothing listens there now
         project(self.bdir, {"type": "memory-adapter", "url": f"http://127.0.0.1:{port}", "token": "tok-1"})
-        lines = self.watch(timeout="0.3")
-        self.assertTrue(lines)
+        lines = self.watch(calls="1")
+        self.assertEqual(len(lines), 1, lines)
         for op, answer, _ in lines:
             self.assertEqual(op, "store")
             self.assertTrue(answer.startswith("error: "), answer)
@@ -212,7 +218,7 @@ class AgentTest(unittest.TestCase):
     def test_call_in_flight_at_timeout_is_not_printed(self):
         self.srv.answer = lambda m, p, h, b: (201, "application/json", b"{}", 2.0)
         start = time.monotonic()
-        self.assertEqual(self.watch(timeout="0.3"), [])
+        self.assertEqual(self.watch(timeout="0.3", calls="0"), [])
         self.assertLess(time.monotonic() - start, 1.5, "the agent waited for a call past its timeout")
 
     def test_bad_binding_exits_1(self):
@@ -226,6 +232,17 @@ class AgentTest(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertEqual(out.getvalue(), "")
         self.assertIn("binding", err.getvalue())
+
+    def test_calls_bounds(self):
+        for bad in ("-1", "1000001", "x"):
+            err = io.StringIO()
+            old, sys.stderr = sys.stderr, err
+            try:
+                with self.assertRaises(SystemExit):
+                    agent.main(["--adapter", "team-memory", "--calls", bad], out=io.StringIO())
+            finally:
+                sys.stderr = old
+            self.assertIn("--calls", err.getvalue())
 
     def test_formats(self):
         self.assertEqual(agent.rfc3339nano(1_700_000_000_000_000_000), "2023-11-14T22:13:20Z")

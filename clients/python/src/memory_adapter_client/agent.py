@@ -1,5 +1,5 @@
 """A watching agent: ``python3 -m memory_adapter_client.agent --adapter NAME [--interval 2]
-[--timeout SECONDS] [--read-back]``.
+[--timeout SECONDS] [--calls N] [--read-back]``.
 
 The Python twin of the Go agent's ``memory-adapter agent-check --watch``
 (cmd/memory-adapter/agentwatch.go), for the e2e specs that watch a workload through an
@@ -30,7 +30,9 @@ answers with ``None``), so the agent keeps the last answer of its store's exchan
 line. A transport failure (refused, reset, TLS, timeout; the client has already tried the
 connection up to three times, as the Go agent's unsent-request retry does) is an ``error:``
 line. A call still running when ``--timeout`` ends, or when SIGTERM or SIGINT arrives, is not
-printed (what it got says nothing of the adapter); the agent then exits 0.
+printed (what it got says nothing of the adapter); the agent then exits 0. With ``--calls N``
+it also exits 0 once N calls were printed: a check that must see an answer ends on the
+answers, not on a clock a slow machine can run out.
 """
 
 from __future__ import annotations
@@ -182,8 +184,11 @@ class _Stopped(Exception):
 class Watch:
     """One run of the agent: one store, one call at a time, one line per call."""
 
-    def __init__(self, store: RemoteMemoryStore, out: Any, *, interval: float, timeout: float, read_back: bool) -> None:
+    def __init__(self, store: RemoteMemoryStore, out: Any, *, interval: float, timeout: float, read_back: bool,
+                 calls: int = 0) -> None:
         self.store = store
+        # calls ends the run after that many printed calls; 0: only the timeout or a signal.
+        self.calls = calls
         self.answers = _Answers(store)
         self.out = out
         self.interval = interval
@@ -263,12 +268,22 @@ class Watch:
             for line in lines:
                 self.out.write(f"{PREFIX}{at} {line}\n")
                 self.out.flush()
+            if self.calls and self.seq >= self.calls:
+                break
             # A ticker's schedule: a call that overran its interval is followed at once.
             next_at = max(next_at + self.interval, time.monotonic())
             wait = min(next_at, self.deadline) - time.monotonic()
             if wait > 0 and self.stop.wait(wait):
                 break
         return 0
+
+
+def _calls(text: str) -> int:
+    """--calls: a whole number from 0 (no limit) to 1,000,000."""
+    n = int(text)
+    if not 0 <= n <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"{text}: want 0 to 1000000")
+    return n
 
 
 def main(argv: list[str] | None = None, out: Any = None) -> int:
@@ -280,6 +295,7 @@ def main(argv: list[str] | None = None, out: Any = None) -> int:
     ap.add_argument("--adapter", required=True, help="the MemoryAdapter's name: the binding is $SERVICE_BINDING_ROOT/NAME")
     ap.add_argument("--interval", type=parse_duration, default=2.0, help="time between calls (seconds, or 500ms, 2s, ...; default 2)")
     ap.add_argument("--timeout", type=parse_duration, default=120.0, help="stop after this long and exit 0 (default 120 s)")
+    ap.add_argument("--calls", type=_calls, default=0, help="also stop, exit 0, after this many calls (default 0: no limit)")
     ap.add_argument("--read-back", action="store_true", help="retrieve each stored item at once and print a retrieve line")
     args = ap.parse_args(argv)
     out = sys.stdout if out is None else out
@@ -290,7 +306,7 @@ def main(argv: list[str] | None = None, out: Any = None) -> int:
     except MemoryAdapterError as exc:
         print(f"agent: {error_text(exc)}", file=sys.stderr)
         return 1
-    watch = Watch(store, out, interval=args.interval, timeout=args.timeout, read_back=args.read_back)
+    watch = Watch(store, out, interval=args.interval, timeout=args.timeout, read_back=args.read_back, calls=args.calls)
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: watch.stop.set())
