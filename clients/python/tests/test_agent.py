@@ -187,7 +187,10 @@ class AgentTest(unittest.TestCase):
         self.addCleanup(setattr, client.RemoteMemoryStore, "__init__", real)
 
         def rotate():
-            time.sleep(0.5)
+            # After the agent's first calls (not after a time a loaded machine may not reach).
+            deadline = time.monotonic() + 30
+            while len(self.srv.data_requests()) < 4 and time.monotonic() < deadline:
+                time.sleep(0.01)
             # The server trusts both for a moment (a call that read the old token just
             # before the swap is still in flight), then only the new one.
             self.adapter.tokens = {"tok-1", "tok-2"}
@@ -199,7 +202,8 @@ class AgentTest(unittest.TestCase):
         rotated = threading.Event()
         t = threading.Thread(target=rotate)
         t.start()
-        rc = agent.main(["--adapter", "team-memory", "--interval", "0.1", "--timeout", "1.2", "--read-back"], out=out)
+        rc = agent.main(["--adapter", "team-memory", "--interval", "0.1", "--timeout", "60", "--calls", "15", "--read-back"],
+                        out=out)
         t.join()
         self.assertEqual(rc, 0)
         self.assertTrue(rotated.is_set())
