@@ -35,21 +35,28 @@ func (v *vocabulary) intern(s string) string {
 	if s == "" || len(s) > vocabularyWordMax {
 		return s
 	}
-	v.mu.RLock()
-	c, ok := v.words[s]
-	v.mu.RUnlock()
+	return learn(&v.mu, v.words, vocabularyMax, s, s)
+}
+
+// learn returns m's value for k, or, when m has none, stores v there if m holds fewer than limit
+// values and returns v: the bounded table behind the vocabulary and the shared result lists.
+// Most calls find k, so they take mu for reading only.
+func learn[V any](mu *sync.RWMutex, m map[string]V, limit int, k string, v V) V {
+	mu.RLock()
+	c, ok := m[k]
+	mu.RUnlock()
 	if ok {
 		return c
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if c, ok := v.words[s]; ok {
+	mu.Lock()
+	defer mu.Unlock()
+	if c, ok := m[k]; ok {
 		return c
 	}
-	if len(v.words) < vocabularyMax {
-		v.words[s] = s
+	if len(m) < limit {
+		m[k] = v
 	}
-	return s
+	return v
 }
 
 // slimAdapter is the cache transform of MemoryAdapters. It keeps every field (the controller
@@ -146,20 +153,5 @@ func (s *sharedLists[T]) share(l []T) []T {
 			return l
 		}
 	}
-	k := b.String()
-	s.mu.RLock()
-	c, ok := s.lists[k]
-	s.mu.RUnlock()
-	if ok {
-		return c
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.lists[k]; ok {
-		return c
-	}
-	if len(s.lists) < sharedListsMax {
-		s.lists[k] = l
-	}
-	return l
+	return learn(&s.mu, s.lists, sharedListsMax, b.String(), l)
 }
