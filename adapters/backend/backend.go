@@ -75,6 +75,21 @@ type Backend struct {
 	// Env is environment the adapter and its conformance Jobs need beyond the connection.
 	Env []corev1.EnvVar
 
+	// Purges says that a deleted adapter's scope is purged from its shared server by a Job
+	// running the binary's Purge (the operator renders that Job for deletionPolicy Delete).
+	// Register sets it for an entry with a Purge; Provide refuses a Purge it does not declare.
+	Purges bool
+
+	// Runtime is the binary's side, set by Provide (or given to Register whole); the manager
+	// links only the operator's side and leaves it zero.
+	Runtime
+}
+
+// Runtime is what the memory-adapter binary needs to run a backend: its flags, and how to open
+// it, its conformance harness and its purge. It lives in the backend's own package, beside its
+// driver, so that the operator's manager, which reads only the operator's side, links no
+// driver (docs/development.md, "Adding a backend").
+type Runtime struct {
 	// Flags registers the backend's own command-line flags on fs, each named
 	// "<Name>-<option>", and returns where their values land; nil when it has none.
 	Flags func(fs *pflag.FlagSet) Options
@@ -181,10 +196,12 @@ var (
 
 var namePattern = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
 
-// Register adds b to the table. A backend's package calls it from an init function; it
+// Register adds b to the table. A backend's package calls it from an init function: the
+// operator's side alone (the binary's side following through Provide), or both at once; it
 // panics on an entry that could never work (no name, a name or type taken, nothing to run),
 // since that is a mistake in the program, found the first time it starts.
 func Register(b Backend) {
+	b.Purges = b.Purges || b.Purge != nil
 	if err := check(&b); err != nil {
 		panic(fmt.Sprintf("backend.Register(%q): %v", b.Name, err))
 	}
@@ -203,6 +220,35 @@ func Register(b Backend) {
 	}
 }
 
+// Provide adds the binary's side to the entry Register made under name. The backend's own
+// package calls it from an init function, after importing the package that registered the
+// operator's side (so Go runs that registration first). It panics, as Register does, on a
+// name not registered, a second Provide, an Open without a Harness, or a Purge the entry
+// does not declare (Purges) or a declared one missing: the operator would render a purge Job
+// the binary cannot run, or none for a scope only a purge removes.
+func Provide(name string, r Runtime) {
+	mu.Lock()
+	defer mu.Unlock()
+	b, ok := byName[name]
+	switch {
+	case !ok:
+		panic(fmt.Sprintf("backend.Provide(%q): no entry: import the package that registers it", name))
+	case b.Open != nil:
+		panic(fmt.Sprintf("backend.Provide(%q): the binary's side is provided twice", name))
+	case r.Open == nil:
+		panic(fmt.Sprintf("backend.Provide(%q): no Open", name))
+	case b.Purges != (r.Purge != nil):
+		panic(fmt.Sprintf("backend.Provide(%q): the entry says Purges=%v but the runtime has %s", name, b.Purges, map[bool]string{true: "a Purge", false: "none"}[r.Purge != nil]))
+	}
+	withRuntime := *b
+	withRuntime.Runtime = r
+	if err := check(&withRuntime); err != nil {
+		panic(fmt.Sprintf("backend.Provide(%q): %v", name, err))
+	}
+	// The entry is changed in place: ForType and Lookup hand out the same pointer.
+	b.Runtime = r
+}
+
 // check refuses an entry with a bad name or nothing to run.
 func check(b *Backend) error {
 	switch {
@@ -212,6 +258,8 @@ func check(b *Backend) error {
 		return errors.New("neither a Type the operator deploys nor an Open the binary runs")
 	case (b.Open == nil) != (b.Harness == nil):
 		return errors.New("an Open needs a Harness and a Harness an Open: every backend the binary serves is judged by the matrix")
+	case b.Purge != nil && b.Open == nil:
+		return errors.New("a Purge needs an Open: the purge Job runs the binary that serves the backend")
 	}
 	for _, c := range b.RepeatedCalls {
 		if !slices.Contains(Calls[:], c) {

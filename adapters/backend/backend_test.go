@@ -31,15 +31,15 @@ func registerErr(b Backend) (msg string) {
 }
 
 func TestRegisterRefusesEntriesThatCannotWork(t *testing.T) {
-	Register(Backend{Name: "tablea", Type: "TableA", Open: open, Harness: harness})
+	Register(Backend{Name: "tablea", Type: "TableA", Runtime: Runtime{Open: open, Harness: harness}})
 	for name, tc := range map[string]struct {
 		b    Backend
 		want string
 	}{
-		"no name":           {Backend{Type: "X1", Open: open, Harness: harness}, "lower-case"},
+		"no name":           {Backend{Type: "X1", Runtime: Runtime{Open: open, Harness: harness}}, "lower-case"},
 		"upper-case name":   {Backend{Name: "Toy", Type: "X2"}, "lower-case"},
 		"nothing to run":    {Backend{Name: "idle"}, "neither a Type"},
-		"open alone":        {Backend{Name: "half", Open: open}, "needs a Harness"},
+		"open alone":        {Backend{Name: "half", Runtime: Runtime{Open: open}}, "needs a Harness"},
 		"taken name":        {Backend{Name: "tablea", Type: "X3"}, "registered twice"},
 		"taken type":        {Backend{Name: "tableb", Type: "TableA"}, "type TableA is registered twice"},
 		"not a call":        {Backend{Name: "tablec", Type: "X4", RepeatedCalls: []string{"delete"}}, `"delete" is not a call`},
@@ -56,9 +56,76 @@ func TestRegisterRefusesEntriesThatCannotWork(t *testing.T) {
 	}
 }
 
+func purge(context.Context, Config) (PurgeResult, error) { return PurgeResult{}, nil }
+
+// provideErr provides r under name and returns the panic's message, or "".
+func provideErr(name string, r Runtime) (msg string) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg = fmt.Sprint(r)
+		}
+	}()
+	Provide(name, r)
+	return ""
+}
+
+// TestProvideCompletesTheOperatorsSide: a backend's <name>deploy package registers the
+// operator's side (what the manager links), its own package the binary's side; Provide joins
+// them in the one entry and refuses a runtime that does not fit it.
+func TestProvideCompletesTheOperatorsSide(t *testing.T) {
+	Register(Backend{Name: "splitsql", Type: "SplitSQL"})
+	Register(Backend{Name: "splitkv", Type: "SplitKV", Purges: true})
+	before, _ := ForType("SplitSQL")
+	if before.Open != nil || before.Purges {
+		t.Fatalf("the operator's side alone has a runtime or a purge: %+v", before)
+	}
+	for name, tc := range map[string]struct {
+		name string
+		r    Runtime
+		want string
+	}{
+		"no entry":               {"nosuch", Runtime{Open: open, Harness: harness}, "no entry"},
+		"no open":                {"splitsql", Runtime{Harness: harness}, "no Open"},
+		"open alone":             {"splitsql", Runtime{Open: open}, "needs a Harness"},
+		"an undeclared purge":    {"splitsql", Runtime{Open: open, Harness: harness, Purge: purge}, "Purges=false but the runtime has a Purge"},
+		"a declared purge lacks": {"splitkv", Runtime{Open: open, Harness: harness}, "Purges=true but the runtime has none"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := provideErr(tc.name, tc.r); !strings.Contains(got, tc.want) {
+				t.Fatalf("Provide panicked with %q, want one containing %q", got, tc.want)
+			}
+		})
+	}
+	if b, _ := Lookup("splitsql"); b.Open != nil {
+		t.Fatal("a refused runtime is in the table")
+	}
+	Provide("splitsql", Runtime{Open: open, Harness: harness, ProductionFlags: []string{"splitsql-path"}})
+	Provide("splitkv", Runtime{Open: open, Harness: harness, Purge: purge})
+	for _, name := range []string{"splitsql", "splitkv"} {
+		b, _ := Lookup(name)
+		byType, _ := ForType(b.Type)
+		if b.Open == nil || b.Harness == nil || byType != b {
+			t.Fatalf("%s after Provide: %+v (by type %p, by name %p)", name, b, byType, b)
+		}
+	}
+	if b, _ := Lookup("splitsql"); b != before || b.ProductionFlags[0] != "splitsql-path" {
+		t.Fatalf("Provide replaced the entry instead of completing it: %+v", b)
+	}
+	if got := provideErr("splitsql", Runtime{Open: open, Harness: harness}); !strings.Contains(got, "provided twice") {
+		t.Fatalf("a second Provide panicked with %q, want \"provided twice\"", got)
+	}
+	if got := registerErr(Backend{Name: "lonepurge", Type: "LonePurge", Runtime: Runtime{Purge: purge}}); !strings.Contains(got, "a Purge needs an Open") {
+		t.Fatalf("Register with a Purge and no Open panicked with %q", got)
+	}
+	Register(Backend{Name: "wholekv", Type: "WholeKV", Runtime: Runtime{Open: open, Harness: harness, Purge: purge}})
+	if b, _ := Lookup("wholekv"); !b.Purges {
+		t.Fatal("Register did not set Purges for an entry given with its Purge")
+	}
+}
+
 func TestLookups(t *testing.T) {
-	Register(Backend{Name: "tablez", Type: "TableZ", Open: open, Harness: harness, RepeatedCalls: []string{CallSearch}})
-	Register(Backend{Name: "tabley", Open: open, Harness: harness})
+	Register(Backend{Name: "tablez", Type: "TableZ", Runtime: Runtime{Open: open, Harness: harness}, RepeatedCalls: []string{CallSearch}})
+	Register(Backend{Name: "tabley", Runtime: Runtime{Open: open, Harness: harness}})
 	b, ok := ForType("TableZ")
 	if !ok || b.Name != "tablez" || !b.Repeats(CallSearch) || b.Repeats(CallStore) {
 		t.Fatalf("ForType(TableZ) = %+v, %v", b, ok)

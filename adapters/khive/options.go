@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/khive/khivedeploy"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
@@ -14,7 +15,7 @@ const AdapterID = "khive"
 
 // DefaultCommand and DefaultArgs start khive's MCP server the way khive's own clients do
 // (lionagi's khive_injection.py: {"command": "kkernel", "args": ["mcp"]}).
-const DefaultCommand = "kkernel"
+const DefaultCommand = khivedeploy.Command
 
 // DefaultArgs are the child's arguments when Options.Args is nil.
 func DefaultArgs() []string { return []string{"mcp"} }
@@ -24,11 +25,11 @@ const (
 	// DefaultStartTimeout bounds starting the child and the MCP handshake (initialize and
 	// tools/list). kkernel opens its SQLite database and loads its packs before answering;
 	// twenty seconds covers a cold start on a loaded node without hiding a child that hangs.
-	DefaultStartTimeout = 20 * time.Second
+	DefaultStartTimeout = khivedeploy.StartTimeout
 	// DefaultRequestTimeout bounds one tools/call. khive's own recall deadline is 30 s
 	// (KHIVE_MEMORY_RECALL_DEADLINE_MS, khive-runtime/src/error.rs); five seconds more lets
 	// khive's typed DeadlineExceeded arrive before the adapter gives up on the call.
-	DefaultRequestTimeout = 35 * time.Second
+	DefaultRequestTimeout = khivedeploy.RequestTimeout
 	// DefaultMaxResponseBytes bounds one JSON-RPC response line. The largest legitimate
 	// answer is a 200-note list page (kg list's cap) of items near memory.MaxItemBytes; 64 MiB
 	// leaves room for a page of large items while bounding what a broken child can make the

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/backend"
+	"github.com/agentmem/memory-adapter-operator/adapters/postgres/postgresdeploy"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
-	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 	"github.com/agentmem/memory-adapter-operator/conformance"
 )
 
@@ -78,22 +78,6 @@ func (o *ConnOptions) ApplyConnection(conn string) (string, error) {
 	return out, nil
 }
 
-// connectionArgs renders spec.backend.postgres as the flags above.
-func connectionArgs(spec *memoryv1alpha1.BackendSpec) []string {
-	o := spec.Postgres
-	if o == nil {
-		return nil
-	}
-	var args []string
-	if o.SSLMode != "" {
-		args = append(args, "--postgres-sslmode", string(o.SSLMode))
-	}
-	if o.MaxConnections != nil {
-		args = append(args, fmt.Sprintf("--postgres-max-conns=%d", *o.MaxConnections))
-	}
-	return args
-}
-
 func needConnection(c backend.Config) error {
 	if c.Connection == "" {
 		return backend.Usagef("postgres: no connection (--connection-file or $MEMORY_ADAPTER_CONNECTION: a postgres:// URL)")
@@ -101,25 +85,9 @@ func needConnection(c backend.Config) error {
 	return nil
 }
 
-// FailoverLoss is what status.lifecycle.failover says of PostgreSQL (docs/adapters/postgres.md).
-const FailoverLoss = "A store is acknowledged when the server commits it, so what a failover loses is the server's " +
-	"replication setting: with asynchronous replication (the default of streaming replication) a commit acknowledged " +
-	"before it reached the standby that is promoted is lost; with synchronous replication (Patroni's synchronous_mode, " +
-	"CloudNativePG's minSyncReplicas, synchronous_commit on or remote_apply) it is not."
-
 func init() {
-	retry := backend.RetryPolicyOf(DefaultRetry)
-	backend.Register(backend.Backend{
-		Name: "postgres",
-		Type: memoryv1alpha1.BackendPostgres,
-		// One retry, after 50-100 ms, when pgx reports the failure happened before the
-		// statement was sent (DefaultRetry).
-		Lifecycle: backend.WithFailover(backend.Lifecycle(DefaultRequestTimeout, DefaultConnectTimeout,
-			&memoryv1alpha1.RetryPolicies{Store: retry, Retrieve: retry.DeepCopy(), Search: retry.DeepCopy()}), FailoverLoss),
-		RepeatedCalls:  backend.Calls[:],
-		DuplicateID:    conformance.DuplicateOverwrite,
-		ConnectionArgs: connectionArgs,
-		Flags:          func(fs *pflag.FlagSet) backend.Options { return new(ConnOptions).addFlags(fs) },
+	backend.Provide(postgresdeploy.Name, backend.Runtime{
+		Flags: func(fs *pflag.FlagSet) backend.Options { return new(ConnOptions).addFlags(fs) },
 		Open: func(ctx context.Context, c backend.Config) (memory.ExternalStore, error) {
 			if err := needConnection(c); err != nil {
 				return nil, err

@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/internal/relstore"
+	"github.com/agentmem/memory-adapter-operator/adapters/postgres/postgresdeploy"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
@@ -37,8 +38,8 @@ const DefaultSchema = "memory_adapter"
 // caller should see MemoryAdapterUnavailable. Connecting gets the same bound: a TCP or TLS
 // handshake that takes longer is a network fault, not load.
 const (
-	DefaultRequestTimeout = 5 * time.Second
-	DefaultConnectTimeout = 5 * time.Second
+	DefaultRequestTimeout = postgresdeploy.RequestTimeout
+	DefaultConnectTimeout = postgresdeploy.ConnectTimeout
 	DefaultMaxConns       = 8
 	kindMemoryItem        = "memory_item"
 )
@@ -47,7 +48,7 @@ const (
 // pause of 50 to 100 ms (the jitter keeps many adapters reconnecting after a restart from
 // stampeding). Whatever the policy, a call is repeated only when pgx reports that nothing
 // reached the server, the one case where a retry cannot apply a statement twice.
-var DefaultRetry = memory.RetryPolicy{MaxAttempts: 2, Backoff: 100 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, Jitter: memory.JitterEqual}
+var DefaultRetry = postgresdeploy.Retry
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 

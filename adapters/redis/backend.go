@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/backend"
+	"github.com/agentmem/memory-adapter-operator/adapters/redis/redisdeploy"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
-	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 	"github.com/agentmem/memory-adapter-operator/conformance"
 )
 
@@ -103,25 +103,6 @@ func (o *ConnOptions) applySentinel(conn string) (string, error) {
 	return u.join(), nil
 }
 
-// connectionArgs renders spec.backend.redis as the flags above.
-func connectionArgs(spec *memoryv1alpha1.BackendSpec) []string {
-	o := spec.Redis
-	if o == nil {
-		return nil
-	}
-	var args []string
-	if o.Database != nil {
-		args = append(args, fmt.Sprintf("--redis-db=%d", *o.Database))
-	}
-	if o.TLS != "" {
-		args = append(args, "--redis-tls", strings.ToLower(string(o.TLS)))
-	}
-	if o.PoolSize != nil {
-		args = append(args, fmt.Sprintf("--redis-pool-size=%d", *o.PoolSize))
-	}
-	return args
-}
-
 // target splits the connection string, a redis:// URL, a redis-sentinel:// URL or a bare
 // host:port, into what the store and the harness take. Parse errors never echo the string:
 // it may hold a password.
@@ -199,25 +180,9 @@ func storeOptions(c backend.Config) (Options, error) {
 	return opts, nil
 }
 
-// FailoverLoss is what status.lifecycle.failover says of Redis (docs/adapters/redis.md,
-// "Redis with Sentinel").
-const FailoverLoss = "Redis replicates asynchronously: a store acknowledged before it reached the replica a Sentinel failover " +
-	"promotes is lost, and so is one the demoted primary took before it learnt of the promotion. With min_replicas set to " +
-	"every replica in a redis-sentinel:// connection, a store is acknowledged only once WAIT saw it on that many replicas."
-
 func init() {
-	read := backend.RetryPolicyOf(DefaultReadRetry)
-	backend.Register(backend.Backend{
-		Name: "redis",
-		Type: memoryv1alpha1.BackendRedis,
-		// Reads retry twice after a transport error; a write is never retried inside the
-		// adapter because a reply lost after EXEC leaves it applied.
-		Lifecycle: backend.WithFailover(backend.Lifecycle(DefaultRequestTimeout, DefaultDialTimeout,
-			&memoryv1alpha1.RetryPolicies{Store: backend.Once(), Retrieve: read, Search: read.DeepCopy()}), FailoverLoss),
-		RepeatedCalls:  []string{backend.CallRetrieve, backend.CallSearch},
-		DuplicateID:    conformance.DuplicateOverwrite,
-		ConnectionArgs: connectionArgs,
-		Flags:          func(fs *pflag.FlagSet) backend.Options { return new(ConnOptions).addFlags(fs) },
+	backend.Provide(redisdeploy.Name, backend.Runtime{
+		Flags: func(fs *pflag.FlagSet) backend.Options { return new(ConnOptions).addFlags(fs) },
 		Open: func(ctx context.Context, c backend.Config) (memory.ExternalStore, error) {
 			opts, err := storeOptions(c)
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/agentmem/memory-adapter-operator/adapters/redis/redisdeploy"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
@@ -24,14 +25,14 @@ const (
 	// DefaultDialTimeout bounds connection setup. A loopback or in-cluster Redis answers a TCP
 	// handshake in well under a millisecond; two seconds absorbs a slow DNS lookup or a busy
 	// node without letting an explicit call hang.
-	DefaultDialTimeout = 2 * time.Second
+	DefaultDialTimeout = redisdeploy.DialTimeout
 	// DefaultRequestTimeout bounds one command's read and write. Every command the adapter
 	// issues is O(items touched); two seconds is far above the measured latencies (see the
 	// benchmarks in the docs) yet short enough that an outage surfaces quickly.
-	DefaultRequestTimeout = 2 * time.Second
+	DefaultRequestTimeout = redisdeploy.RequestTimeout
 	// DefaultReadRetries is how many times retrieve and search (read-only, safe to repeat)
 	// are retried after a transport failure. Store is never retried by the adapter.
-	DefaultReadRetries = 2
+	DefaultReadRetries = redisdeploy.ReadRetries
 	// DefaultIndexBatch is how many stream entries the indexer applies per transaction.
 	DefaultIndexBatch = 256
 	// DefaultClaimIdle is how long an entry may stay pending with a consumer before another
@@ -46,7 +47,7 @@ const (
 
 // DefaultReadRetry is the read calls' retry policy: three attempts, pausing 25 ms doubling up
 // to 200 ms with equal jitter, repeated only after a transport failure.
-var DefaultReadRetry = memory.RetryPolicy{MaxAttempts: DefaultReadRetries + 1, Backoff: 25 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, Jitter: memory.JitterEqual}
+var DefaultReadRetry = redisdeploy.ReadRetry
 
 // Options configure Open. Exactly one of Addr and URL is required.
 type Options struct {

@@ -2,13 +2,12 @@ package sqlite
 
 import (
 	"context"
-	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/backend"
+	"github.com/agentmem/memory-adapter-operator/adapters/sqlite/sqlitedeploy"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
-	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 	"github.com/agentmem/memory-adapter-operator/conformance"
 )
 
@@ -30,26 +29,7 @@ func path(c backend.Config) string {
 }
 
 func init() {
-	backend.Register(backend.Backend{
-		Name: "sqlite",
-		Type: memoryv1alpha1.BackendSQLite,
-		// A local failure does not clear within a retry's pause: no call is repeated.
-		Lifecycle:   backend.Lifecycle(DefaultRequestTimeout, 30*time.Second, backend.NoRetries()),
-		DuplicateID: conformance.DuplicateOverwrite,
-		DataVolume: &backend.DataVolume{Storage: func(spec *memoryv1alpha1.BackendSpec) (string, *string, string) {
-			if o := spec.SQLite; o != nil {
-				return o.StorageSize, o.StorageClassName, "spec.backend.sqlite.storageSize"
-			}
-			return "", nil, "spec.backend.sqlite.storageSize"
-		}},
-		// serve's file is in the data volume; a conformance Job's is a scratch file (the
-		// harness itself makes a disposable one per run).
-		Args: func(_ *memoryv1alpha1.BackendSpec, dataDir string) []string {
-			if dataDir == "" {
-				return []string{"--sqlite-path", "/tmp/conformance.db"}
-			}
-			return []string{"--sqlite-path", dataDir + "/memory.db"}
-		},
+	backend.Provide(sqlitedeploy.Name, backend.Runtime{
 		Flags: func(fs *pflag.FlagSet) backend.Options {
 			o := &fileOptions{}
 			fs.StringVar(&o.path, "sqlite-path", "/var/lib/memory-adapter/memory.db", "sqlite: the database file")

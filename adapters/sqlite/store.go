@@ -27,6 +27,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/internal/relstore"
+	"github.com/agentmem/memory-adapter-operator/adapters/sqlite/sqlitedeploy"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 )
 
@@ -38,7 +39,7 @@ const AdapterID = "sqlite"
 // served by MemoryAdapterUnavailable than by an unbounded wait. The busy timeout is shorter, so
 // lock contention surfaces as SQLITE_BUSY with its own message before the request deadline.
 const (
-	DefaultRequestTimeout = 5 * time.Second
+	DefaultRequestTimeout = sqlitedeploy.RequestTimeout
 	DefaultMaxOpenConns   = 8
 	kindMemoryItem        = "memory_item"
 )

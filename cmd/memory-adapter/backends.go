@@ -229,17 +229,17 @@ func init() {
 	backend.Register(backend.Backend{
 		Name:        "inmemory",
 		DuplicateID: conformance.DuplicateOverwrite,
-		Open: func(_ context.Context, c backend.Config) (memory.ExternalStore, error) {
+		Runtime: backend.Runtime{Open: func(_ context.Context, c backend.Config) (memory.ExternalStore, error) {
 			if c.AdapterID != "" && c.AdapterID != inmemory.AdapterID {
 				return nil, backend.Usagef("inmemory: --adapter-id cannot be changed")
 			}
 			return inmemory.New(inmemory.Options{SupportedFilters: c.Filters}), nil
 		},
-		Harness: func(_ context.Context, c backend.Config) (conformance.Harness, error) {
-			if c.AdapterID != "" && c.AdapterID != inmemory.AdapterID {
-				return nil, backend.Usagef("inmemory: --adapter-id cannot be changed")
-			}
-			return newInMemoryHarness(c.Filters), nil
-		},
+			Harness: func(_ context.Context, c backend.Config) (conformance.Harness, error) {
+				if c.AdapterID != "" && c.AdapterID != inmemory.AdapterID {
+					return nil, backend.Usagef("inmemory: --adapter-id cannot be changed")
+				}
+				return newInMemoryHarness(c.Filters), nil
+			}},
 	})
 }

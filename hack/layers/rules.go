@@ -53,6 +53,10 @@ func forbidden(pkg, dep string) string {
 		if !under(dep, "api") && !under(dep, "conformance") {
 			return "the backend table stands on api and conformance alone: render reads it, and no backend"
 		}
+	case pkg == "cmd" || under(pkg, "internal/controller") || under(pkg, "internal/webhook"):
+		if under(dep, "adapters") && !managerMayLink(dep) {
+			return "the manager links a backend's operator side alone (adapters/<name>/<name>deploy), never the backend with its driver: the binary's pages count in the manager's memory"
+		}
 	case under(pkg, "adapters"):
 		switch {
 		case under(dep, "api"), under(dep, "adapters/internal"), under(dep, "adapters/backend"), under(dep, "conformance"):
@@ -111,6 +115,14 @@ func within(mod, p string) (string, bool) {
 
 // under reports whether p is dir or a package below it.
 func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+
+// managerMayLink reports whether the manager (cmd, internal/controller, internal/webhook) may
+// link dep of adapters: the backend table, a backend's operator side (adapters/<name>/<name>deploy)
+// and the wire client it reads evidence with, none of which holds a driver.
+func managerMayLink(dep string) bool {
+	return dep == "adapters/backend" || under(dep, "adapters/remote") ||
+		dep == "adapters/"+backend(dep)+"/"+backend(dep)+"deploy"
+}
 
 // backend names the adapters/<name> subtree p belongs to.
 func backend(p string) string {

@@ -49,21 +49,26 @@ func init() {
 			return []string{"--toy-greeting=" + Greeting + "-run"}
 		},
 		Env: []corev1.EnvVar{{Name: "TOY_MODE", Value: "demo"}},
-		Flags: func(fs *pflag.FlagSet) backend.Options {
-			o := &options{}
-			fs.StringVar(&o.greeting, "toy-greeting", Greeting, "toy: what the toy says")
-			return o
-		},
-		Open: func(_ context.Context, c backend.Config) (memory.ExternalStore, error) {
-			return inmemory.New(inmemory.Options{SupportedFilters: c.Filters}), nil
-		},
-		Harness: func(context.Context, backend.Config) (conformance.Harness, error) {
-			return fake.New(fake.Config{}), nil
-		},
-		// A shared server of its own would keep items past the adapter: the toy "purges" by
-		// reporting nothing deleted, which is enough for the operator's finalizer path.
-		Purge: func(context.Context, backend.Config) (backend.PurgeResult, error) {
-			return backend.PurgeResult{}, nil
+		// The binary's side, given here at once: the toy links no driver the manager would
+		// rather not (the built-in backends register it from their own package through
+		// backend.Provide, after a <name>deploy package registered the rest).
+		Runtime: backend.Runtime{
+			Flags: func(fs *pflag.FlagSet) backend.Options {
+				o := &options{}
+				fs.StringVar(&o.greeting, "toy-greeting", Greeting, "toy: what the toy says")
+				return o
+			},
+			Open: func(_ context.Context, c backend.Config) (memory.ExternalStore, error) {
+				return inmemory.New(inmemory.Options{SupportedFilters: c.Filters}), nil
+			},
+			Harness: func(context.Context, backend.Config) (conformance.Harness, error) {
+				return fake.New(fake.Config{}), nil
+			},
+			// A shared server of its own would keep items past the adapter: the toy "purges" by
+			// reporting nothing deleted, which is enough for the operator's finalizer path.
+			Purge: func(context.Context, backend.Config) (backend.PurgeResult, error) {
+				return backend.PurgeResult{}, nil
+			},
 		},
 	})
 }

@@ -41,8 +41,9 @@ import (
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 	"github.com/agentmem/memory-adapter-operator/internal/pki"
 
-	// The built-in backends register their entries of the table render reads.
-	_ "github.com/agentmem/memory-adapter-operator/internal/backends"
+	// The built-in backends register the operator's side of the table render reads; the
+	// manager links none of their drivers.
+	_ "github.com/agentmem/memory-adapter-operator/internal/backends/deploy"
 )
 
 // Reconciler deploys, verifies and watches MemoryAdapters.

@@ -31,7 +31,7 @@ func PurgeJobName(ma *memoryv1alpha1.MemoryAdapter) string { return ma.Name + "-
 // Delete on a backend with a purge (a shared server). A data volume's items go with the
 // volume, which the adapter owns then.
 func WantsPurge(ma *memoryv1alpha1.MemoryAdapter) bool {
-	return ma.Spec.DeletionPolicy == memoryv1alpha1.DeletionDelete && entry(ma.Spec.Backend.Type).Purge != nil
+	return ma.Spec.DeletionPolicy == memoryv1alpha1.DeletionDelete && entry(ma.Spec.Backend.Type).Purges
 }
 
 // PurgeJob runs `memory-adapter purge` on the adapter's scope with the connection

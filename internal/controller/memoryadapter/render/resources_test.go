@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/agentmem/memory-adapter-operator/adapters/postgres"
+	"github.com/agentmem/memory-adapter-operator/adapters/postgres/postgresdeploy"
 	"github.com/agentmem/memory-adapter-operator/adapters/redis"
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
@@ -185,7 +186,7 @@ func TestLifecycleErr(t *testing.T) {
 		"concurrency described truly":    {t: memoryv1alpha1.BackendRedis, l: &memoryv1alpha1.LifecycleSpec{ConcurrencySafe: ptr.To(true), ConnectionCreation: memoryv1alpha1.ConnectionAtConstructor}},
 		"failover loss described wrong":  {t: memoryv1alpha1.BackendRedis, l: &memoryv1alpha1.LifecycleSpec{Failover: "nothing is ever lost"}, want: "spec.lifecycle.failover is nothing is ever lost"},
 		"failover loss on one server":    {t: memoryv1alpha1.BackendSQLite, l: &memoryv1alpha1.LifecycleSpec{Failover: "nothing is ever lost"}, want: "spec.lifecycle.failover is nothing is ever lost, but the sqlite adapter states none"},
-		"failover loss repeated":         {t: memoryv1alpha1.BackendPostgres, l: &memoryv1alpha1.LifecycleSpec{Failover: postgres.FailoverLoss}},
+		"failover loss repeated":         {t: memoryv1alpha1.BackendPostgres, l: &memoryv1alpha1.LifecycleSpec{Failover: postgresdeploy.FailoverLoss}},
 		"the first false description":    {t: memoryv1alpha1.BackendSQLite, l: &memoryv1alpha1.LifecycleSpec{ConcurrencySafe: ptr.To(false), DuplicateIDBehaviour: memoryv1alpha1.DuplicateIDReject}, want: "concurrencySafe is false"},
 		"khive never repeats":            {t: memoryv1alpha1.BackendKhive, l: &memoryv1alpha1.LifecycleSpec{Retry: &memoryv1alpha1.RetryPolicies{Store: attempts(1), Retrieve: attempts(2), Search: attempts(3)}}, want: "spec.lifecycle.retry.retrieve.maxAttempts is 2, but the khive adapter never repeats a retrieve call (docs/adapters/khive.md); remove it or set 1"},
 		"a policy with no attempts":      {t: memoryv1alpha1.BackendSQLite, l: &memoryv1alpha1.LifecycleSpec{Retry: &memoryv1alpha1.RetryPolicies{Store: &memoryv1alpha1.RetryPolicy{Backoff: memoryv1alpha1.NewDuration(time.Second)}}}},

@@ -1,0 +1,6 @@
+// Package redisdeploy is the operator's side of the Redis backend: its entry in
+// adapters/backend's table (API type, documented lifecycle and failover, the connection flags
+// rendered into its pods, its purge), registered when the package is imported. It links no
+// Redis client, so the operator's manager can import it; adapters/redis imports it and adds
+// the binary's side.
+package redisdeploy
