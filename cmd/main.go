@@ -24,7 +24,6 @@ import (
 	// kubeconfig a user hands it.
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 
-	"github.com/KimMachineGun/automemlimit/memlimit"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -46,6 +45,7 @@ import (
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/credentials"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/health"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
+	"github.com/agentmem/memory-adapter-operator/internal/softlimit"
 	podwebhook "github.com/agentmem/memory-adapter-operator/internal/webhook"
 	// +kubebuilder:scaffold:imports
 )
@@ -192,10 +192,11 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	// The Go heap may grow to twice its live size before a collection (GOGC=100), and the
 	// manager's cache is most of its live heap: without a soft limit below the container's,
-	// a ramp of thousands of adapters is OOM-killed with half its RSS garbage. 90% of the
-	// cgroup's limit (automemlimit's default; GOMEMLIMIT or AUTOMEMLIMIT=off in the
-	// environment take precedence), nothing outside a container.
-	if limit, err := memlimit.Set(); err != nil {
+	// a ramp of thousands of adapters is OOM-killed with half its RSS garbage. The limit
+	// leaves room for the binary's own pages, which the runtime does not count
+	// (softlimit.For: 192 MiB of a 256Mi container); GOMEMLIMIT or AUTOMEMLIMIT=off in the
+	// environment take precedence, and nothing is set outside a container.
+	if limit, err := softlimit.Set(); err != nil {
 		setupLog.Error(err, "Could not set GOMEMLIMIT from the cgroup's memory limit; running without a soft limit")
 	} else if limit != math.MaxInt64 {
 		setupLog.Info("Soft memory limit set", "GOMEMLIMIT", limit)
