@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -118,6 +119,13 @@ func runExternal(t *testing.T, adapter string, manifest memoryv1alpha1.ManifestS
 	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
 		t.Fatal(err)
 	}
+	// Registered before the containers' cleanups, so it runs after they stopped them: a
+	// harness-mode server stopped as the kubelet stops it leaves no disposable scope behind.
+	t.Cleanup(func() {
+		if left, _ := filepath.Glob(filepath.Join(dir, "tmp", "mao-*-conformance-*")); len(left) > 0 {
+			t.Errorf("a stopped harness-mode server left its disposable scope behind: %v", left)
+		}
+	})
 	fs := map[string]string{
 		"/tmp/":                              filepath.Join(dir, "tmp") + "/",
 		render.BindingMountDir:               filepath.Join(dir, "binding"),
@@ -228,8 +236,16 @@ func kubeletCommand(ctx context.Context, c corev1.Container, rootfs *strings.Rep
 	for _, a := range c.Args {
 		argv = append(argv, expand(remap(a)))
 	}
+	// The container's /tmp, where a harness puts its disposable scope.
+	environ = append(environ, "TMPDIR="+strings.TrimSuffix(remap("/tmp/"), "/"))
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = environ
+	// The end of ctx stops the container as the kubelet would, SIGTERM and then SIGKILL after
+	// a grace period, not SIGKILL at once: a harness-mode server removes its disposable scope
+	// on SIGTERM (SQLite's is a directory under the temporary directory); killed, it left one
+	// behind per run.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 15 * time.Second
 	return cmd
 }
 
@@ -247,14 +263,26 @@ func buildAdapterBinary(ctx context.Context, t *testing.T, dir string) string {
 	return bin
 }
 
+// startBackground starts cmd and stops it when the test ends as the kubelet stops a
+// container: SIGTERM, then SIGKILL if it has not exited within 15 s (kubeletCommand says why).
 func startBackground(t *testing.T, cmd *exec.Cmd) {
 	t.Helper()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		done := make(chan struct{})
+		go func() {
+			_ = cmd.Wait()
+			close(done)
+		}()
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
 	})
 }
 
