@@ -118,7 +118,7 @@ func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/"
 
 // managerMayLink reports whether the manager (cmd, internal/controller, internal/webhook) may
 // link dep of adapters: the backend table, a backend's operator side (adapters/<name>/<name>deploy)
-// and the wire client it reads evidence with, none of which holds a driver.
+// and the wire client (adapters/remote, plain HTTP), none of which holds a driver.
 func managerMayLink(dep string) bool {
 	return dep == "adapters/backend" || under(dep, "adapters/remote") ||
 		dep == "adapters/"+backend(dep)+"/"+backend(dep)+"deploy"

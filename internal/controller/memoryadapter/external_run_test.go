@@ -263,27 +263,15 @@ func buildAdapterBinary(ctx context.Context, t *testing.T, dir string) string {
 	return bin
 }
 
-// startBackground starts cmd and stops it when the test ends as the kubelet stops a
-// container: SIGTERM, then SIGKILL if it has not exited within 15 s (kubeletCommand says why).
+// startBackground starts cmd, a kubeletCommand, and waits for it when the test ends. By then
+// its context has ended, so it has had its SIGTERM, and Wait sends SIGKILL after the grace
+// period (cmd.WaitDelay) if it has not exited.
 func startBackground(t *testing.T, cmd *exec.Cmd) {
 	t.Helper()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		done := make(chan struct{})
-		go func() {
-			_ = cmd.Wait()
-			close(done)
-		}()
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
+	t.Cleanup(func() { _ = cmd.Wait() })
 }
 
 func freePort(t *testing.T) int32 {
