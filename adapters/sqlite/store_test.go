@@ -268,12 +268,22 @@ func TestStoreWaitsForASweepBatch(t *testing.T) {
 	if _, err := s.Store(ctx, refused); !errors.Is(err, memory.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("store behind a sweep batch: got %v, want unavailable after the busy timeout", err)
 	}
+	// The refusal above needs a short timeout; the store that waits must not race one on a
+	// loaded machine (under -race a WAL commit alone can take a quarter second), so it gets
+	// the default. Set before the store starts, so no goroutine reads it while it changes.
+	s.timeout = DefaultRequestTimeout
 	done := make(chan error, 1)
 	waiting := memory.NewItem(json.RawMessage(`{"n":2}`))
 	go func() {
 		_, err := s.Store(ctx, waiting)
 		done <- err
 	}()
+	// While the batch holds the gate the store cannot finish, however long it is given.
+	select {
+	case err := <-done:
+		t.Fatalf("store finished while a sweep batch held the gate: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
 	s.sweepGate.Release(sweepGateSize)
 	if err := <-done; err != nil {
 		t.Fatalf("store after the batch: %v", err)
