@@ -80,13 +80,29 @@ func TestPythonClientUnits(t *testing.T) {
 	}
 }
 
-// buildAdapter builds cmd/memory-adapter once per test binary.
-var buildAdapter = sync.OnceValues(func() (string, error) {
+// binDir holds the memory-adapter binary buildAdapter builds; TestMain makes it and
+// removes it when the tests end, so a run leaves no 60 MB binary in the temporary directory.
+var binDir string
+
+// TestMain makes binDir around the package's tests.
+func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "pyclient-bin-")
 	if err != nil {
-		return "", err
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
-	bin := filepath.Join(dir, "memory-adapter")
+	binDir = dir
+	code := m.Run()
+	if err := os.RemoveAll(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// buildAdapter builds cmd/memory-adapter once per test binary.
+var buildAdapter = sync.OnceValues(func() (string, error) {
+	bin := filepath.Join(binDir, "memory-adapter")
 	_, file, _, _ := runtime.Caller(0)
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/memory-adapter")
 	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
