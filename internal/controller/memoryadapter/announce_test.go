@@ -1,6 +1,7 @@
 package memoryadapter
 
 import (
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -8,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/conditions"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/health"
 )
 
@@ -51,5 +53,20 @@ func TestAnnouncementsOncePerTransition(t *testing.T) {
 	r.forget(client.ObjectKeyFromObject(adapter("3")))
 	if _, ok := r.announced.Load(client.ObjectKeyFromObject(adapter("3"))); ok {
 		t.Error("forget kept the adapter's announcements")
+	}
+}
+
+// Every type an adapter announces fits the room allocated for them at its first announcement.
+func TestAnnouncementsAllocateOnce(t *testing.T) {
+	r := &Reconciler{Prober: &health.Prober{}}
+	a := r.announcements(&memoryv1alpha1.MemoryAdapter{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "u"}})
+	for _, typ := range conditions.Announced {
+		if slices.Contains(conditions.GitOpsTypes, typ) {
+			continue
+		}
+		a.condition(metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: "R"})
+	}
+	if len(a.conditions) != announcedTypes || cap(a.conditions) != announcedTypes {
+		t.Errorf("%d announced types in room for %d, want %d in %d", len(a.conditions), cap(a.conditions), announcedTypes, announcedTypes)
 	}
 }

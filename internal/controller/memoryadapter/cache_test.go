@@ -74,6 +74,21 @@ func TestSlimPodKeepsWhatTheControllersRead(t *testing.T) {
 	if string(patch) != `{"spec":{"schedulingGates":null}}` {
 		t.Errorf("merge patch %s", patch)
 	}
+	// Every adapter's pod has the same containers: the cached pods share one list of them,
+	// and a pod whose ports differ in anything keeps its own.
+	again, err := slimPod(full.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &again.(*corev1.Pod).Spec.Containers[0] != &p.Spec.Containers[0] {
+		t.Error("two pods with equal containers hold two lists")
+	}
+	other := full.DeepCopy()
+	other.Spec.Containers[0].Ports[0].Protocol = corev1.ProtocolUDP
+	if o, err := slimPod(other); err != nil || &o.(*corev1.Pod).Spec.Containers[0] == &p.Spec.Containers[0] ||
+		o.(*corev1.Pod).Spec.Containers[0].Ports[0].Protocol != corev1.ProtocolUDP {
+		t.Errorf("a pod with other ports shares the list: %v", err)
+	}
 	// Tombstones and other kinds pass through untouched.
 	if o, _ := slimPod("tombstone"); o != "tombstone" {
 		t.Errorf("non-pod changed: %v", o)

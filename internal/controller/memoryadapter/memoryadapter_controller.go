@@ -38,6 +38,7 @@ import (
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/conditions"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/health"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/intern"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 	"github.com/agentmem/memory-adapter-operator/internal/pki"
 
@@ -321,6 +322,12 @@ type announcements struct {
 	run string
 }
 
+// announcedTypes is how many condition types announceTransitions announces: those of
+// conditions.Announced that do not restate Available.
+var announcedTypes = len(slices.DeleteFunc(slices.Clone(conditions.Announced), func(t string) bool {
+	return slices.Contains(conditions.GitOpsTypes, t)
+}))
+
 // announced is the status and reason of one condition type's last announced transition.
 type announced struct {
 	Type   string
@@ -353,6 +360,11 @@ func (a *announcements) condition(c metav1.Condition) bool {
 			a.conditions[i].Status, a.conditions[i].Reason = c.Status, c.Reason
 			return true
 		}
+	}
+	if a.conditions == nil {
+		// Room for every type announced (all but the restatements), allocated once: grown
+		// by appends it ended with room for eight, 384 bytes an adapter.
+		a.conditions = make([]announced, 0, announcedTypes)
 	}
 	a.conditions = append(a.conditions, announced{Type: c.Type, Status: c.Status, Reason: c.Reason})
 	return true
@@ -484,12 +496,14 @@ func slimPod(obj any) (any, error) {
 		return obj, nil
 	}
 	p.ManagedFields = nil
-	p.Namespace = words.intern(p.Namespace)
+	p.Namespace = intern.Words.Intern(p.Namespace)
 	internLabels(p)
 	containers := make([]corev1.Container, len(p.Spec.Containers))
 	for i, c := range p.Spec.Containers {
 		containers[i] = corev1.Container{Name: c.Name, Ports: c.Ports}
 	}
+	// Every adapter's pod has the same containers and ports: one list for all of them.
+	containers = containerLists.Share(containers)
 	// The gate compares a bound pod's ServiceAccount and binding Secret with spec.access;
 	// both are immutable on a pod, and of the volumes only the binding's name is kept.
 	var volumes []corev1.Volume

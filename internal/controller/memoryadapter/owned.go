@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	goruntime "runtime"
 	"sync"
+	"weak"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -17,11 +19,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/intern"
 	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/render"
 )
 
@@ -95,7 +99,7 @@ func ours(obj any) client.Object {
 		return nil
 	}
 	o.SetManagedFields(nil)
-	o.SetNamespace(words.intern(o.GetNamespace()))
+	o.SetNamespace(intern.Words.Intern(o.GetNamespace()))
 	if o.GetLabels()[render.LabelManagedBy] != render.ManagedByValue {
 		return nil
 	}
@@ -190,7 +194,9 @@ func internLabels(o metav1.Object) {
 var ownerAPIVersion, ownerKind = memoryv1alpha1.GroupVersion.String(), "MemoryAdapter"
 
 // internOwners makes o's owner references to a MemoryAdapter share one copy of their
-// apiVersion and kind.
+// apiVersion and kind, and an object whose one owner is an adapter share that reference,
+// slice and all, with every other cached object of the same adapter (adapterOwners), and
+// its name with the reference's when they are equal.
 func internOwners(o client.Object) {
 	refs := o.GetOwnerReferences()
 	for i := range refs {
@@ -198,6 +204,58 @@ func internOwners(o client.Object) {
 			refs[i].APIVersion, refs[i].Kind = ownerAPIVersion, ownerKind
 		}
 	}
+	if len(refs) == 1 && refs[0].Kind == ownerKind && refs[0].APIVersion == ownerAPIVersion {
+		shared := adapterOwners.share(refs[0])
+		o.SetOwnerReferences(shared)
+		if o.GetName() == shared[0].Name {
+			// Most of an adapter's objects bear its name.
+			o.SetName(shared[0].Name)
+		}
+	}
+}
+
+// ownerRefs holds, per adapter UID, the one owner reference list its cached objects share:
+// an adapter's Deployment, metadata-only objects and Jobs each decoded a reference of their
+// own (a 112-byte slice, the adapter's name and UID), nine or so an adapter. It holds each
+// list weakly, so a list lives exactly as long as some cached object refers to it, and its
+// entry is removed when the list is collected: no bound is needed and a deleted adapter
+// leaves nothing behind. Sharing is safe for the reason package intern gives.
+type ownerRefs struct {
+	mu   sync.Mutex
+	refs map[types.UID]weak.Pointer[[1]metav1.OwnerReference]
+}
+
+// adapterOwners is the manager's one ownerRefs, shared by every cache transform.
+var adapterOwners = &ownerRefs{refs: map[types.UID]weak.Pointer[[1]metav1.OwnerReference]{}}
+
+// share returns a one-element list equal to {ref}: the list the table holds for ref's UID
+// when that is still alive and equal, else a new one it then holds.
+func (t *ownerRefs) share(ref metav1.OwnerReference) []metav1.OwnerReference {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if held := t.refs[ref.UID].Value(); held != nil && sameOwner(held[0], ref) {
+		return held[:]
+	}
+	list := &[1]metav1.OwnerReference{ref}
+	t.refs[ref.UID] = weak.Make(list)
+	goruntime.AddCleanup(list, t.collected, ref.UID)
+	return list[:]
+}
+
+// collected removes uid's entry once its list is gone, unless a newer list took its place.
+func (t *ownerRefs) collected(uid types.UID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if w, ok := t.refs[uid]; ok && w.Value() == nil {
+		delete(t.refs, uid)
+	}
+}
+
+// sameOwner says whether two owner references are equal, their flags compared by value.
+func sameOwner(a, b metav1.OwnerReference) bool {
+	flag := func(x, y *bool) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	return a.APIVersion == b.APIVersion && a.Kind == b.Kind && a.Name == b.Name && a.UID == b.UID &&
+		flag(a.Controller, b.Controller) && flag(a.BlockOwnerDeletion, b.BlockOwnerDeletion)
 }
 
 // appliedState is what ensure last left one owned object at: the digest of the desired object

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	goruntime "runtime"
 	"testing"
+	"time"
+	"unsafe"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -295,4 +299,46 @@ func TestCacheOptionsHoldOnlyTheOperatorsOwnedObjects(t *testing.T) {
 			t.Errorf("%T: no cache options", kind)
 		}
 	}
+}
+
+// An adapter's cached objects share one owner reference list, which the table forgets once no
+// cached object holds it; a reference that differs in anything keeps a list of its own.
+func TestCachedObjectsShareTheirAdaptersOwnerReference(t *testing.T) {
+	owner := func(uid string, controller bool) []metav1.OwnerReference {
+		// Strings of their own, as a decoder leaves them.
+		return []metav1.OwnerReference{{APIVersion: string([]byte(ownerAPIVersion)), Kind: string([]byte(ownerKind)),
+			Name: string([]byte("mem-1")), UID: types.UID([]byte(uid)), Controller: ptr.To(controller), BlockOwnerDeletion: ptr.To(true)}}
+	}
+	uid := fmt.Sprintf("owner-test-%d", time.Now().UnixNano())
+	object := func(refs []metav1.OwnerReference) *metav1.PartialObjectMetadata {
+		o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: string([]byte("mem-1")), Labels: map[string]string{render.LabelManagedBy: render.ManagedByValue}, OwnerReferences: refs}}
+		internOwners(o)
+		return o
+	}
+	a, b := object(owner(uid, true)), object(owner(uid, true))
+	if &a.OwnerReferences[0] != &b.OwnerReferences[0] {
+		t.Fatal("two objects of one adapter hold two owner reference lists")
+	}
+	if unsafe.StringData(a.Name) != unsafe.StringData(b.OwnerReferences[0].Name) {
+		t.Error("an object named as its adapter holds a copy of the name")
+	}
+	if c := object(owner(uid, false)); &c.OwnerReferences[0] == &a.OwnerReferences[0] || *c.OwnerReferences[0].Controller {
+		t.Errorf("a reference that differs was shared: %+v", c.OwnerReferences[0])
+	}
+	two := object(append(owner(uid, true), owner("other", true)...))
+	if len(two.OwnerReferences) != 2 || &two.OwnerReferences[0] == &a.OwnerReferences[0] {
+		t.Errorf("two owners were replaced: %+v", two.OwnerReferences)
+	}
+	a, b = nil, nil
+	for range 200 {
+		goruntime.GC()
+		adapterOwners.mu.Lock()
+		_, held := adapterOwners.refs[types.UID(uid)]
+		adapterOwners.mu.Unlock()
+		if !held {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Error("the table still holds a list no object refers to")
 }

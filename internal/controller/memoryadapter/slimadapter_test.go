@@ -1,7 +1,6 @@
 package memoryadapter
 
 import (
-	"fmt"
 	"testing"
 	"unsafe"
 
@@ -10,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/intern"
 )
 
 // decodedAdapter is an adapter as the decoder leaves it: every string with storage of its
@@ -29,10 +29,30 @@ func decodedAdapter(name string) *memoryv1alpha1.MemoryAdapter {
 	}
 	profiles := make([]memoryv1alpha1.ConformanceProfileResult, 0, 8)
 	profiles = append(profiles, memoryv1alpha1.ConformanceProfileResult{ID: memoryv1alpha1.ConformanceProfileID(d("read-only")), Outcome: memoryv1alpha1.ConformanceOutcome(d("NotApplicable"))})
+	fields := make([]memoryv1alpha1.ItemField, 0, 8)
+	for _, f := range []string{"id", "created_at", "metadata", "content", "tags"} {
+		fields = append(fields, memoryv1alpha1.ItemField(d(f)))
+	}
+	lifecycle := func() *memoryv1alpha1.LifecycleSpec {
+		safe, timeout, one := true, memoryv1alpha1.Duration(d("5s")), int32(1)
+		return &memoryv1alpha1.LifecycleSpec{RequestTimeout: &timeout, ConcurrencySafe: &safe,
+			ConnectionCreation: memoryv1alpha1.ConnectionCreation(d("Constructor")),
+			Retry:              &memoryv1alpha1.RetryPolicies{Search: &memoryv1alpha1.RetryPolicy{MaxAttempts: &one}}}
+	}
+	hash := "sha256:d18ecbf74ff7e52c2e76bfd1666d9f4ee6976c27b5d7369f917fea6752da351f"
 	return &memoryv1alpha1.MemoryAdapter{
 		ObjectMeta: metav1.ObjectMeta{Name: d(name), Namespace: d("team-a"), ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "operator"}}},
-		Status: memoryv1alpha1.MemoryAdapterStatus{Conditions: conds, ObservedGeneration: 2,
-			Conformance: &memoryv1alpha1.ConformanceResult{JobName: d(name + "-conformance-1"), Passed: int32(len(cases)), Cases: cases, Profiles: profiles}},
+		Spec: memoryv1alpha1.MemoryAdapterSpec{
+			Manifest: memoryv1alpha1.ManifestSpec{Adapter: d("sqlite"), NativeItemFields: fields,
+				SupportedFilters:  []memoryv1alpha1.FilterKey{memoryv1alpha1.FilterKey(d("branch_id")), memoryv1alpha1.FilterKey(d("source"))},
+				SearchConsistency: memoryv1alpha1.SearchConsistency(d("immediate"))},
+			Backend:   memoryv1alpha1.BackendSpec{Type: memoryv1alpha1.BackendType(d("SQLite")), Scope: d("agents")},
+			Lifecycle: lifecycle(),
+		},
+		Status: memoryv1alpha1.MemoryAdapterStatus{Conditions: conds, ObservedGeneration: 2, ManifestHash: d(hash), ServiceVersion: d("3.50.4"),
+			Conformance: &memoryv1alpha1.ConformanceResult{JobName: d(name + "-conformance-1"), ManifestHash: d(hash), Passed: int32(len(cases)), Cases: cases, Profiles: profiles},
+			Evidence:    &memoryv1alpha1.EvidenceStatus{ManifestHash: d(hash), ServiceVersion: d("3.50.4"), Verdict: memoryv1alpha1.EvidenceVerdict(d("Valid"))},
+			Lifecycle:   lifecycle()},
 	}
 }
 
@@ -83,6 +103,31 @@ func TestSlimAdapterKeepsEveryValueInLessRoom(t *testing.T) {
 	}
 	if !sameString(ma.Namespace, other.(*memoryv1alpha1.MemoryAdapter).Namespace) {
 		t.Error("namespace held twice")
+	}
+	// The manifest's words and hash, the versions and the lifecycle are held once for both.
+	ma2 := other.(*memoryv1alpha1.MemoryAdapter)
+	for _, pair := range [][2]string{
+		{st.ManifestHash, st2.ManifestHash}, {st.ManifestHash, st.Conformance.ManifestHash}, {st.ManifestHash, st2.Evidence.ManifestHash},
+		{st.ServiceVersion, st2.Evidence.ServiceVersion}, {string(st.Evidence.Verdict), string(st2.Evidence.Verdict)},
+		{ma.Spec.Manifest.Adapter, ma2.Spec.Manifest.Adapter}, {string(ma.Spec.Backend.Type), string(ma2.Spec.Backend.Type)},
+		{ma.Spec.Backend.Scope, ma2.Spec.Backend.Scope}, {string(ma.Spec.Manifest.SearchConsistency), string(ma2.Spec.Manifest.SearchConsistency)},
+	} {
+		if !sameString(pair[0], pair[1]) {
+			t.Errorf("%q held twice", pair[0])
+		}
+	}
+	if &ma.Spec.Manifest.NativeItemFields[0] != &ma2.Spec.Manifest.NativeItemFields[0] || &ma.Spec.Manifest.SupportedFilters[0] != &ma2.Spec.Manifest.SupportedFilters[0] {
+		t.Error("the manifest's lists are held twice")
+	}
+	if ma.Spec.Lifecycle != ma2.Spec.Lifecycle || ma.Spec.Lifecycle != st2.Lifecycle {
+		t.Error("equal lifecycles are held twice")
+	}
+	// What names the adapter is its own: shared by nobody, and never learnt.
+	if sameString(st.Conformance.JobName, st2.Conformance.JobName) || sameString(st.Conditions[0].Message, st2.Conditions[0].Message) {
+		t.Error("an adapter's own words were shared")
+	}
+	if intern.Words.Knows(st.Conditions[0].Message) {
+		t.Errorf("the vocabulary learnt %q, which names an adapter", st.Conditions[0].Message)
 	}
 	if o, _ := slimAdapter("tombstone"); o != "tombstone" {
 		t.Errorf("non-adapter changed: %v", o)
@@ -141,29 +186,6 @@ func TestCacheOptionsSlimTheAdapters(t *testing.T) {
 	t.Fatal("CacheOptions has no entry for MemoryAdapters")
 }
 
-func TestVocabularyStopsLearningAtItsBound(t *testing.T) {
-	v := &vocabulary{words: map[string]string{}}
-	for i := range vocabularyMax + 10 {
-		v.intern(fmt.Sprintf("word-%d", i))
-	}
-	if len(v.words) != vocabularyMax {
-		t.Errorf("learnt %d words, want at most %d", len(v.words), vocabularyMax)
-	}
-	known := string([]byte("word-1"))
-	if !sameString(v.intern(known), v.words["word-1"]) {
-		t.Error("a known word is not the vocabulary's copy")
-	}
-	late := string([]byte(fmt.Sprintf("word-%d", vocabularyMax+5)))
-	if got := v.intern(late); !sameString(got, late) || got != late {
-		t.Error("a word past the bound is not returned as it came")
-	}
-	long := string(make([]byte, vocabularyWordMax+1))
-	v.intern(long)
-	if _, ok := v.words[long]; ok {
-		t.Error("learnt a word longer than vocabularyWordMax")
-	}
-}
-
 // Adapters whose runs ended alike refer to one list of case and profile results; a list that
 // differs in any result, or a message alone, keeps its own.
 func TestSlimAdapterSharesEqualResultLists(t *testing.T) {
@@ -198,22 +220,5 @@ func TestSlimAdapterSharesEqualResultLists(t *testing.T) {
 	cp.Cases[0].Outcome = "Failed"
 	if b.Cases[0].Outcome != "Passed" {
 		t.Error("a deep copy of a cached adapter writes to the shared list")
-	}
-}
-
-func TestSharedListsStopLearningAtTheBound(t *testing.T) {
-	s := &sharedLists[string]{lists: map[string][]string{}, key: func(v string) string { return v + "\x00" }}
-	for i := range sharedListsMax + 10 {
-		s.share([]string{fmt.Sprint(i)})
-	}
-	if len(s.lists) != sharedListsMax {
-		t.Errorf("learned %d lists, want the bound %d", len(s.lists), sharedListsMax)
-	}
-	long := []string{string(make([]byte, sharedListKeyMax+1))}
-	if got := s.share(long); &got[0] != &long[0] || len(s.lists) != sharedListsMax {
-		t.Error("a list with a key past the bound was not returned as it was")
-	}
-	if got := s.share(nil); got != nil {
-		t.Errorf("an empty list became %v", got)
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/intern"
 )
 
 // DefaultProbeConcurrency bounds the evidence reads in flight when Prober.Concurrency is 0.
@@ -695,7 +696,38 @@ func foldReads(reads []podRead) (ev *memory.EvidenceReport, mixed string, err er
 	if len(versions) > 1 {
 		mixed = strings.Join(each, "; ")
 	}
-	return speaker.ev, mixed, err
+	return compactReport(speaker.ev), mixed, err
+}
+
+// healthyProbes are the probe lists of the reports whose probes all passed (intern.Lists):
+// most adapters of a backend report the same ones, word for word.
+var healthyProbes = intern.NewLists(func(p memory.ProbeResult) string {
+	return p.Name + "\x00" + strconv.Itoa(len(p.Detail)) + "\x00" + p.Detail + "\x00"
+})
+
+// compactReport makes the strings of ev, which the prober holds until the adapter's next
+// read, the ones intern.Words holds for every adapter (the adapter's id and versions, its
+// manifest hash, probe names, and the details of the probes that passed), and a report
+// whose probes all passed share its list. A failure's detail and reason are left as they
+// came: they may name an address or an error no other report repeats, which would fill the
+// vocabulary with words no one shares.
+func compactReport(ev *memory.EvidenceReport) *memory.EvidenceReport {
+	w := intern.Words
+	ev.Adapter, ev.AdapterVersion, ev.ManifestHash = w.Intern(ev.Adapter), w.Intern(ev.AdapterVersion), w.Intern(ev.ManifestHash)
+	ev.ServiceVersion, ev.InitialServiceVersion = w.Intern(ev.ServiceVersion), w.Intern(ev.InitialServiceVersion)
+	passed := true
+	for i := range ev.Probes {
+		p := &ev.Probes[i]
+		p.Name = w.Intern(p.Name)
+		if p.OK {
+			p.Detail = w.Intern(p.Detail)
+		}
+		passed = passed && p.OK
+	}
+	if passed {
+		ev.Probes = healthyProbes.Share(ev.Probes)
+	}
+	return ev
 }
 
 // EndpointNames lists the endpoints' names for messages.

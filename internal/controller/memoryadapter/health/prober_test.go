@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
 	memoryv1alpha1 "github.com/agentmem/memory-adapter-operator/api/v1alpha1"
+	"github.com/agentmem/memory-adapter-operator/internal/controller/memoryadapter/intern"
 )
 
 func TestFoldReads(t *testing.T) {
@@ -458,5 +460,40 @@ func TestProberGoroutinesDoNotGrowWithAdapters(t *testing.T) {
 	waitFor(t, 10*time.Second, "another adapter read twice more", func() bool { return reader.count("http://a1") >= other+2 })
 	if got := reader.count("http://a0"); got > n+1 {
 		t.Fatalf("a forgotten adapter was read %d more times", got-n)
+	}
+}
+
+// The reports the prober keeps share the words every adapter repeats and, when all their
+// probes passed, their probe list; a failure's own words are neither shared nor learnt.
+func TestFoldedReportsShareWhatEveryAdapterRepeats(t *testing.T) {
+	d := func(s string) string { return string([]byte(s)) }
+	report := func(ok bool, detail string) *memory.EvidenceReport {
+		return &memory.EvidenceReport{Adapter: d("sqlite"), AdapterVersion: d("v1.2.3"), ServiceVersion: d("3.50.4"), ManifestValid: true,
+			ManifestHash: d("sha256:d18ecbf74ff7e52c2e76bfd1666d9f4ee6976c27b5d7369f917fea6752da351f"),
+			Probes:       []memory.ProbeResult{{Name: d("wal_mode"), OK: true, Detail: d("journal_mode=wal")}, {Name: d("write"), OK: ok, Detail: d(detail)}}}
+	}
+	fold := func(ev *memory.EvidenceReport) *memory.EvidenceReport {
+		t.Helper()
+		got, _, err := foldReads([]podRead{{name: "p", ev: ev}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	same := func(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+	a, b := fold(report(true, "stored, read back and removed a probe row")), fold(report(true, "stored, read back and removed a probe row"))
+	if !same(a.ManifestHash, b.ManifestHash) || !same(a.ServiceVersion, b.ServiceVersion) || !same(a.AdapterVersion, b.AdapterVersion) || !same(a.Adapter, b.Adapter) {
+		t.Error("two adapters' reports hold their versions and manifest hash twice")
+	}
+	if &a.Probes[0] != &b.Probes[0] {
+		t.Error("two healthy reports hold two probe lists")
+	}
+	detail := fmt.Sprintf("insert a probe row: disk I/O error at %d", time.Now().UnixNano())
+	f := fold(report(false, detail))
+	if &f.Probes[0] == &a.Probes[0] || f.Probes[1].OK || f.Probes[1].Detail != detail || !same(f.Probes[0].Name, a.Probes[0].Name) {
+		t.Errorf("a failing report's probes were shared or changed: %+v", f.Probes)
+	}
+	if intern.Words.Knows(detail) {
+		t.Error("the vocabulary learnt a failure's detail")
 	}
 }
