@@ -59,13 +59,18 @@ func (v *Vocabulary) Len() int {
 
 // learn returns m's value for k, or, when m has none, stores v there if m holds fewer than
 // limit values and returns v: the bounded table behind every table here. Most calls find k,
-// so they take mu for reading only.
+// and once the table is full every call that does not learns nothing, so both take mu for
+// reading only.
 func learn[V any](mu *sync.RWMutex, m map[string]V, limit int, k string, v V) V {
 	mu.RLock()
 	c, ok := m[k]
+	full := len(m) >= limit
 	mu.RUnlock()
 	if ok {
 		return c
+	}
+	if full {
+		return v
 	}
 	mu.Lock()
 	defer mu.Unlock()
