@@ -8,6 +8,7 @@ import (
 	"reflect"
 	goruntime "runtime"
 	"sync"
+	"unsafe"
 	"weak"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -193,24 +194,27 @@ func internLabels(o metav1.Object) {
 // owns: a cached object refers to these instead of a decoded copy of its own.
 var ownerAPIVersion, ownerKind = memoryv1alpha1.GroupVersion.String(), "MemoryAdapter"
 
-// internOwners makes o's owner references to a MemoryAdapter share one copy of their
-// apiVersion and kind, and an object whose one owner is an adapter share that reference,
+// internOwners makes an object whose one owner is an adapter share that owner reference,
 // slice and all, with every other cached object of the same adapter (adapterOwners), and
-// its name with the reference's when they are equal.
+// its name with the reference's when they are equal. It never writes into a reference list:
+// the informer may transform an object twice (a watch list's objects, once as they arrive
+// and once as they replace the store's), and the second time the list is the shared one,
+// which objects already handed to event handlers hold.
 func internOwners(o client.Object) {
 	refs := o.GetOwnerReferences()
-	for i := range refs {
-		if refs[i].APIVersion == ownerAPIVersion && refs[i].Kind == ownerKind {
-			refs[i].APIVersion, refs[i].Kind = ownerAPIVersion, ownerKind
-		}
+	if len(refs) != 1 || refs[0].Kind != ownerKind || refs[0].APIVersion != ownerAPIVersion {
+		return
 	}
-	if len(refs) == 1 && refs[0].Kind == ownerKind && refs[0].APIVersion == ownerAPIVersion {
-		shared := adapterOwners.share(refs[0])
+	shared := refs
+	if !adapterOwners.holds(refs) {
+		ref := refs[0]
+		ref.APIVersion, ref.Kind = ownerAPIVersion, ownerKind
+		shared = adapterOwners.share(ref)
 		o.SetOwnerReferences(shared)
-		if o.GetName() == shared[0].Name {
-			// Most of an adapter's objects bear its name.
-			o.SetName(shared[0].Name)
-		}
+	}
+	if name := o.GetName(); name == shared[0].Name && unsafe.StringData(name) != unsafe.StringData(shared[0].Name) {
+		// Most of an adapter's objects bear its name.
+		o.SetName(shared[0].Name)
 	}
 }
 
@@ -240,6 +244,14 @@ func (t *ownerRefs) share(ref metav1.OwnerReference) []metav1.OwnerReference {
 	t.refs[ref.UID] = weak.Make(list)
 	goruntime.AddCleanup(list, t.collected, ref.UID)
 	return list[:]
+}
+
+// holds says whether refs is the list the table holds for its owner's UID.
+func (t *ownerRefs) holds(refs []metav1.OwnerReference) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	held := t.refs[refs[0].UID].Value()
+	return held != nil && &held[0] == &refs[0]
 }
 
 // collected removes uid's entry once its list is gone, unless a newer list took its place.

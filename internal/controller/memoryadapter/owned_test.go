@@ -322,6 +322,22 @@ func TestCachedObjectsShareTheirAdaptersOwnerReference(t *testing.T) {
 	if unsafe.StringData(a.Name) != unsafe.StringData(b.OwnerReferences[0].Name) {
 		t.Error("an object named as its adapter holds a copy of the name")
 	}
+	// The informer may transform an object again; that must not write into the list the
+	// adapter's other objects, already with event handlers, share (make test runs -race).
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 1000 {
+			_ = b.OwnerReferences[0].APIVersion + b.OwnerReferences[0].Name
+		}
+	}()
+	for range 1000 {
+		internOwners(a)
+	}
+	<-done
+	if &a.OwnerReferences[0] != &b.OwnerReferences[0] {
+		t.Error("a second transform gave the object another list")
+	}
 	if c := object(owner(uid, false)); &c.OwnerReferences[0] == &a.OwnerReferences[0] || *c.OwnerReferences[0].Controller {
 		t.Errorf("a reference that differs was shared: %+v", c.OwnerReferences[0])
 	}

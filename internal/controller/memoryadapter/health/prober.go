@@ -705,29 +705,35 @@ var healthyProbes = intern.NewLists(func(p memory.ProbeResult) string {
 	return p.Name + "\x00" + strconv.Itoa(len(p.Detail)) + "\x00" + p.Detail + "\x00"
 })
 
-// compactReport makes the strings of ev, which the prober holds until the adapter's next
-// read, the ones intern.Words holds for every adapter (the adapter's id and versions, its
-// manifest hash, probe names, and the details of the probes that passed), and a report
-// whose probes all passed share its list. A failure's detail and reason are left as they
-// came: they may name an address or an error no other report repeats, which would fill the
-// vocabulary with words no one shares.
+// compactReport is a copy of ev, which the prober holds until the adapter's next read, whose
+// strings every adapter repeats (the adapter's id and versions, its manifest hash, probe
+// names, and the details of the probes that passed) are the ones intern.Words holds, and
+// whose probe list, when every probe passed, is a shared one. A failure's detail and reason
+// are left as they came: they may name an address or an error no other report repeats, which
+// would fill the vocabulary with words no one shares. ev itself is left as it is: a reader
+// may hand one report to several rounds.
 func compactReport(ev *memory.EvidenceReport) *memory.EvidenceReport {
 	w := intern.Words
-	ev.Adapter, ev.AdapterVersion, ev.ManifestHash = w.Intern(ev.Adapter), w.Intern(ev.AdapterVersion), w.Intern(ev.ManifestHash)
-	ev.ServiceVersion, ev.InitialServiceVersion = w.Intern(ev.ServiceVersion), w.Intern(ev.InitialServiceVersion)
+	c := *ev
+	c.Adapter, c.AdapterVersion, c.ManifestHash = w.Intern(ev.Adapter), w.Intern(ev.AdapterVersion), w.Intern(ev.ManifestHash)
+	c.ServiceVersion, c.InitialServiceVersion = w.Intern(ev.ServiceVersion), w.Intern(ev.InitialServiceVersion)
+	if ev.Probes == nil {
+		return &c
+	}
+	c.Probes = make([]memory.ProbeResult, len(ev.Probes))
 	passed := true
-	for i := range ev.Probes {
-		p := &ev.Probes[i]
+	for i, p := range ev.Probes {
 		p.Name = w.Intern(p.Name)
 		if p.OK {
 			p.Detail = w.Intern(p.Detail)
 		}
+		c.Probes[i] = p
 		passed = passed && p.OK
 	}
 	if passed {
-		ev.Probes = healthyProbes.Share(ev.Probes)
+		c.Probes = healthyProbes.Share(c.Probes)
 	}
-	return ev
+	return &c
 }
 
 // EndpointNames lists the endpoints' names for messages.
