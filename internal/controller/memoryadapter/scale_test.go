@@ -399,9 +399,9 @@ func podIP(i int) string {
 // pass does one round of the kubelet's work; it reports whether there was any.
 func (k *scaleKubelet) pass(ctx context.Context) bool {
 	deps := &appsv1.DeploymentList{}
-	Expect(k8sClient.List(ctx, deps, client.InNamespace(k.ns))).To(Succeed())
+	listPatiently(ctx, deps, client.InNamespace(k.ns))
 	jobs := &batchv1.JobList{}
-	Expect(k8sClient.List(ctx, jobs, client.InNamespace(k.ns))).To(Succeed())
+	listPatiently(ctx, jobs, client.InNamespace(k.ns))
 	var tasks []func()
 	k.mu.Lock()
 	for _, d := range deps.Items {
@@ -456,11 +456,21 @@ func (k *scaleKubelet) runPod(ctx context.Context, d appsv1.Deployment) {
 	k.mu.Unlock()
 }
 
+// listPatiently lists from the API server, retrying an error for up to two minutes: at
+// 10,000 adapters on two loaded cores the envtest API server sometimes answers a list of a
+// whole namespace with a 504 (one run lost 36 minutes to a single one). An error that lasts
+// fails the benchmark, naming itself.
+func listPatiently(ctx context.Context, list client.ObjectList, opts ...client.ListOption) {
+	GinkgoHelper()
+	Eventually(func() error { return k8sClient.List(ctx, list, opts...) }).WithContext(ctx).
+		WithTimeout(2 * time.Minute).WithPolling(5 * time.Second).Should(Succeed())
+}
+
 // tally counts the healthy adapters that are Available and the hanging ones that are not,
 // and describes the first adapter in neither state.
 func (k *scaleKubelet) tally(ctx context.Context) (healthyAvailable, hangingUnavailable int, first string) {
 	list := &memoryv1alpha1.MemoryAdapterList{}
-	Expect(k8sClient.List(ctx, list, client.InNamespace(k.ns))).To(Succeed())
+	listPatiently(ctx, list, client.InNamespace(k.ns))
 	for _, ma := range list.Items {
 		c := conditionOf(&ma, memoryv1alpha1.ConditionAvailable)
 		hang := k.index[ma.Name]%scaleHangEvery == scaleHangEvery-1
@@ -480,7 +490,7 @@ func (k *scaleKubelet) tally(ctx context.Context) (healthyAvailable, hangingUnav
 // API server refused leaves an adapter that no client can reach.
 func expectServices(ctx context.Context, ns string, names []string) {
 	svcs := &corev1.ServiceList{}
-	Expect(k8sClient.List(ctx, svcs, client.InNamespace(ns))).To(Succeed())
+	listPatiently(ctx, svcs, client.InNamespace(ns))
 	has := map[string]bool{}
 	for _, s := range svcs.Items {
 		has[s.Name] = s.Spec.ClusterIP != "" && s.Spec.ClusterIP != corev1.ClusterIPNone
