@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -346,15 +347,12 @@ func TestCachedObjectsShareTheirAdaptersOwnerReference(t *testing.T) {
 		t.Errorf("two owners were replaced: %+v", two.OwnerReferences)
 	}
 	a, b = nil, nil
-	for range 200 {
+	gomega.NewWithT(t).Eventually(func() bool {
 		goruntime.GC()
 		adapterOwners.mu.Lock()
+		defer adapterOwners.mu.Unlock()
 		_, held := adapterOwners.refs[types.UID(uid)]
-		adapterOwners.mu.Unlock()
-		if !held {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Error("the table still holds a list no object refers to")
+		return held
+	}).WithTimeout(5*time.Second).WithPolling(10*time.Millisecond).Should(gomega.BeFalse(),
+		"the table still holds a list no object refers to")
 }
