@@ -49,7 +49,21 @@ func TestSlimPodKeepsWhatTheControllersRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := got.(*corev1.Pod)
+	// The cache holds a cachedPod and hands out its copies, which are Pods.
+	held := got.(*cachedPod)
+	p := held.DeepCopyObject().(*corev1.Pod)
+	if again, _ := slimPod(held); again != held {
+		t.Error("a resync's second transform changed what the cache holds")
+	}
+	// A copy is the reader's own: changing it leaves what the cache holds as it was.
+	scratch := held.DeepCopyObject().(*corev1.Pod)
+	scratch.Labels[render.LabelAdapter] = "b"
+	scratch.Spec.Containers[0].Ports[0].ContainerPort = 1
+	scratch.Status.ContainerStatuses[0].State.Waiting.Reason = "changed"
+	scratch.Status.Conditions[0].Message = "changed"
+	if !equality.Semantic.DeepEqual(held.DeepCopyObject(), p) {
+		t.Errorf("a change to a read copy reached the cache: %+v", held.DeepCopyObject())
+	}
 	want := corev1.PodSpec{
 		Containers:      []corev1.Container{{Name: "adapter", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}}},
 		SchedulingGates: full.Spec.SchedulingGates, NodeName: "n1",
@@ -80,13 +94,13 @@ func TestSlimPodKeepsWhatTheControllersRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if &again.(*corev1.Pod).Spec.Containers[0] != &p.Spec.Containers[0] {
+	if &again.(*cachedPod).containers[0] != &held.containers[0] {
 		t.Error("two pods with equal containers hold two lists")
 	}
 	other := full.DeepCopy()
 	other.Spec.Containers[0].Ports[0].Protocol = corev1.ProtocolUDP
-	if o, err := slimPod(other); err != nil || &o.(*corev1.Pod).Spec.Containers[0] == &p.Spec.Containers[0] ||
-		o.(*corev1.Pod).Spec.Containers[0].Ports[0].Protocol != corev1.ProtocolUDP {
+	if o, err := slimPod(other); err != nil || &o.(*cachedPod).containers[0] == &held.containers[0] ||
+		o.(*cachedPod).containers[0].Ports[0].Protocol != corev1.ProtocolUDP {
 		t.Errorf("a pod with other ports shares the list: %v", err)
 	}
 	// Tombstones and other kinds pass through untouched.

@@ -489,7 +489,7 @@ const bindingVolumePrefix = "memory-binding-"
 // ServiceAccount and its binding volumes' Secret names. Volumes, environment, probes,
 // resources, tolerations and the rest were about half of the manager's heap at 5,000 adapters.
 // The gate controller's merge patch is computed between two slim copies, so the fields left
-// out never appear in it.
+// out never appear in it. The cache holds the result as a cachedPod, whose reads are Pods.
 func slimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -516,7 +516,7 @@ func slimPod(obj any) (any, error) {
 		ServiceAccountName: p.Spec.ServiceAccountName, Volumes: volumes}
 	internOwners(p)
 	p.Status = slimPodStatus(p.Status)
-	return p, nil
+	return newCachedPod(p), nil
 }
 
 // slimPodStatus keeps of a Pod's status what explains it: its phase, reason and message, its
@@ -683,8 +683,17 @@ func registerIndexes(idx client.FieldIndexer, scheme *runtime.Scheme) error {
 		return fmt.Errorf("index pods by adapter: %w", err)
 	}
 	if err := idx.IndexField(context.Background(), &corev1.Pod{}, IndexNode, func(o client.Object) []string {
-		if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName != "" && p.Labels[render.LabelManagedBy] == render.ManagedByValue {
-			return []string{p.Spec.NodeName}
+		// The cache holds adapter pods as cachedPod (slimPod); a Pod is what a fake or
+		// an uncached client indexes.
+		var node string
+		switch p := o.(type) {
+		case *cachedPod:
+			node = p.nodeName
+		case *corev1.Pod:
+			node = p.Spec.NodeName
+		}
+		if node != "" && o.GetLabels()[render.LabelManagedBy] == render.ManagedByValue {
+			return []string{node}
 		}
 		return nil
 	}); err != nil {

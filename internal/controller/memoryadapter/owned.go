@@ -56,12 +56,17 @@ var metadataKinds = []client.Object{&corev1.Service{}, &corev1.ServiceAccount{},
 // ensure compares the desired Deployment with a copy read whole from the API server, and only
 // when the cached copy's resourceVersion is not the one it last left for the same desired
 // object (see createOrUpdate): whole Deployments and their metadata were a large part of the
-// manager's heap at 10,000 adapters. The cache holds no other Deployment (CacheOptions).
+// manager's heap at 10,000 adapters. The cache holds no other Deployment (CacheOptions), and
+// holds these as cachedDeployment, whose reads are Deployments.
 func slimOwned(obj any) (any, error) {
+	if _, held := obj.(*cachedDeployment); held {
+		// A resync hands the transform what the cache already holds.
+		return obj, nil
+	}
 	if d, ok := ours(obj).(*appsv1.Deployment); ok {
 		d.Labels, d.Annotations = nil, nil
-		d.Spec = appsv1.DeploymentSpec{Replicas: d.Spec.Replicas,
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: d.Spec.Template.Annotations}}}
+		return &cachedDeployment{ObjectMeta: d.ObjectMeta, replicas: d.Spec.Replicas,
+			templateAnnotations: d.Spec.Template.Annotations, status: d.Status}, nil
 	}
 	return obj, nil
 }

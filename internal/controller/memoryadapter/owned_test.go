@@ -12,6 +12,7 @@ import (
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -42,7 +43,19 @@ func TestSlimOwnedKeepsWhatTheControllerReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := got.(*appsv1.Deployment)
+	held := got.(*cachedDeployment)
+	d := held.DeepCopyObject().(*appsv1.Deployment)
+	if again, _ := slimOwned(held); again != held {
+		t.Error("a resync's second transform changed what the cache holds")
+	}
+	// A copy is the reader's own.
+	scratch := held.DeepCopyObject().(*appsv1.Deployment)
+	*scratch.Spec.Replicas = 7
+	scratch.Spec.Template.Annotations[render.AnnotationRestartedFor] = "changed"
+	scratch.Status.AvailableReplicas = 7
+	if !equality.Semantic.DeepEqual(held.DeepCopyObject(), d) {
+		t.Errorf("a change to a read copy reached the cache: %+v", held.DeepCopyObject())
+	}
 	if d.Spec.Template.Spec.Containers != nil || *d.Spec.Replicas != 2 || d.Spec.Template.Annotations[render.AnnotationRestartedFor] != "16.4" ||
 		d.Status.AvailableReplicas != 2 || d.Generation != 3 || d.ResourceVersion != "9" || d.Labels != nil || d.ManagedFields != nil {
 		t.Errorf("slim Deployment %+v", d)
