@@ -119,7 +119,11 @@ func TestSlimJobMetadataKeepsLabelsAndOwners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := got.(*metav1.PartialObjectMetadata)
+	// The cache holds a cachedMetadata, whose reads are PartialObjectMetadata.
+	m := got.(*cachedMetadata).DeepCopyObject().(*metav1.PartialObjectMetadata)
+	if again, _ := slimJobMetadata(got); again != got {
+		t.Error("a resync's second transform changed what the cache holds")
+	}
 	// The purge watch's predicate and the owner watch read the labels and owner references.
 	if !maps.Equal(m.Labels, j.Labels) || len(m.OwnerReferences) != 1 || m.OwnerReferences[0] != owner || m.ResourceVersion != "9" {
 		t.Errorf("slim job metadata lost what the watches read: %+v", m.ObjectMeta)

@@ -559,9 +559,14 @@ func slimPodStatus(st corev1.PodStatus) corev1.PodStatus {
 // three per adapter) is never held between runs. An update of a Job's status moves its
 // resourceVersion, so its metadata watch still wakes the adapter when a run ends.
 func slimJobMetadata(obj any) (any, error) {
+	if _, held := obj.(*cachedMetadata); held {
+		// A resync hands the transform what the cache already holds.
+		return obj, nil
+	}
 	if o := ours(obj); o != nil {
 		internLabels(o)
 		o.SetAnnotations(nil)
+		return holdMetadata(obj), nil
 	}
 	return obj, nil
 }

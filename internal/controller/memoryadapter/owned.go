@@ -65,7 +65,7 @@ func slimOwned(obj any) (any, error) {
 	}
 	if d, ok := ours(obj).(*appsv1.Deployment); ok {
 		d.Labels, d.Annotations = nil, nil
-		return &cachedDeployment{ObjectMeta: d.ObjectMeta, replicas: d.Spec.Replicas,
+		return &cachedDeployment{cachedMeta: newCachedMeta(&d.ObjectMeta), replicas: d.Spec.Replicas,
 			templateAnnotations: d.Spec.Template.Annotations, status: d.Status}, nil
 	}
 	return obj, nil
@@ -78,9 +78,14 @@ func slimOwned(obj any) (any, error) {
 // operator does not own (CacheOptions).
 func slimMetadata(claim bool) func(any) (any, error) {
 	return func(obj any) (any, error) {
+		if _, held := obj.(*cachedMetadata); held {
+			// A resync hands the transform what the cache already holds.
+			return obj, nil
+		}
 		o := ours(obj)
 		switch {
 		case o == nil:
+			return obj, nil
 		case claim:
 			internLabels(o)
 			node := o.GetAnnotations()[annotationSelectedNode]
@@ -92,8 +97,17 @@ func slimMetadata(claim bool) func(any) (any, error) {
 			o.SetLabels(nil)
 			o.SetAnnotations(nil)
 		}
-		return obj, nil
+		return holdMetadata(obj), nil
 	}
+}
+
+// holdMetadata is what the cache holds of a PartialObjectMetadata the transforms slimmed: a
+// cachedMetadata; anything else as it is.
+func holdMetadata(obj any) any {
+	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		return &cachedMetadata{cachedMeta: newCachedMeta(&m.ObjectMeta)}
+	}
+	return obj
 }
 
 // ours drops a cached object's managedFields, interns its namespace, and returns it, its

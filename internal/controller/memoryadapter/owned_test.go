@@ -105,7 +105,11 @@ func TestSlimMetadataKeepsWhatTheControllerReads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := got.(*metav1.PartialObjectMetadata)
+			// Ours is held as a cachedMetadata, another's as it came; a read is a copy.
+			if _, held := got.(*cachedMetadata); held == (tc.name == "another's ConfigMap") {
+				t.Errorf("held as %T", got)
+			}
+			m := got.(runtime.Object).DeepCopyObject().(*metav1.PartialObjectMetadata)
 			if m.ManagedFields != nil || m.ResourceVersion != "9" || m.UID != "x" || !metav1.IsControlledBy(m, &metav1.ObjectMeta{UID: "u"}) ||
 				!maps.Equal(m.Labels, tc.wantLabels) || !maps.Equal(m.Annotations, tc.wantAnnotation) {
 				t.Errorf("slim metadata %+v", m.ObjectMeta)
