@@ -22,8 +22,9 @@ import (
 // (DeepCopyObject) and hands the copy out; these types' copies are the API types, filled
 // with what was kept, so a Get or List of a corev1.Pod, an appsv1.Deployment or a
 // PartialObjectMetadata returns one, exactly as when the slim transforms returned the API
-// types themselves. What does see them
-// is what runs on the stored object: the informer's index functions and event handlers, which
+// types themselves. A read with client.UnsafeDisableDeepCopy would get the stored type, so
+// none of these kinds may be read that way (only the adapters are). What does see them is
+// what runs on the stored object: the informer's index functions and event handlers, which
 // read metadata only (labels, owner references, name), except IndexNode's pod function,
 // which knows cachedPod.
 
