@@ -80,10 +80,6 @@ func (p *cachedPod) DeepCopyObject() runtime.Object {
 	return v.DeepCopy()
 }
 
-// GetObjectKind has no kind to give: the cache reader sets the kind on the copies it hands
-// out, and nothing reads it of the stored object.
-func (p *cachedPod) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
-
 // cachedDeployment is how the cache holds a Deployment the operator owns: its metadata and
 // what slimOwned keeps (replicas, the pod template's annotations, the status).
 type cachedDeployment struct {
@@ -106,10 +102,6 @@ func (d *cachedDeployment) DeepCopyObject() runtime.Object {
 	v := d.view()
 	return v.DeepCopy()
 }
-
-// GetObjectKind has no kind to give: the cache reader sets the kind on the copies it hands
-// out, and nothing reads it of the stored object.
-func (d *cachedDeployment) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
 // cachedMeta is the part of an ObjectMeta the cache keeps of the operator's objects (176
 // bytes where an ObjectMeta is 232): name, namespace, UID, resourceVersion, generation,
@@ -144,6 +136,11 @@ func (m *cachedMeta) objectMeta() metav1.ObjectMeta {
 		Generation: m.generation, CreationTimestamp: m.creationTimestamp, DeletionTimestamp: m.deletionTimestamp,
 		Labels: m.labels, Annotations: m.annotations, OwnerReferences: m.ownerReferences, Finalizers: m.finalizers}
 }
+
+// GetObjectKind has no kind to give: the cache reader sets the kind on the copies it hands
+// out, and nothing reads it of the stored object. With DeepCopyObject of the type embedding
+// cachedMeta, it makes that type a runtime.Object.
+func (m *cachedMeta) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
 // GetNamespace returns the namespace.
 func (m *cachedMeta) GetNamespace() string { return m.namespace }
@@ -247,10 +244,6 @@ func (m *cachedMetadata) DeepCopyObject() runtime.Object {
 	v := metav1.PartialObjectMetadata{ObjectMeta: m.objectMeta()}
 	return v.DeepCopy()
 }
-
-// GetObjectKind has no kind to give: the cache reader sets the kind on the copies it hands
-// out, and nothing reads it of the stored object.
-func (m *cachedMetadata) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
 // Compile-time checks: the cache's handlers and indexes take these as client.Objects.
 var (
