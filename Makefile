@@ -329,17 +329,22 @@ E2E_PROCS ?= 3
 # Ginkgo colours its report unless told not to; a log or a pipe gets plain text. Each stage
 # also leaves a JSON report in bin/ (every spec's start, end and Ginkgo process), to see where
 # a run's time went.
-E2E_GINKGO = [ -t 1 ] || export GINKGO_NO_COLOR=TRUE; \
-	$(GINKGO) run --tags=e2e --timeout=90m -v --poll-progress-after=45s --poll-progress-interval=30s --output-dir=$(LOCALBIN)
+# A failed stage ends with its failure digest (each failed spec's message, written by the
+# suite to bin/e2e-<stage>-failures.txt), after Ginkgo's summary, which names only lines.
+# $(call e2e_run,STAGE,GINKGO ARGS)
+e2e_run = rm -f $(LOCALBIN)/e2e-$(1)-failures.txt; [ -t 1 ] || export GINKGO_NO_COLOR=TRUE; \
+	export MAO_E2E_FAILURES=$(LOCALBIN)/e2e-$(1)-failures.txt; \
+	$(GINKGO) run --tags=e2e --timeout=90m -v --poll-progress-after=45s --poll-progress-interval=30s --output-dir=$(LOCALBIN) --json-report=e2e-$(1).json $(2) ./test/e2e \
+	|| { s=$$?; echo; cat $(LOCALBIN)/e2e-$(1)-failures.txt 2>/dev/null || echo "(no failure digest: the suite did not reach its report)"; exit $$s; }
 
 .PHONY: test-e2e
 test-e2e: ginkgo ## End-to-end suite on the single-node local cluster, on E2E_PROCS parallel processes: brings the cluster up (or reuses it), tears down what it started unless KEEP_CLUSTER=1.
-	export MAO_NODES=1; $(E2E_GINKGO) --procs=$(E2E_PROCS) --json-report=e2e-single-node.json --label-filter='!multinode && !upgrade' ./test/e2e
+	export MAO_NODES=1; $(call e2e_run,single-node,--procs=$(E2E_PROCS) --label-filter='!multinode && !upgrade')
 
 .PHONY: test-e2e-upgrade
 test-e2e-upgrade: ginkgo ## Opt-in, outside make ci: the upgrade from the previous build (built in a git worktree) to this one on a one-node local cluster, with SQLite, PostgreSQL and Redis adapters and an agent (test/e2e/upgrade_test.go).
-	export MAO_NODES=1 MAO_E2E_INSTALL=none; $(E2E_GINKGO) --json-report=e2e-upgrade.json --label-filter='upgrade' ./test/e2e
+	export MAO_NODES=1 MAO_E2E_INSTALL=none; $(call e2e_run,upgrade,--label-filter='upgrade')
 
 .PHONY: test-e2e-multinode
 test-e2e-multinode: ginkgo ## The multi-node stage: the specs labelled multinode on a three-node local cluster (a running one-node cluster must be stopped first), the operator installed with the Helm chart. They stop and cut nodes, so they run one at a time.
-	export MAO_NODES=3 MAO_E2E_INSTALL=helm; $(E2E_GINKGO) --json-report=e2e-multinode.json --label-filter='multinode' ./test/e2e
+	export MAO_NODES=3 MAO_E2E_INSTALL=helm; $(call e2e_run,multinode,--label-filter='multinode')

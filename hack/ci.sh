@@ -86,6 +86,17 @@ finish_checks() {
   cat "$checks_log"
 }
 
+# print_digests repeats the end-to-end stages' failure digests (bin/e2e-*-failures.txt, one
+# line per failed spec with its message) as the log's last lines: a report that keeps only a
+# log's tail still says why a spec failed, not only where.
+print_digests() {
+  local f
+  for f in bin/e2e-*-failures.txt; do
+    [ -s "$f" ] && { echo; echo "$f:"; cat "$f"; }
+  done
+  return 0
+}
+
 # With the suite passed and lint and the tests still running, the three-node stage starts
 # beside them: it waits on node grace periods even more than the suite does, and how long the
 # nice-19 side takes depends on how much CPU the suite left it (10.8 to 13 minutes measured on
@@ -96,6 +107,7 @@ if [ "$e2e_status" -ne 0 ] || ! kill -0 "$checks_pid" 2>/dev/null; then
   finish_checks
   if [ "$checks_status" -ne 0 ] || [ "$e2e_status" -ne 0 ]; then
     stage "FAILED: make lint and make test exited $checks_status, make test-e2e exited $e2e_status"
+    print_digests
     exit 1
   fi
   stage "4/4 make test-e2e-multinode"
@@ -107,6 +119,7 @@ else
   finish_checks
   if [ "$checks_status" -ne 0 ] || [ "$multinode_status" -ne 0 ]; then
     stage "FAILED: make lint and make test exited $checks_status, make test-e2e-multinode exited $multinode_status"
+    print_digests
     exit 1
   fi
 fi

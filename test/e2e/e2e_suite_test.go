@@ -15,7 +15,6 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
-	"github.com/onsi/ginkgo/v2/types"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -97,35 +96,46 @@ func readVersions(path string) (map[string]string, error) {
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "End-to-end suite (real local cluster)")
-	printFailureDigest(os.Stdout)
 }
 
-// failures holds the failed specs' reports for printFailureDigest.
-var failures []types.SpecReport
-
+// The failure digest repeats each failed spec's message, which Ginkgo's closing summary does
+// not (it names only the failing line), so that a log cut to its last lines (a CI report)
+// still says why each spec failed, and the seed to rerun it with. Under --procs the test
+// processes' own output never reaches the terminal (the CLI prints only their reports), so
+// the digest goes to the file MAO_E2E_FAILURES names, which the Makefile prints after a
+// failed run, and hack/ci.sh again at its very end; without the variable, to GinkgoWriter.
 var _ = ReportAfterSuite("failure digest", func(r Report) {
-	for _, s := range r.SpecReports {
-		if s.Failed() {
-			failures = append(failures, s)
-		}
-	}
-})
-
-// printFailureDigest repeats each failure's message after Ginkgo's summary, which names only
-// the failing line: a log cut to its last lines (a CI report) then still says why each spec
-// failed, and the ordering seed to reproduce it.
-func printFailureDigest(w io.Writer) {
-	if len(failures) == 0 {
+	digest := failureDigest(r)
+	path := os.Getenv("MAO_E2E_FAILURES")
+	if path == "" {
+		_, _ = io.WriteString(GinkgoWriter, digest)
 		return
 	}
-	_, _ = fmt.Fprintf(w, "\nFailure digest (random seed %d; rerun with -ginkgo.seed=%d):\n", GinkgoRandomSeed(), GinkgoRandomSeed())
-	for _, s := range failures {
-		msg := strings.Join(strings.Fields(s.Failure.Message), " ")
-		if len(msg) > 600 {
-			msg = msg[:600] + "..."
+	Expect(os.WriteFile(path, []byte(digest), 0o600)).To(Succeed())
+})
+
+// failureDigest is one line per failed spec of r (its text, state, failing line and message,
+// the message cut to 1,500 characters), or "" when none failed.
+func failureDigest(r Report) string {
+	var b strings.Builder
+	for _, s := range r.SpecReports {
+		if !s.Failed() {
+			continue
 		}
-		_, _ = fmt.Fprintf(w, "- %s [%s] at %s:%d: %s\n", s.FullText(), s.State, filepath.Base(s.Failure.Location.FileName), s.Failure.Location.LineNumber, msg)
+		if b.Len() == 0 {
+			_, _ = fmt.Fprintf(&b, "Failure digest (random seed %d; rerun with --seed=%d):\n", r.SuiteConfig.RandomSeed, r.SuiteConfig.RandomSeed)
+		}
+		msg := strings.Join(strings.Fields(s.Failure.Message), " ")
+		if len(msg) > 1500 {
+			msg = msg[:1500] + "..."
+		}
+		name := s.FullText()
+		if name == "" {
+			name = s.LeafNodeType.String() // a suite node: BeforeSuite, AfterSuite, ...
+		}
+		_, _ = fmt.Fprintf(&b, "- %s [%s] at %s:%d: %s\n", name, s.State, filepath.Base(s.Failure.Location.FileName), s.Failure.Location.LineNumber, msg)
 	}
+	return b.String()
 }
 
 // run executes a command from the repository root, streaming its output into the Ginkgo
