@@ -292,6 +292,8 @@ func decideStatus(s *scope, ok bool) {
 // once per transition even when a reconcile starts from a cached copy older than the last
 // status patch.
 func (r *Reconciler) announceTransitions(s *scope) {
+	a := r.announcements(s.ma)
+	var changed []metav1.Condition
 	for _, c := range s.ma.Status.Conditions {
 		if slices.Contains(conditions.GitOpsTypes, c.Type) {
 			// Available's transition is the one Event; its restatements add none.
@@ -301,7 +303,16 @@ func (r *Reconciler) announceTransitions(s *scope) {
 		if old != nil && old.Status == c.Status && old.Reason == c.Reason {
 			continue
 		}
-		if !r.announcements(s.ma).condition(c) {
+		if a.condition(c) {
+			changed = append(changed, c)
+		}
+	}
+	avail := meta.FindStatusCondition(changed, memoryv1alpha1.ConditionAvailable)
+	for _, c := range changed {
+		if avail != nil && restates(*avail, c) {
+			// Available's own Event names c, its reason and its message: a verdict is one
+			// Event, not two saying the same, and a burst of verdicts (a shared backend's
+			// outage) sends half the writes beside the status writes that carry it.
 			continue
 		}
 		kind := corev1.EventTypeNormal
@@ -310,6 +321,13 @@ func (r *Reconciler) announceTransitions(s *scope) {
 		}
 		r.Recorder.Eventf(s.ma, nil, kind, c.Reason, "Set"+c.Type, "%s is %s: %s", c.Type, c.Status, c.Message)
 	}
+}
+
+// restates reports whether available, as conditions.Available decides it, is input c
+// restated: the same status and reason, and c's type and message as its message.
+func restates(available, c metav1.Condition) bool {
+	return c.Type != available.Type && c.Status == available.Status && c.Reason == available.Reason &&
+		available.Message == c.Type+": "+c.Message
 }
 
 // announcements is what this process last announced of one adapter (see Reconciler.announced).

@@ -619,8 +619,8 @@ var _ = Describe("the controller at scale", Label("scale"), Ordered, func() {
 		Expect(ev.stray.Load()).To(BeZero(), "evidence reads at an address no adapter pod holds")
 
 		By("evidence that changes: time from the change (and its ring) to Available")
-		verdict := measureVerdictLatency(ctx, ns.Name, k, names, mgr.doorbellURL, scaleVerdictSpread, scaleVerdictSpacing)
-		burst := measureVerdictLatency(ctx, ns.Name, k, names, mgr.doorbellURL, scaleVerdictBurst, 0)
+		verdict := measureVerdictLatency(ctx, ns.Name, k, names, mgr.doorbellURL, mgr.scrape, scaleVerdictSpread, scaleVerdictSpacing)
+		burst := measureVerdictLatency(ctx, ns.Name, k, names, mgr.doorbellURL, mgr.scrape, scaleVerdictBurst, 0)
 		Expect(ev.stray.Load()).To(BeZero(), "evidence reads at an address no adapter pod holds")
 		hwm, rss := mgr.status("VmHWM"), mgr.status("VmRSS")
 		// The RSS's two parts: the Go runtime's (anonymous, what GOMEMLIMIT bounds) and the

@@ -37,6 +37,10 @@ const (
 type verdictLatency struct {
 	toFalse, toTrue []time.Duration
 	rings           int
+	// writesToFalse and writesToTrue are the manager's API writes by method from each step's
+	// first change to its last condition: the status patches that carry the verdicts and
+	// what competed with them at the API server (Events).
+	writesToFalse, writesToTrue map[string]float64
 }
 
 // invalidReport is the evidence of an adapter whose backend went away.
@@ -68,9 +72,9 @@ func (e *scaleEvidence) reportFor(p *scalePod) []byte {
 // measureVerdictLatency turns size healthy adapters' evidence invalid, one every spacing (0:
 // all at once), rings the manager's doorbell for each as their servers would, and times each
 // adapter's Available=False from its own change (watched, not polled); then the same back to
-// True. It fails loudly when a condition never follows, when a ring is refused, or when the
+// True. scrape reads the manager's metrics, for the API writes of each step. It fails loudly when a condition never follows, when a ring is refused, or when the
 // watch ends.
-func measureVerdictLatency(ctx context.Context, ns string, k *scaleKubelet, names []string, doorbellURL string, size int, spacing time.Duration) verdictLatency {
+func measureVerdictLatency(ctx context.Context, ns string, k *scaleKubelet, names []string, doorbellURL string, scrape func() string, size int, spacing time.Duration) verdictLatency {
 	GinkgoHelper()
 	var sample []string
 	for i, name := range names {
@@ -87,8 +91,10 @@ func measureVerdictLatency(ctx context.Context, ns string, k *scaleKubelet, name
 		invalid bool
 		want    metav1.ConditionStatus
 		into    *[]time.Duration
-	}{{true, metav1.ConditionFalse, &out.toFalse}, {false, metav1.ConditionTrue, &out.toTrue}} {
+		writes  *map[string]float64
+	}{{true, metav1.ConditionFalse, &out.toFalse, &out.writesToFalse}, {false, metav1.ConditionTrue, &out.toTrue, &out.writesToTrue}} {
 		w := watchFromNow(ctx, wc, ns, nil)
+		writesBefore := apiWrites(scrape())
 		pending := map[string]bool{}
 		for _, name := range sample {
 			pending[name] = true
@@ -155,6 +161,7 @@ func measureVerdictLatency(ctx context.Context, ns string, k *scaleKubelet, name
 			}
 		}
 		w.Stop()
+		*step.writes, _ = diff(apiWrites(scrape()), writesBefore)
 		slices.Sort(*step.into)
 	}
 	return out
@@ -163,9 +170,9 @@ func measureVerdictLatency(ctx context.Context, ns string, k *scaleKubelet, name
 // describe is one line of the result: the latencies to Available=False and back to True.
 func (v verdictLatency) describe(shape string) string {
 	r := func(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
-	return fmt.Sprintf("%s: Available=False p50 / p99 / max %s / %s / %s, Available=True again %s / %s / %s", shape,
-		r(quantile(v.toFalse, 0.5)), r(quantile(v.toFalse, 0.99)), r(quantile(v.toFalse, 1)),
-		r(quantile(v.toTrue, 0.5)), r(quantile(v.toTrue, 0.99)), r(quantile(v.toTrue, 1)))
+	return fmt.Sprintf("%s: Available=False p50 / p99 / max %s / %s / %s (API writes meanwhile %v), Available=True again %s / %s / %s (%v)", shape,
+		r(quantile(v.toFalse, 0.5)), r(quantile(v.toFalse, 0.99)), r(quantile(v.toFalse, 1)), v.writesToFalse,
+		r(quantile(v.toTrue, 0.5)), r(quantile(v.toTrue, 0.99)), r(quantile(v.toTrue, 1)), v.writesToTrue)
 }
 
 // watchFromNow lists the namespace's adapters (handing each to seen, when set) and watches
