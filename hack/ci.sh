@@ -36,6 +36,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . hack/lib/heartbeat.sh
 
 printf -v ci_start '%(%s)T' -1
+# A digest left by an earlier run would be printed as this run's (print_digests, below).
+rm -f bin/e2e-*-failures.txt
 stage() {
   local now
   printf -v now '%(%s)T' -1
