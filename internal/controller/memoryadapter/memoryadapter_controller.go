@@ -290,7 +290,7 @@ func decideStatus(s *scope, ok bool) {
 
 // announceTransitions records an Event for each condition whose status or reason changed,
 // once per transition even when a reconcile starts from a cached copy older than the last
-// status patch.
+// status patch; a transition Available restates in the same write is Available's Event.
 func (r *Reconciler) announceTransitions(s *scope) {
 	a := r.announcements(s.ma)
 	var changed []metav1.Condition

@@ -72,8 +72,8 @@ func (e *scaleEvidence) reportFor(p *scalePod) []byte {
 // measureVerdictLatency turns size healthy adapters' evidence invalid, one every spacing (0:
 // all at once), rings the manager's doorbell for each as their servers would, and times each
 // adapter's Available=False from its own change (watched, not polled); then the same back to
-// True. scrape reads the manager's metrics, for the API writes of each step. It fails loudly when a condition never follows, when a ring is refused, or when the
-// watch ends.
+// True. scrape reads the manager's metrics, for the API writes of each step. It fails loudly
+// when a condition never follows, when a ring is refused, or when the watch ends.
 func measureVerdictLatency(ctx context.Context, ns string, k *scaleKubelet, names []string, doorbellURL string, scrape func() string, size int, spacing time.Duration) verdictLatency {
 	GinkgoHelper()
 	var sample []string
