@@ -309,7 +309,7 @@ func (r *Reconciler) announceTransitions(s *scope) {
 	}
 	avail := meta.FindStatusCondition(changed, memoryv1alpha1.ConditionAvailable)
 	for _, c := range changed {
-		if avail != nil && restates(*avail, c) {
+		if avail != nil && conditions.Restates(*avail, c) {
 			// Available's own Event names c, its reason and its message: a verdict is one
 			// Event, not two saying the same, and a burst of verdicts (a shared backend's
 			// outage) sends half the writes beside the status writes that carry it.
@@ -321,13 +321,6 @@ func (r *Reconciler) announceTransitions(s *scope) {
 		}
 		r.Recorder.Eventf(s.ma, nil, kind, c.Reason, "Set"+c.Type, "%s is %s: %s", c.Type, c.Status, c.Message)
 	}
-}
-
-// restates reports whether available, as conditions.Available decides it, is input c
-// restated: the same status and reason, and c's type and message as its message.
-func restates(available, c metav1.Condition) bool {
-	return c.Type != available.Type && c.Status == available.Status && c.Reason == available.Reason &&
-		available.Message == c.Type+": "+c.Message
 }
 
 // announcements is what this process last announced of one adapter (see Reconciler.announced).

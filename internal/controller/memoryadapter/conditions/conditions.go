@@ -399,11 +399,21 @@ func Available(conds []metav1.Condition) metav1.Condition {
 			if c.Status == metav1.ConditionUnknown {
 				st = metav1.ConditionUnknown
 			}
-			return cond.New(t, st, c.Reason, ct+": "+c.Message)
+			return cond.New(t, st, c.Reason, restatedMessage(*c))
 		}
 	}
 	return cond.New(t, metav1.ConditionTrue, memoryv1alpha1.ReasonAdapterAvailable,
 		"the manifest is valid, deployed, verified by conformance and upheld by health evidence")
+}
+
+// restatedMessage is Available's message when it copies input c: c named, then its message.
+func restatedMessage(c metav1.Condition) string { return c.Type + ": " + c.Message }
+
+// Restates reports whether available, as Available decides it, copies input c: the same
+// status and reason, and c's restated message.
+func Restates(available, c metav1.Condition) bool {
+	return available.Type == memoryv1alpha1.ConditionAvailable && c.Type != available.Type &&
+		c.Status == available.Status && c.Reason == available.Reason && available.Message == restatedMessage(c)
 }
 
 // GitOps restates available (Available as just decided) as the conditions kstatus and GitOps

@@ -2,6 +2,7 @@ package conditions
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -247,4 +248,37 @@ func TestAvailableCondition(t *testing.T) {
 	hidden[1] = c(memoryv1alpha1.ConditionDeployed, metav1.ConditionFalse, memoryv1alpha1.ReasonScaledToZero)
 	hidden[3] = c(memoryv1alpha1.ConditionHealthy, metav1.ConditionFalse, memoryv1alpha1.ReasonCapabilityProbeFailed)
 	check(t, Available(hidden), want{metav1.ConditionFalse, memoryv1alpha1.ReasonScaledToZero, nil})
+}
+
+// TestRestates: Available restates exactly the input it copied, whatever that input is, and
+// nothing else.
+func TestRestates(t *testing.T) {
+	ok := func(typ string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: "Fine", Message: typ + " holds"}
+	}
+	inputs := []metav1.Condition{ok(memoryv1alpha1.ConditionManifestValid), ok(memoryv1alpha1.ConditionDeployed),
+		ok(memoryv1alpha1.ConditionConformant), ok(memoryv1alpha1.ConditionHealthy)}
+	for i := range inputs {
+		for _, status := range []metav1.ConditionStatus{metav1.ConditionFalse, metav1.ConditionUnknown} {
+			cs := slices.Clone(inputs)
+			cs[i] = metav1.Condition{Type: cs[i].Type, Status: status, Reason: "Broken", Message: "it broke"}
+			available := Available(cs)
+			for j, c := range cs {
+				if got := Restates(available, c); got != (i == j) {
+					t.Errorf("%s %s: Restates(Available, %s) = %v", cs[i].Type, status, c.Type, got)
+				}
+			}
+			other := cs[i]
+			other.Message = "something else"
+			if Restates(available, other) {
+				t.Errorf("%s %s: restated with another message", cs[i].Type, status)
+			}
+		}
+	}
+	available := Available(inputs)
+	for _, c := range inputs {
+		if Restates(available, c) {
+			t.Errorf("Available True restates %s", c.Type)
+		}
+	}
 }
