@@ -7,7 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +19,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/agentmem/memory-adapter-operator/api/memory"
@@ -41,6 +46,90 @@ type verdictLatency struct {
 	// first change to its last condition: the status patches that carry the verdicts and
 	// what competed with them at the API server (Events).
 	writesToFalse, writesToTrue map[string]float64
+	// serverToFalse and serverToTrue are the same window seen by the API server: the mean
+	// time it spent on each kind of the manager's writes, and on their storage in etcd.
+	serverToFalse, serverToTrue apiServerTimes
+}
+
+// apiServerTimes is the API server's own account of a window: the count and mean latency
+// of the requests that carry a verdict (a MemoryAdapter status write, an Event POST) and of
+// its etcd writes of MemoryAdapters, from apiserver_request_duration_seconds and
+// etcd_request_duration_seconds. Where the burst's time goes (admission, validation and
+// managed fields in the API server, or the disk under etcd) is the difference between them.
+type apiServerTimes map[string]meanOf
+
+// meanOf is a histogram's change over a window: observations and their mean.
+type meanOf struct {
+	n    float64
+	mean time.Duration
+}
+
+func (m meanOf) String() string {
+	return fmt.Sprintf("%.0f × %s", m.n, m.mean.Round(100*time.Microsecond))
+}
+
+// apiServerSeries are the histograms apiServerTimes reads, by the name it reports them under.
+var apiServerSeries = map[string][]string{
+	"status-write": {"apiserver_request_duration_seconds", `resource="memoryadapters"`, `subresource="status"`},
+	"event-post":   {"apiserver_request_duration_seconds", `resource="events"`, `verb="POST"`},
+	"etcd-update":  {"etcd_request_duration_seconds", `operation="update"`, `resource="memoryadapters"`},
+}
+
+// scrapeAPIServer reads the API server's metrics as the suite's administrator.
+func scrapeAPIServer(ctx context.Context) string {
+	GinkgoHelper()
+	b, err := adminREST().Get().AbsPath("/metrics").DoRaw(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	return string(b)
+}
+
+// saveAPIServerProfile writes the API server's CPU profile over the next d to path; a
+// profile that cannot be taken is reported, not fatal: it explains figures, it is not one.
+func saveAPIServerProfile(ctx context.Context, d time.Duration, path string) {
+	b, err := adminREST().Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(int(d.Seconds()))).DoRaw(ctx)
+	if err == nil {
+		err = os.WriteFile(path, b, 0o600)
+	}
+	if err != nil {
+		fmt.Fprintf(GinkgoWriter, "the API server's CPU profile: %v\n", err)
+	}
+}
+
+// adminREST is a client of the API server's own paths as the suite's administrator.
+func adminREST() rest.Interface {
+	GinkgoHelper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	return cs.Discovery().RESTClient()
+}
+
+// apiServerWindow is what the API server spent between two scrapes; a series that is
+// missing from both fails the step, so a renamed metric cannot report an empty window.
+func apiServerWindow(after, before string) apiServerTimes {
+	GinkgoHelper()
+	out := apiServerTimes{}
+	for name, s := range apiServerSeries {
+		sum := func(text, suffix string) float64 {
+			v := metricValues(text, s[0]+suffix, "", s[1:]...)
+			if len(v) == 0 {
+				var seen []string
+				for _, line := range strings.Split(text, "\n") {
+					if strings.HasPrefix(line, s[0]+suffix+"{") && len(seen) < 5 {
+						seen = append(seen, line)
+					}
+				}
+				Fail(fmt.Sprintf("the API server exports no %s%s with %v; of the name:\n%s", s[0], suffix, s[1:], strings.Join(seen, "\n")))
+			}
+			return v[""]
+		}
+		n := sum(after, "_count") - sum(before, "_count")
+		m := meanOf{n: n}
+		if n > 0 {
+			m.mean = time.Duration((sum(after, "_sum") - sum(before, "_sum")) / n * float64(time.Second))
+		}
+		out[name] = m
+	}
+	return out
 }
 
 // invalidReport is the evidence of an adapter whose backend went away.
@@ -92,9 +181,12 @@ func measureVerdictLatency(ctx context.Context, ns string, k *scaleKubelet, name
 		want    metav1.ConditionStatus
 		into    *[]time.Duration
 		writes  *map[string]float64
-	}{{true, metav1.ConditionFalse, &out.toFalse, &out.writesToFalse}, {false, metav1.ConditionTrue, &out.toTrue, &out.writesToTrue}} {
+		server  *apiServerTimes
+	}{{true, metav1.ConditionFalse, &out.toFalse, &out.writesToFalse, &out.serverToFalse},
+		{false, metav1.ConditionTrue, &out.toTrue, &out.writesToTrue, &out.serverToTrue}} {
 		w := watchFromNow(ctx, wc, ns, nil)
 		writesBefore := apiWrites(scrape())
+		serverBefore := scrapeAPIServer(ctx)
 		pending := map[string]bool{}
 		for _, name := range sample {
 			pending[name] = true
@@ -162,6 +254,7 @@ func measureVerdictLatency(ctx context.Context, ns string, k *scaleKubelet, name
 		}
 		w.Stop()
 		*step.writes, _ = diff(apiWrites(scrape()), writesBefore)
+		*step.server = apiServerWindow(scrapeAPIServer(ctx), serverBefore)
 		slices.Sort(*step.into)
 	}
 	return out
@@ -170,19 +263,23 @@ func measureVerdictLatency(ctx context.Context, ns string, k *scaleKubelet, name
 // describe is one line of the result: the latencies to Available=False and back to True.
 func (v verdictLatency) describe(shape string) string {
 	r := func(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
-	return fmt.Sprintf("%s: Available=False p50 / p99 / max %s / %s / %s (API writes meanwhile %v), Available=True again %s / %s / %s (%v)", shape,
-		r(quantile(v.toFalse, 0.5)), r(quantile(v.toFalse, 0.99)), r(quantile(v.toFalse, 1)), v.writesToFalse,
-		r(quantile(v.toTrue, 0.5)), r(quantile(v.toTrue, 0.99)), r(quantile(v.toTrue, 1)), v.writesToTrue)
+	return fmt.Sprintf("%s: Available=False p50 / p99 / max %s / %s / %s (API writes meanwhile %v; API server %v), Available=True again %s / %s / %s (%v; %v)", shape,
+		r(quantile(v.toFalse, 0.5)), r(quantile(v.toFalse, 0.99)), r(quantile(v.toFalse, 1)), v.writesToFalse, v.serverToFalse,
+		r(quantile(v.toTrue, 0.5)), r(quantile(v.toTrue, 0.99)), r(quantile(v.toTrue, 1)), v.writesToTrue, v.serverToTrue)
 }
 
-// watchFromNow lists the namespace's adapters (handing each to seen, when set) and watches
-// them from the list's resourceVersion, so the watch starts with no synthetic event per
-// existing adapter (thousands of them at scale) and misses no change after the list.
+// watchFromNow watches the namespace's adapters from now: from the resourceVersion of a
+// list of one adapter, so the watch starts with no synthetic event per existing adapter and
+// misses no change after it. Only a watch that restarts (seen set) lists them all, handing
+// each to seen: a full list of 10,000 adapters is 77 MB the API server encodes and this
+// process decodes, and right before a step it competed with the step it was to measure.
 func watchFromNow(ctx context.Context, wc client.WithWatch, ns string, seen func(*memoryv1alpha1.MemoryAdapter)) watch.Interface {
 	GinkgoHelper()
 	list := &memoryv1alpha1.MemoryAdapterList{}
-	Expect(wc.List(ctx, list, client.InNamespace(ns))).To(Succeed())
-	if seen != nil {
+	if seen == nil {
+		Expect(wc.List(ctx, list, client.InNamespace(ns), client.Limit(1))).To(Succeed())
+	} else {
+		Expect(wc.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 		for i := range list.Items {
 			seen(&list.Items[i])
 		}
