@@ -103,8 +103,8 @@ func adminREST() rest.Interface {
 	return cs.Discovery().RESTClient()
 }
 
-// apiServerWindow is what the API server spent between two scrapes; a series that is
-// missing from both fails the step, so a renamed metric cannot report an empty window.
+// apiServerWindow is what the API server spent between two scrapes; a series missing from
+// either scrape fails the step, so a renamed metric cannot report an empty window.
 func apiServerWindow(after, before string) apiServerTimes {
 	GinkgoHelper()
 	out := apiServerTimes{}
