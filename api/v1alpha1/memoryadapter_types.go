@@ -335,35 +335,42 @@ type MemoryAdapterStatus struct {
 
 	// conformance is the result of the latest finished conformance run.
 	// +optional
+	// +structType=atomic
 	Conformance *ConformanceResult `json:"conformance,omitempty"`
 
 	// evidence is the last health evidence read from the adapter.
 	// +optional
+	// +structType=atomic
 	Evidence *EvidenceStatus `json:"evidence,omitempty"`
 
 	// lifecycle is the effective lifecycle the adapter runs with: spec.lifecycle
 	// with every omitted field filled from the backend adapter's documented
 	// default.
 	// +optional
+	// +structType=atomic
 	Lifecycle *LifecycleSpec `json:"lifecycle,omitempty"`
 
 	// binding names the Secret a workload uses to reach the adapter (Service
 	// Binding's Provisioned Service duck type): keys type, provider, url and
 	// token, and ca.crt when the adapter serves TLS.
 	// +optional
+	// +structType=atomic
 	Binding *BindingReference `json:"binding,omitempty"`
 
 	// tls is the endpoint's transport security as deployed: HTTPS with the
 	// serving certificate's expiry and renewal, or plain HTTP by opt-out.
 	// +optional
+	// +structType=atomic
 	TLS *TLSStatus `json:"tls,omitempty"`
 
 	// token is where the adapter's token rotation stands.
 	// +optional
+	// +structType=atomic
 	Token *TokenStatus `json:"token,omitempty"`
 
 	// access is where spec.access stands on the adapter's pods; absent without spec.access.
 	// +optional
+	// +structType=atomic
 	Access *AccessStatus `json:"access,omitempty"`
 
 	// workloads counts the pods bound to this adapter through the
