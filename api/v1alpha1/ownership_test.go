@@ -11,9 +11,8 @@ import (
 // TestStatusStructsAreAtomic pins which status structs managedFields tracks as one field: those
 // the MemoryAdapter controller always writes whole. Tracked leaf by leaf they made the managed
 // fields half of an Available adapter's bytes, which the API server recomputes on every status
-// write. The gate
-// controller's workloads and the spec stay granular: there, per-field ownership tells apart
-// writers that exist.
+// write. The gate controller's workloads and the spec stay granular: there, per-field ownership
+// tells apart writers that exist.
 func TestStatusStructsAreAtomic(t *testing.T) {
 	g := NewWithT(t)
 	crd, err := manifestcases.LoadCRD(crdPath)
